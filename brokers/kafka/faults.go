@@ -1,0 +1,90 @@
+package kafka
+
+import (
+	"encoding/binary"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/dqbench/dqbench/brokers"
+)
+
+// LoseProduceResponses answers chosen produce requests with
+// REQUEST_TIMED_OUT after kfake has appended them: the records are in the
+// log, the producer sees no success and retries. With the idempotent
+// producer the broker recognises the retry by its sequence number and drops
+// it; without, the retry is appended again.
+//
+// Only the embedded broker can do this; on an external cluster the fault
+// needs a network fault layer (a later issue), and the run reports that the
+// fault never fired.
+func (c *channel) LoseProduceResponses(fires func(intent, attempt int) bool, fired func(intent, attempt int)) {
+	if c.k.cluster == nil {
+		return
+	}
+	var mu sync.Mutex
+	sightings := map[int]int{} // intent → produce requests that carried it
+	// kfake asks When once per partition of a request; decide once per
+	// request so a request's intents are sighted once.
+	var last kmsg.Request
+	var lastHit bool
+	c.fault = c.k.cluster.Fault(kfake.Fault{
+		Keys:  []kmsg.Key{kmsg.Produce},
+		Topic: c.topic,
+		Err:   kerr.RequestTimedOut,
+		Count: -1,
+		When: func(req kmsg.Request) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			if req == last {
+				return lastHit
+			}
+			intents := producedIntents(req.(*kmsg.ProduceRequest))
+			hit := false
+			for _, in := range intents {
+				sightings[in]++
+				if fires(in, sightings[in]) {
+					hit = true
+					fired(in, sightings[in])
+				}
+			}
+			last, lastHit = req, hit
+			return hit
+		},
+	})
+}
+
+// producedIntents decodes the intent ids (record keys) in req's batches.
+// Each variant has its own producer and topic, and the fault selects the
+// topic, so every batch in req is the variant's (from produce v13 on the
+// request names topics by id only). The producer sends uncompressed batches,
+// so no codec is needed.
+func producedIntents(req *kmsg.ProduceRequest) []int {
+	var out []int
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			var b kmsg.RecordBatch
+			if err := b.ReadFrom(p.Records); err != nil || b.Attributes&0x0007 != 0 {
+				continue
+			}
+			raw := b.Records
+			for range b.NumRecords {
+				var r kmsg.Record
+				if err := r.ReadFrom(raw); err != nil {
+					break
+				}
+				if in, err := brokers.ParseKey(string(r.Key)); err == nil {
+					out = append(out, in)
+				}
+				length, n := binary.Varint(raw)
+				if n <= 0 || int(length)+n > len(raw) {
+					break
+				}
+				raw = raw[int(length)+n:]
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,522 @@
+package check_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dqbench/dqbench/check"
+	"github.com/dqbench/dqbench/faults"
+	"github.com/dqbench/dqbench/history"
+	"github.com/dqbench/dqbench/scenario"
+	"github.com/dqbench/dqbench/store"
+)
+
+// The helpers below build one variant's history by hand; every event is
+// stamped with variant "v" unless the test changes it.
+
+func ev(t history.Type, intent int) history.Event {
+	return history.Event{Variant: "v", Type: t, Intent: intent}
+}
+
+// published: the producer sent intent and the broker confirmed it.
+func published(intent int) []history.Event {
+	return []history.Event{ev(history.Publish, intent), ev(history.Confirm, intent)}
+}
+
+// delivered: a delivery of intent at log position (partition 0, offset).
+func delivered(intent int, offset int64) history.Event {
+	e := ev(history.Deliver, intent)
+	e.Offset = offset
+	return e
+}
+
+func effect(intent int, applied bool) history.Event {
+	e := ev(history.Effect, intent)
+	e.Applied = applied
+	if !applied {
+		e.Reason = "duplicate: message id already in the dedup table"
+	}
+	return e
+}
+
+func fault(name string) history.Event {
+	e := ev(history.Fault, 0)
+	e.Fault = name
+	return e
+}
+
+// clean: published, confirmed, delivered once, applied once, acked.
+func clean(intent int) []history.Event {
+	return append(published(intent), delivered(intent, int64(intent)), effect(intent, true), ev(history.Ack, intent))
+}
+
+func join(parts ...[]history.Event) []history.Event {
+	var out []history.Event
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+func one(e ...history.Event) []history.Event { return e }
+
+func applied(m map[int]int) store.Audit { return store.Audit{Applied: m} }
+
+func TestTally(t *testing.T) {
+	drainEnd := ev(history.Drain, 0)
+	drainEnd.Drained = true
+	drainCut := ev(history.Drain, 0)
+	flagged := delivered(1, 1)
+	flagged.Redelivered = true
+
+	tests := []struct {
+		name   string
+		events []history.Event
+		audit  store.Audit
+		want   check.Counts
+		// notes: one substring per expected note, in order; no other notes.
+		notes []string
+	}{
+		{
+			name:   "empty run",
+			events: nil,
+			audit:  applied(map[int]int{}),
+			want:   check.Counts{},
+		},
+		{
+			name:   "clean run",
+			events: join(clean(1), clean(2), clean(3), one(drainEnd)),
+			audit:  applied(map[int]int{1: 1, 2: 1, 3: 1}),
+			want:   check.Counts{Attempted: 3, Acknowledged: 3, Delivered: 3, Effects: 3},
+		},
+		{
+			// Totals agree (2 effects for 2 acknowledged intents), yet one
+			// intent applied twice and the other never: count per intent.
+			name: "duplicate hiding a loss in totals",
+			events: join(published(1), published(2),
+				one(delivered(1, 1), effect(1, true), delivered(1, 1), effect(1, true), ev(history.Ack, 1))),
+			audit: applied(map[int]int{1: 2}),
+			want: check.Counts{
+				Attempted: 2, Acknowledged: 2, Delivered: 1, Redelivered: 1,
+				Effects: 2, Duplicates: 1, Lost: 1,
+			},
+			notes: []string{"1 intents had their effect applied more than once", "1 acknowledged intents were never delivered"},
+		},
+		{
+			name:   "indeterminate publish, never applied, is not lost",
+			events: one(ev(history.Publish, 1), ev(history.PubFailed, 1)),
+			audit:  applied(map[int]int{}),
+			want:   check.Counts{Attempted: 1, Indeterminate: 1},
+		},
+		{
+			// The broker stored it even though the producer never heard back.
+			name:   "indeterminate publish that the broker stored and the consumer applied",
+			events: one(ev(history.Publish, 1), ev(history.PubFailed, 1), delivered(1, 1), effect(1, true)),
+			audit:  applied(map[int]int{1: 1}),
+			want:   check.Counts{Attempted: 1, Indeterminate: 1, Delivered: 1, Effects: 1},
+		},
+		{
+			name:   "publish without confirm or failure is indeterminate",
+			events: one(ev(history.Publish, 1)),
+			audit:  applied(map[int]int{}),
+			want:   check.Counts{Attempted: 1, Indeterminate: 1},
+		},
+		{
+			name: "retried publish confirmed on the second attempt counts one intent",
+			events: one(
+				history.Event{Variant: "v", Type: history.Publish, Intent: 1, Attempt: 1},
+				ev(history.PubFailed, 1),
+				history.Event{Variant: "v", Type: history.Publish, Intent: 1, Attempt: 2},
+				ev(history.Confirm, 1),
+				delivered(1, 1), effect(1, true)),
+			audit: applied(map[int]int{1: 1}),
+			want:  check.Counts{Attempted: 1, Acknowledged: 1, Delivered: 1, Effects: 1},
+		},
+		{
+			name:   "unexpected effect for an intent never published",
+			events: clean(1),
+			audit:  applied(map[int]int{1: 1, 99: 1}),
+			want:   check.Counts{Attempted: 1, Acknowledged: 1, Delivered: 1, Effects: 2, Unexpected: 1},
+		},
+		{
+			name:   "delivered but never published and not applied is not counted",
+			events: one(delivered(7, 7)),
+			audit:  applied(map[int]int{}),
+			want:   check.Counts{},
+		},
+		{
+			name: "two deliveries of the same position count one redelivered intent",
+			events: join(clean(1), published(2),
+				one(delivered(2, 2), delivered(2, 2), effect(2, true))),
+			audit: applied(map[int]int{1: 1, 2: 1}),
+			want:  check.Counts{Attempted: 2, Acknowledged: 2, Delivered: 2, Redelivered: 1, Effects: 2},
+		},
+		{
+			name:   "one delivery flagged redelivered by the broker",
+			events: join(published(1), one(flagged, effect(1, true))),
+			audit:  applied(map[int]int{1: 1}),
+			want:   check.Counts{Attempted: 1, Acknowledged: 1, Delivered: 1, Redelivered: 1, Effects: 1},
+		},
+		{
+			name: "three deliveries of one intent still count one redelivered intent",
+			events: join(published(1),
+				one(delivered(1, 1), delivered(1, 1), delivered(1, 1), effect(1, false), effect(1, false), effect(1, true))),
+			audit: applied(map[int]int{1: 1}),
+			want:  check.Counts{Attempted: 1, Acknowledged: 1, Delivered: 1, Redelivered: 1, Effects: 1},
+		},
+		{
+			name: "dead letters, faults and crashes",
+			events: join(clean(1), published(2), published(3),
+				one(delivered(2, 2), ev(history.DeadLetter, 2),
+					delivered(3, 3), ev(history.DeadLetter, 3),
+					fault("crash"), ev(history.Crash, 0), fault("crash"), ev(history.Crash, 0), fault("lost-response"))),
+			audit: applied(map[int]int{1: 1}),
+			want: check.Counts{
+				Attempted: 3, Acknowledged: 3, Delivered: 3, Effects: 1, Lost: 2,
+				DeadLettered: 2, FaultsInjected: 3,
+			},
+			notes: []string{"2 consumer crashes", "2 intents were delivered but never processed"},
+		},
+		{
+			// A producer retry after a lost response stored intent 1 at two
+			// offsets; without dedup both copies applied.
+			name: "log copies",
+			events: one(
+				ev(history.Publish, 1), fault("produce-response-lost"), ev(history.Publish, 1), ev(history.Confirm, 1),
+				delivered(1, 0), effect(1, true), delivered(1, 1), effect(1, true)),
+			audit: applied(map[int]int{1: 2}),
+			want: check.Counts{
+				Attempted: 1, Acknowledged: 1, Delivered: 1, Redelivered: 1,
+				Effects: 2, Duplicates: 1, FaultsInjected: 1,
+			},
+			notes: []string{"1 intents were stored more than once by the broker", "1 intents had their effect applied more than once"},
+		},
+		{
+			// dedup-table-split: the marker committed, the consumer crashed
+			// before the effect, the redelivery was skipped.
+			name: "dedup skip loses the effect",
+			events: join(clean(2), published(1), one(
+				delivered(1, 1), fault("crash@between-dedup-and-effect"), ev(history.Crash, 0),
+				ev(history.Start, 0), delivered(1, 1), effect(1, false), ev(history.Ack, 1))),
+			audit: applied(map[int]int{2: 1}),
+			want: check.Counts{
+				Attempted: 2, Acknowledged: 2, Delivered: 2, Redelivered: 1,
+				Effects: 1, Lost: 1, FaultsInjected: 1,
+			},
+			notes: []string{"1 consumer crashes", "the dedup marker was committed without the effect"},
+		},
+		{
+			name:   "drain cut short",
+			events: join(clean(1), published(2), one(drainCut)),
+			audit:  applied(map[int]int{1: 1}),
+			want:   check.Counts{Attempted: 2, Acknowledged: 2, Delivered: 1, Effects: 1, Lost: 1},
+			notes:  []string{"1 acknowledged intents were never delivered", "the drain ended at its grace period"},
+		},
+		{
+			name:   "balance mismatch",
+			events: clean(1),
+			audit:  store.Audit{Applied: map[int]int{1: 1}, BalanceMismatch: []int{3, 4}},
+			want:   check.Counts{Attempted: 1, Acknowledged: 1, Delivered: 1, Effects: 1},
+			notes:  []string{"2 accounts' balances disagree"},
+		},
+		{
+			name:   "nil audit map: nothing applied",
+			events: clean(1),
+			audit:  store.Audit{},
+			want:   check.Counts{Attempted: 1, Acknowledged: 1, Delivered: 1, Lost: 1},
+			notes:  []string{"1 intents were delivered but never processed"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, notes := check.Tally(tt.events, tt.audit)
+			if got != tt.want {
+				t.Errorf("counts:\n got %+v\nwant %+v", got, tt.want)
+			}
+			if len(notes) != len(tt.notes) {
+				t.Fatalf("got %d notes, want %d:\n%s", len(notes), len(tt.notes), strings.Join(notes, "\n"))
+			}
+			for i, want := range tt.notes {
+				if !strings.Contains(notes[i], want) {
+					t.Errorf("note %d = %q, want it to contain %q", i, notes[i], want)
+				}
+			}
+		})
+	}
+}
+
+// Tally must count the same whatever the order of the events and of the
+// audit map: the per-intent pass is sorted.
+func TestTallyStableNotes(t *testing.T) {
+	events := join(clean(1), published(2), published(3), one(delivered(3, 3), effect(3, false)))
+	audit := applied(map[int]int{1: 3, 5: 1})
+	c0, n0 := check.Tally(events, audit)
+	for range 20 {
+		c, n := check.Tally(events, audit)
+		if c != c0 || strings.Join(n, "\n") != strings.Join(n0, "\n") {
+			t.Fatalf("Tally is not deterministic: %+v %q vs %+v %q", c, n, c0, n0)
+		}
+	}
+}
+
+func TestCountsGet(t *testing.T) {
+	c := check.Counts{
+		Attempted: 1, Acknowledged: 2, Indeterminate: 3, Delivered: 4, Redelivered: 5, Effects: 6,
+		Duplicates: 7, Lost: 8, Unexpected: 9, DeadLettered: 10, FaultsInjected: 11,
+	}
+	// Get must agree with the JSON names, which are the names scenarios use.
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var byJSON map[string]int
+	if err := json.Unmarshal(b, &byJSON); err != nil {
+		t.Fatal(err)
+	}
+	if len(byJSON) != len(scenario.CountNames) {
+		t.Errorf("Counts has %d JSON fields, scenario.CountNames has %d names", len(byJSON), len(scenario.CountNames))
+	}
+	for _, name := range scenario.CountNames {
+		got, ok := c.Get(name)
+		if !ok {
+			t.Errorf("Get(%q) not ok", name)
+			continue
+		}
+		want, inJSON := byJSON[name]
+		if !inJSON {
+			t.Errorf("count %q is not a JSON field of Counts", name)
+		}
+		if got != want {
+			t.Errorf("Get(%q) = %d, JSON says %d", name, got, want)
+		}
+	}
+	if _, ok := c.Get("bogus"); ok {
+		t.Error(`Get("bogus") ok, want not ok`)
+	}
+}
+
+func TestApplies(t *testing.T) {
+	crash := func(at faults.Point) scenario.Fault {
+		return scenario.Fault{Type: faults.ConsumerCrash, At: string(at)}
+	}
+	tests := []struct {
+		fault    scenario.Fault
+		strategy string
+		want     bool
+	}{
+		{crash(faults.BeforeProcess), "none", true},
+		{crash(faults.AfterEffectBeforeAck), "none", true},
+		{crash(faults.AfterEffectBeforeAck), "dedup-table", true},
+		{crash(faults.BetweenDedupAndEffect), "none", false},
+		{crash(faults.BetweenDedupAndEffect), "dedup-table", false},
+		{crash(faults.BetweenDedupAndEffect), "dedup-table-split", true},
+		{crash(faults.BeforeProcess), "no-such-strategy", false},
+		{scenario.Fault{Type: faults.ProduceResponseLost}, "none", true},
+		{scenario.Fault{Type: faults.ProduceResponseLost}, "no-such-strategy", true},
+	}
+	for _, tt := range tests {
+		v := scenario.Variant{Name: "v", Strategy: tt.strategy}
+		if got := check.Applies(tt.fault, v); got != tt.want {
+			t.Errorf("Applies(%s@%s, %s) = %v, want %v", tt.fault.Type, tt.fault.At, tt.strategy, got, tt.want)
+		}
+	}
+}
+
+// judgeScenario compares three strategies under a crash between the dedup
+// marker and the effect, which only dedup-table-split has.
+func judgeScenario() *scenario.Scenario {
+	return &scenario.Scenario{
+		Version:  1,
+		Name:     "split-crash",
+		Seed:     7,
+		Messages: 2,
+		Faults: []scenario.Fault{{
+			Type: faults.ConsumerCrash, Name: "crash@between", At: string(faults.BetweenDedupAndEffect),
+			Every: 2, MaxAttempt: 1,
+		}},
+		Variants: []scenario.Variant{
+			{Name: "naive", Strategy: "none", Expect: map[string]scenario.Expectation{
+				"lost": {Op: "==", Value: 0}, "duplicates": {Op: "==", Value: 0},
+			}},
+			{Name: "split", Strategy: "dedup-table-split", Expect: map[string]scenario.Expectation{
+				"lost": {Op: ">", Value: 0}, "duplicates": {Op: "==", Value: 0}, "attempted": {Op: "==", Value: 2},
+			}},
+		},
+	}
+}
+
+// forVariant restamps events with variant name.
+func forVariant(name string, events []history.Event) []history.Event {
+	out := make([]history.Event, len(events))
+	for i, e := range events {
+		e.Variant = name
+		out[i] = e
+	}
+	return out
+}
+
+func TestJudge(t *testing.T) {
+	meta := check.Meta{Scenario: "split-crash", Seed: 7, Messages: 2, Broker: "kafka", Duration: time.Second}
+	naive := forVariant("naive", join(clean(1), clean(2)))
+	splitLost := forVariant("split", join(clean(2), published(1), one(
+		delivered(1, 1), fault("crash@between"), ev(history.Crash, 0), delivered(1, 1), effect(1, false))))
+	splitNoFault := forVariant("split", join(clean(1), clean(2)))
+	audits := map[string]store.Audit{
+		"naive": applied(map[int]int{1: 1, 2: 1}),
+		"split": applied(map[int]int{2: 1}),
+	}
+
+	t.Run("expectations pass, the fault fired where it applies", func(t *testing.T) {
+		run := check.Judge(judgeScenario(), meta, join(naive, splitLost), audits)
+		if !run.Passed || !run.Valid() {
+			t.Fatalf("run passed=%v valid=%v, want both: %+v", run.Passed, run.Valid(), run)
+		}
+		if run.Meta != meta {
+			t.Errorf("meta = %+v, want %+v", run.Meta, meta)
+		}
+		if len(run.Variants) != 2 || run.Variants[0].Name != "naive" || run.Variants[1].Name != "split" {
+			t.Fatalf("variants = %+v, want naive then split (scenario order)", run.Variants)
+		}
+		naiveRes, split := run.Variants[0], run.Variants[1]
+		// The crash point does not exist in strategy none: not required.
+		if len(naiveRes.Invalid) != 0 {
+			t.Errorf("naive invalid = %q, want none (the fault cannot fire in strategy none)", naiveRes.Invalid)
+		}
+		if naiveRes.Strategy != "none" || split.Strategy != "dedup-table-split" {
+			t.Errorf("strategies = %q, %q", naiveRes.Strategy, split.Strategy)
+		}
+		wantSplit := check.Counts{Attempted: 2, Acknowledged: 2, Delivered: 2, Redelivered: 1, Effects: 1, Lost: 1, FaultsInjected: 1}
+		if split.Counts != wantSplit {
+			t.Errorf("split counts = %+v, want %+v", split.Counts, wantSplit)
+		}
+		// Expectations come in scenario.CountNames order, whatever the map order.
+		want := []check.ExpectationResult{
+			{Check: "attempted == 2", Passed: true, Actual: 2},
+			{Check: "duplicates == 0", Passed: true, Actual: 0},
+			{Check: "lost > 0", Passed: true, Actual: 1},
+		}
+		if len(split.Expectations) != len(want) {
+			t.Fatalf("split expectations = %+v, want %+v", split.Expectations, want)
+		}
+		for i := range want {
+			if split.Expectations[i] != want[i] {
+				t.Errorf("expectation %d = %+v, want %+v", i, split.Expectations[i], want[i])
+			}
+		}
+		if len(split.Notes) == 0 {
+			t.Error("split has no notes explaining its loss")
+		}
+	})
+
+	t.Run("a failed expectation fails the variant and the run", func(t *testing.T) {
+		s := judgeScenario()
+		s.Variants[1].Expect["lost"] = scenario.Expectation{Op: "==", Value: 0}
+		run := check.Judge(s, meta, join(naive, splitLost), audits)
+		if run.Passed {
+			t.Fatal("run passed, want failed")
+		}
+		if !run.Valid() {
+			t.Errorf("run invalid: %+v; a failed expectation is not an invalid experiment", run.Variants)
+		}
+		if !run.Variants[0].Passed {
+			t.Error("naive failed, want passed")
+		}
+		split := run.Variants[1]
+		if split.Passed {
+			t.Error("split passed, want failed")
+		}
+		var lost *check.ExpectationResult
+		for i := range split.Expectations {
+			if strings.HasPrefix(split.Expectations[i].Check, "lost ") {
+				lost = &split.Expectations[i]
+			}
+		}
+		if lost == nil || lost.Passed || lost.Actual != 1 || lost.Check != "lost == 0" {
+			t.Errorf("lost expectation = %+v, want failed lost == 0 with actual 1", lost)
+		}
+	})
+
+	t.Run("a fault that never fired where it applies makes the run invalid", func(t *testing.T) {
+		s := judgeScenario()
+		s.Variants[1].Expect = map[string]scenario.Expectation{"lost": {Op: "==", Value: 0}}
+		run := check.Judge(s, meta, join(naive, splitNoFault), map[string]store.Audit{
+			"naive": applied(map[int]int{1: 1, 2: 1}),
+			"split": applied(map[int]int{1: 1, 2: 1}),
+		})
+		split := run.Variants[1]
+		if len(split.Invalid) == 0 {
+			t.Fatal("split has no Invalid, want the unfired fault")
+		}
+		if !strings.Contains(split.Invalid[0], check.ErrFaultNeverFired.Error()) || !strings.Contains(split.Invalid[0], "crash@between") {
+			t.Errorf("invalid = %q, want it to name %q and the fault", split.Invalid, check.ErrFaultNeverFired)
+		}
+		// Its expectations hold, but an experiment whose fault never fired is no pass.
+		if len(split.Expectations) != 1 || !split.Expectations[0].Passed {
+			t.Errorf("expectations = %+v, want lost == 0 to hold", split.Expectations)
+		}
+		if split.Passed || run.Passed || run.Valid() {
+			t.Errorf("split passed=%v run passed=%v valid=%v, want all false", split.Passed, run.Passed, run.Valid())
+		}
+		if len(run.Variants[0].Invalid) != 0 || !run.Variants[0].Passed {
+			t.Errorf("naive = %+v, want valid and passed (the fault cannot fire in strategy none)", run.Variants[0])
+		}
+	})
+
+	t.Run("a fault that fired in another variant does not count", func(t *testing.T) {
+		// The fault event belongs to naive, not split.
+		s := judgeScenario()
+		s.Variants[1].Expect = nil
+		evs := join(naive, forVariant("naive", one(fault("crash@between"))), splitNoFault)
+		run := check.Judge(s, meta, evs, map[string]store.Audit{
+			"naive": applied(map[int]int{1: 1, 2: 1}),
+			"split": applied(map[int]int{1: 1, 2: 1}),
+		})
+		if len(run.Variants[1].Invalid) == 0 {
+			t.Error("split valid, want invalid: its fault never fired")
+		}
+		if run.Variants[0].FaultsInjected != 1 || run.Variants[1].FaultsInjected != 0 {
+			t.Errorf("faults injected = %d, %d, want 1, 0", run.Variants[0].FaultsInjected, run.Variants[1].FaultsInjected)
+		}
+	})
+
+	t.Run("a missing audit makes the variant invalid", func(t *testing.T) {
+		run := check.Judge(judgeScenario(), meta, join(naive, splitLost), map[string]store.Audit{
+			"split": audits["split"],
+		})
+		naiveRes := run.Variants[0]
+		if len(naiveRes.Invalid) != 1 || !strings.Contains(naiveRes.Invalid[0], "no store audit") {
+			t.Errorf("naive invalid = %q, want the missing audit", naiveRes.Invalid)
+		}
+		if naiveRes.Passed || run.Passed || run.Valid() {
+			t.Errorf("naive passed=%v run passed=%v valid=%v, want all false", naiveRes.Passed, run.Passed, run.Valid())
+		}
+		if len(run.Variants[1].Invalid) != 0 {
+			t.Errorf("split invalid = %q, want none", run.Variants[1].Invalid)
+		}
+	})
+
+	t.Run("an inconsistent store makes the variant invalid", func(t *testing.T) {
+		bad := map[string]store.Audit{
+			"naive": {Applied: map[int]int{1: 1, 2: 1}, BalanceMismatch: []int{4}},
+			"split": audits["split"],
+		}
+		run := check.Judge(judgeScenario(), meta, join(naive, splitLost), bad)
+		naiveRes := run.Variants[0]
+		if len(naiveRes.Invalid) != 1 || !strings.Contains(naiveRes.Invalid[0], check.ErrInconsistent.Error()) {
+			t.Errorf("naive invalid = %q, want %q", naiveRes.Invalid, check.ErrInconsistent)
+		}
+		if naiveRes.Passed || run.Passed {
+			t.Error("an inconsistent store passed")
+		}
+	})
+
+	t.Run("no expectations and no faults pass", func(t *testing.T) {
+		s := &scenario.Scenario{Name: "plain", Variants: []scenario.Variant{{Name: "naive", Strategy: "none"}}}
+		run := check.Judge(s, meta, naive, map[string]store.Audit{"naive": audits["naive"]})
+		if !run.Passed || !run.Valid() || len(run.Variants[0].Expectations) != 0 {
+			t.Errorf("run = %+v, want passed and valid, no expectations", run)
+		}
+	})
+}

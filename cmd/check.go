@@ -1,0 +1,49 @@
+package cmd
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dqbench/dqbench/check"
+	"github.com/dqbench/dqbench/report"
+	"github.com/dqbench/dqbench/rundir"
+)
+
+func newCheckCmd(s Streams) *cobra.Command {
+	var output string
+	c := &cobra.Command{
+		Use:   "check DIR",
+		Short: "Re-judge a saved run from its history alone",
+		Long: `Check reads a run saved with "dqbench run --out DIR" (its scenario, history and
+store audit), counts again and prints the same report, with the same exit
+codes as run. DIR may be one run's directory or the --out directory.`,
+		Example: "  dqbench run quickstart --out runs/\n  dqbench check runs/",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			if !slices.Contains(report.Formats, output) {
+				return withCode(ExitUsage, fmt.Errorf("--output %q is not allowed (allowed: %s)", output, strings.Join(report.Formats, ", ")))
+			}
+			dirs, err := rundir.Find(args[0])
+			if err != nil {
+				return withCode(ExitUsage, err)
+			}
+			var runs []check.Run
+			for _, dir := range dirs {
+				r, err := rundir.Load(dir)
+				if err != nil {
+					return withCode(ExitUsage, fmt.Errorf("load run %s: %w", dir, err))
+				}
+				runs = append(runs, check.Judge(r.Scenario, r.Meta, r.Events, r.Audits))
+			}
+			if err := report.Write(s.Out, output, runs); err != nil {
+				return withCode(ExitIncomplete, err)
+			}
+			return verdict(runs, nil)
+		},
+	}
+	c.Flags().StringVarP(&output, "output", "o", "table", "output format: "+strings.Join(report.Formats, ", "))
+	return c
+}

@@ -1,0 +1,31 @@
+package cmd
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dqbench/dqbench/scenario"
+	"github.com/dqbench/dqbench/scenarios"
+)
+
+func newListCmd(s Streams) *cobra.Command {
+	return &cobra.Command{
+		Use:     "list",
+		Short:   "List the built-in scenarios",
+		Example: "  dqbench list",
+		Args:    cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			w := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
+			for _, name := range scenarios.Names() {
+				sc, err := scenario.Resolve(name)
+				if err != nil {
+					return withCode(ExitUsage, fmt.Errorf("built-in scenario %s: %w", name, err))
+				}
+				fmt.Fprintf(w, "%s\t%s\n", name, sc.Description)
+			}
+			return w.Flush()
+		},
+	}
+}

@@ -1,0 +1,96 @@
+// Package cmd is dqbench's command line: thin cobra commands over the
+// scenario, runner, check and report packages.
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes, documented in --help and the README.
+const (
+	ExitPass       = 0 // every expectation held
+	ExitFail       = 1 // an expectation failed
+	ExitUsage      = 2 // invalid scenario, flags or usage
+	ExitIncomplete = 3 // the run could not be completed
+)
+
+const exitCodesHelp = `Exit codes:
+  0  every expectation held
+  1  an expectation failed
+  2  invalid scenario, flags or usage
+  3  the run could not be completed (broker unreachable, deadline passed,
+     a configured fault never fired, interrupted)`
+
+// exitError carries an exit code out of a command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func withCode(code int, err error) error { return &exitError{code: code, err: err} }
+
+// errSilent reports an exit code whose reason was already printed.
+var errSilent = errors.New("")
+
+// Streams are the command's input and outputs; tests inject buffers.
+type Streams struct {
+	In       io.Reader
+	Out, Err io.Writer
+	// Terminal says whether Err is a terminal (progress lines go there).
+	Terminal bool
+}
+
+// NewRoot builds the dqbench command tree.
+func NewRoot(s Streams) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "dqbench",
+		Short: "Inject delivery faults and count duplicated and lost business effects",
+		Long: `dqbench runs YAML scenarios against message brokers, injects faults into
+delivery (lost produce responses, consumers killed before they ack) and shows,
+side by side, how many business effects were duplicated or lost with and
+without each consumer idempotency strategy.
+
+` + exitCodesHelp,
+		Example: `  dqbench run quickstart
+  dqbench run my-scenario.yaml -o json --seed 7
+  dqbench validate scenarios/*.yaml
+  dqbench list`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(s.In)
+	root.SetOut(s.Out)
+	root.SetErr(s.Err)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return withCode(ExitUsage, fmt.Errorf("%v\nSee '%s --help'.", err, c.CommandPath()))
+	})
+	root.AddCommand(newRunCmd(s), newListCmd(s), newValidateCmd(s), newCheckCmd(s), newSchemaCmd(s))
+	return root
+}
+
+// Execute runs dqbench with args and returns the process exit code.
+func Execute(ctx context.Context, args []string, s Streams) int {
+	root := NewRoot(s)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitPass
+	}
+	code := ExitUsage // cobra's own errors: unknown command, bad args
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+	}
+	if msg := err.Error(); msg != "" {
+		fmt.Fprintln(s.Err, "dqbench: "+msg)
+	}
+	return code
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"reflect"
+	"strconv"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/dqbench/dqbench/cmd"
+	"github.com/dqbench/dqbench/scenario"
+)
+
+// TestMain lets the scripts in testdata/script run dqbench as a command.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"dqbench": func() {
+			os.Exit(cmd.Execute(context.Background(), os.Args[1:], cmd.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
+		},
+	})
+}
+
+// TestScripts runs the CLI end to end: commands, their output and exit codes.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/script",
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"exits":      cmdExits,
+			"count":      cmdCount,
+			"samecounts": cmdSameCounts,
+		},
+	})
+}
+
+// exits N PROGRAM ARGS...: run PROGRAM and require exit code N.
+func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exits CODE PROGRAM [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	err = ts.Exec(args[1], args[2:]...)
+	got := 0
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		got = ee.ExitCode()
+	case err != nil:
+		ts.Fatalf("%v", err)
+	}
+	if got != want {
+		ts.Fatalf("%s exited %d, want %d", args[1], got, want)
+	}
+}
+
+type jsonReport struct {
+	Runs []struct {
+		Variants []map[string]any `json:"variants"`
+	} `json:"runs"`
+}
+
+// counts reads each variant's counts from a -o json report.
+func counts(ts *testscript.TestScript, file string) map[string]map[string]float64 {
+	var r jsonReport
+	ts.Check(json.Unmarshal([]byte(ts.ReadFile(file)), &r))
+	out := map[string]map[string]float64{}
+	for _, run := range r.Runs {
+		for _, v := range run.Variants {
+			name, _ := v["name"].(string)
+			c := map[string]float64{}
+			for _, k := range scenario.CountNames {
+				n, ok := v[k].(float64)
+				if !ok {
+					ts.Fatalf("%s: variant %s has no count %q", file, name, k)
+				}
+				c[k] = n
+			}
+			out[name] = c
+		}
+	}
+	if len(out) == 0 {
+		ts.Fatalf("%s: no variants", file)
+	}
+	return out
+}
+
+// count FILE VARIANT FIELD OP N: check one count of a -o json report.
+func cmdCount(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 5 {
+		ts.Fatalf("usage: count FILE VARIANT FIELD OP N")
+	}
+	c, ok := counts(ts, args[0])[args[1]]
+	if !ok {
+		ts.Fatalf("no variant %q in %s", args[1], args[0])
+	}
+	want, err := strconv.Atoi(args[4])
+	ts.Check(err)
+	got := int(c[args[2]])
+	var holds bool
+	switch args[3] {
+	case "==":
+		holds = got == want
+	case ">":
+		holds = got > want
+	default:
+		ts.Fatalf("count: unknown op %q", args[3])
+	}
+	if holds == neg {
+		ts.Fatalf("%s %s = %d; want %s %d (negated: %v)", args[1], args[2], got, args[3], want, neg)
+	}
+}
+
+// samecounts A B: two -o json reports have identical counts per variant.
+func cmdSameCounts(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: samecounts A B")
+	}
+	a, b := counts(ts, args[0]), counts(ts, args[1])
+	if reflect.DeepEqual(a, b) == neg {
+		ts.Fatalf("counts of %s and %s: %v vs %v", args[0], args[1], a, b)
+	}
+}

@@ -1,0 +1,101 @@
+package scenario
+
+import (
+	"time"
+
+	"github.com/dqbench/dqbench/faults"
+)
+
+// Defaults for settings a scenario leaves out.
+const (
+	DefaultSeed       = 1
+	DefaultMessages   = 1000
+	DefaultDeadline   = Duration(2 * time.Minute)
+	DefaultDrain      = Duration(10 * time.Second)
+	DefaultPartitions = 1
+	DefaultWindow     = 256
+	DefaultInstances  = 1
+	DefaultPrefetch   = 100
+	DefaultMaxAttempt = 1
+)
+
+// applyDefaults fills in every setting s leaves out. A variant's overrides
+// stay as written: ProducerFor and ConsumerFor merge them.
+func applyDefaults(s *Scenario) {
+	setIfZero(&s.Seed, DefaultSeed)
+	setIfZero(&s.Messages, DefaultMessages)
+	setIfZero(&s.Deadline, DefaultDeadline)
+	setIfZero(&s.Drain, DefaultDrain)
+	setIfZero(&s.Broker.Mode, ModeEmbedded)
+	setIfZero(&s.Broker.Partitions, DefaultPartitions)
+	setIfZero(&s.Producer.Acks, AcksAll)
+	if s.Producer.Idempotent == nil {
+		s.Producer.Idempotent = new(true)
+	}
+	setIfZero(&s.Producer.Window, DefaultWindow)
+	setIfZero(&s.Consumer.Instances, DefaultInstances)
+	setIfZero(&s.Consumer.Ack, AckAfterProcess)
+	setIfZero(&s.Consumer.Prefetch, DefaultPrefetch)
+	for i := range s.Faults {
+		f := &s.Faults[i]
+		setIfZero(&f.MaxAttempt, DefaultMaxAttempt)
+		setIfZero(&f.Name, defaultFaultName(*f))
+	}
+}
+
+// defaultFaultName is the fault's type, plus the crash point for a consumer
+// crash: "consumer-crash@after-effect-before-ack".
+func defaultFaultName(f Fault) string {
+	if f.Type == faults.ConsumerCrash && f.At != "" {
+		return f.Type + "@" + f.At
+	}
+	return f.Type
+}
+
+func setIfZero[T comparable](p *T, v T) {
+	var zero T
+	if *p == zero {
+		*p = v
+	}
+}
+
+// IsIdempotent reports whether the producer is idempotent (the default).
+func (p Producer) IsIdempotent() bool {
+	return p.Idempotent == nil || *p.Idempotent
+}
+
+// ProducerFor returns the scenario's producer settings with v's overrides
+// applied.
+func (s *Scenario) ProducerFor(v Variant) Producer {
+	p := s.Producer
+	if p.Idempotent != nil {
+		p.Idempotent = new(*p.Idempotent) // the caller may not change s through it
+	}
+	if o := v.Producer; o != nil {
+		if o.Idempotent != nil {
+			p.Idempotent = new(*o.Idempotent)
+		}
+		setIfNonZero(&p.Acks, o.Acks)
+		setIfNonZero(&p.Window, o.Window)
+	}
+	return p
+}
+
+// ConsumerFor returns the scenario's consumer settings with v's overrides
+// applied.
+func (s *Scenario) ConsumerFor(v Variant) Consumer {
+	c := s.Consumer
+	if o := v.Consumer; o != nil {
+		setIfNonZero(&c.Instances, o.Instances)
+		setIfNonZero(&c.Ack, o.Ack)
+		setIfNonZero(&c.Prefetch, o.Prefetch)
+	}
+	return c
+}
+
+func setIfNonZero[T comparable](p *T, v T) {
+	var zero T
+	if v != zero {
+		*p = v
+	}
+}

@@ -1,0 +1,159 @@
+package scenario
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+
+	"github.com/invopop/jsonschema"
+)
+
+// CountNames are the counts a run reports per variant, in report order; the
+// keys a variant's expect may check.
+var CountNames = []string{
+	"attempted", "acknowledged", "indeterminate", "delivered", "redelivered",
+	"effects", "duplicates", "lost", "unexpected", "dead_lettered", "faults_injected",
+}
+
+// countDocs describes each count for the JSON schema (editor tooltips).
+var countDocs = map[string]string{
+	"attempted":       "Publish attempts, by intent.",
+	"acknowledged":    "Intents the broker confirmed.",
+	"indeterminate":   "Intents whose publish outcome is unknown (timed out, connection closed before the confirm).",
+	"delivered":       "Deliveries to the consumer.",
+	"redelivered":     "Deliveries of an intent after its first.",
+	"effects":         "Business effects applied.",
+	"duplicates":      "Intents whose effect applied more than once.",
+	"lost":            "Acknowledged intents whose effect never applied after the drain.",
+	"unexpected":      "Effects for intents never published.",
+	"dead_lettered":   "Intents sent to the dead-letter queue.",
+	"faults_injected": "Times a fault fired.",
+}
+
+// Expectation is a check on one count: Op is one of ==, !=, >, >=, <, <=.
+// In YAML it is a number (meaning ==) or a string such as ">0" or "<= 5".
+type Expectation struct {
+	Op    string
+	Value int
+}
+
+// expectationRE matches the string form; the operator is optional (==).
+var expectationRE = regexp.MustCompile(`^\s*(==|!=|>=|<=|>|<)?\s*([0-9]+)\s*$`)
+
+const expectationHelp = `write a count like 0, or a comparison like ">0", ">= 3", "<=5", "!=0"`
+
+// ParseExpectation parses the string form of an expectation: "3", "==0",
+// ">0", ">= 3", "<=5", "!= 2".
+func ParseExpectation(s string) (Expectation, error) {
+	m := expectationRE.FindStringSubmatch(s)
+	if m == nil {
+		return Expectation{}, fmt.Errorf("bad expectation %q: %s", s, expectationHelp)
+	}
+	n, err := strconv.Atoi(m[2])
+	if err != nil {
+		return Expectation{}, fmt.Errorf("bad expectation %q: the number is too large", s)
+	}
+	op := m[1]
+	if op == "" {
+		op = "=="
+	}
+	return Expectation{Op: op, Value: n}, nil
+}
+
+// Holds reports whether count n meets the expectation.
+func (e Expectation) Holds(n int) bool {
+	switch e.Op {
+	case "==", "":
+		return n == e.Value
+	case "!=":
+		return n != e.Value
+	case ">":
+		return n > e.Value
+	case ">=":
+		return n >= e.Value
+	case "<":
+		return n < e.Value
+	case "<=":
+		return n <= e.Value
+	}
+	return false
+}
+
+// String renders the expectation as "> 0", "== 0".
+func (e Expectation) String() string {
+	op := e.Op
+	if op == "" {
+		op = "=="
+	}
+	return op + " " + strconv.Itoa(e.Value)
+}
+
+// MarshalText renders the expectation as in String.
+func (e Expectation) MarshalText() ([]byte, error) { return []byte(e.String()), nil }
+
+// UnmarshalText parses the string form (see ParseExpectation).
+func (e *Expectation) UnmarshalText(b []byte) error {
+	x, err := ParseExpectation(string(b))
+	if err != nil {
+		return err
+	}
+	*e = x
+	return nil
+}
+
+// UnmarshalYAML accepts a non-negative integer (== n) or the string form.
+func (e *Expectation) UnmarshalYAML(unmarshal func(any) error) error {
+	var v any
+	if err := unmarshal(&v); err != nil {
+		return err
+	}
+	x, err := expectationFrom(v)
+	if err != nil {
+		return err
+	}
+	*e = x
+	return nil
+}
+
+// UnmarshalJSON accepts a JSON number (== n) or the string form.
+func (e *Expectation) UnmarshalJSON(b []byte) error {
+	var v any
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	if err := d.Decode(&v); err != nil {
+		return err
+	}
+	if n, ok := v.(json.Number); ok {
+		v = n.String()
+	}
+	x, err := expectationFrom(v)
+	if err != nil {
+		return err
+	}
+	*e = x
+	return nil
+}
+
+// expectationFrom converts a decoded YAML or JSON value.
+func expectationFrom(v any) (Expectation, error) {
+	switch v := v.(type) {
+	case string:
+		return ParseExpectation(v)
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		return ParseExpectation(fmt.Sprint(v))
+	}
+	return Expectation{}, fmt.Errorf("bad expectation %v: %s", v, expectationHelp)
+}
+
+// JSONSchema describes an expectation: an integer or a comparison string.
+func (Expectation) JSONSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{
+		Description: "A count (means ==) or a comparison such as \">0\", \">= 3\", \"<=5\", \"!=0\".",
+		OneOf: []*jsonschema.Schema{
+			{Type: "integer", Minimum: "0"},
+			{Type: "string", Pattern: expectationRE.String()},
+		},
+	}
+}

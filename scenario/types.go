@@ -1,0 +1,85 @@
+// Package scenario parses and validates dqbench scenario files (format v1).
+//
+// A scenario names a broker, producer and consumer settings, the faults to
+// inject and the variants (consumer idempotency strategies) to compare, each
+// with its expectations. Load is strict: an unknown key, a wrong type or a bad
+// value is an *Error naming file:line:column, the key and what is allowed.
+package scenario
+
+import "time"
+
+// Version is the only scenario format version this build reads.
+const Version = 1
+
+// Scenario is one scenario file, after defaults are applied.
+type Scenario struct {
+	Version     int       `yaml:"version" json:"version" jsonschema:"required,enum=1,description=Scenario format version; always 1."`
+	Name        string    `yaml:"name" json:"name" jsonschema:"required,description=Short name; used in reports and topic names."`
+	Description string    `yaml:"description" json:"description,omitempty" jsonschema:"description=One line shown by dqbench list."`
+	Seed        int64     `yaml:"seed" json:"seed,omitempty" jsonschema:"description=Seed of the fault schedule and message amounts (default 1; --seed overrides)."`
+	Messages    int       `yaml:"messages" json:"messages,omitempty" jsonschema:"minimum=1,description=Business intents to publish per variant (default 1000; --messages overrides)."`
+	Deadline    Duration  `yaml:"deadline" json:"deadline,omitempty" jsonschema:"description=Hard limit for the whole run\\, e.g. 60s (default 2m; --timeout overrides)."`
+	Drain       Duration  `yaml:"drain" json:"drain,omitempty" jsonschema:"description=After publishing\\, how long to wait for every acknowledged intent to be consumed (default 10s)."`
+	Broker      Broker    `yaml:"broker" json:"broker" jsonschema:"required"`
+	Producer    Producer  `yaml:"producer" json:"producer,omitempty"`
+	Consumer    Consumer  `yaml:"consumer" json:"consumer,omitempty"`
+	Faults      []Fault   `yaml:"faults" json:"faults,omitempty"`
+	Variants    []Variant `yaml:"variants" json:"variants" jsonschema:"required,minItems=1"`
+
+	// File is where the scenario was read from ("builtin:quickstart" for a built-in).
+	File string `yaml:"-" json:"-"`
+	// Source is the scenario's YAML text as read.
+	Source []byte `yaml:"-" json:"-"`
+}
+
+// Broker says which broker to run against and where it is.
+type Broker struct {
+	Kind       string   `yaml:"kind" json:"kind" jsonschema:"required,enum=kafka,description=Broker kind."`
+	Mode       string   `yaml:"mode" json:"mode,omitempty" jsonschema:"enum=embedded,enum=external,description=embedded: an in-process broker (default); external: a running broker at addresses."`
+	Addresses  []string `yaml:"addresses" json:"addresses,omitempty" jsonschema:"description=host:port of the broker(s); required with mode external."`
+	Partitions int      `yaml:"partitions" json:"partitions,omitempty" jsonschema:"minimum=1,description=Partitions of each variant's topic (Kafka; default 1)."`
+}
+
+// Producer holds producer settings; a variant may override each one.
+type Producer struct {
+	Idempotent *bool  `yaml:"idempotent" json:"idempotent,omitempty" jsonschema:"description=Kafka idempotent producer (default true\\, as in kgo)."`
+	Acks       string `yaml:"acks" json:"acks,omitempty" jsonschema:"enum=all,enum=leader,enum=none,description=Broker acknowledgement the producer waits for (default all; leader and none need idempotent: false)."`
+	Window     int    `yaml:"window" json:"window,omitempty" jsonschema:"minimum=1,description=Most unacknowledged publishes in flight (default 256; 1 makes every request carry one intent)."`
+}
+
+// Consumer holds consumer settings; a variant may override each one.
+type Consumer struct {
+	Instances int    `yaml:"instances" json:"instances,omitempty" jsonschema:"minimum=1,description=Consumer processes sharing the subscription (default 1)."`
+	Ack       string `yaml:"ack" json:"ack,omitempty" jsonschema:"enum=after-process,enum=before-process,description=When the consumer acks/commits: after-process (at-least-once\\, default) or before-process (at-most-once)."`
+	Prefetch  int    `yaml:"prefetch" json:"prefetch,omitempty" jsonschema:"minimum=1,description=Messages fetched per poll / prefetch count (default 100)."`
+}
+
+// Fault is one fault to inject. Type picks the fault; the schedule fields
+// (every, probability, max_attempt) say which intents it hits.
+type Fault struct {
+	Type        string  `yaml:"type" json:"type" jsonschema:"required,enum=consumer-crash,enum=produce-response-lost,description=Which fault to inject."`
+	Name        string  `yaml:"name" json:"name,omitempty" jsonschema:"description=Label in reports (default: type\\, plus the crash point)."`
+	Every       int     `yaml:"every" json:"every,omitempty" jsonschema:"minimum=1,description=Fire on every Nth intent (offset chosen from the seed). Exactly one of every and probability."`
+	Probability float64 `yaml:"probability" json:"probability,omitempty" jsonschema:"exclusiveMinimum=0,maximum=1,description=Fire on each intent with this probability\\, decided by a hash of (seed\\, fault\\, intent\\, attempt)."`
+	MaxAttempt  int     `yaml:"max_attempt" json:"max_attempt,omitempty" jsonschema:"minimum=1,description=Fire only on an intent's first N attempts/deliveries (default 1)\\, so a redelivery can get through."`
+	At          string  `yaml:"at" json:"at,omitempty" jsonschema:"enum=before-process,enum=after-effect-before-ack,enum=between-dedup-and-effect,description=consumer-crash only: where the consumer dies."`
+
+	// Line is the scenario line the fault starts on (for messages).
+	Line int `yaml:"-" json:"-"`
+}
+
+// Variant is one compared configuration: a consumer idempotency strategy,
+// optional setting overrides and its expectations.
+type Variant struct {
+	Name     string                 `yaml:"name" json:"name" jsonschema:"required,description=Name used in reports and JSON output."`
+	Strategy string                 `yaml:"strategy" json:"strategy" jsonschema:"required,enum=none,enum=dedup-table,enum=dedup-table-split,description=Consumer idempotency strategy."`
+	Producer *Producer              `yaml:"producer" json:"producer,omitempty" jsonschema:"description=Overrides of the scenario's producer settings."`
+	Consumer *Consumer              `yaml:"consumer" json:"consumer,omitempty" jsonschema:"description=Overrides of the scenario's consumer settings."`
+	Expect   map[string]Expectation `yaml:"expect" json:"expect,omitempty" jsonschema:"description=Checks on the variant's counts\\, e.g. duplicates: 0 or lost: '>0'."`
+
+	// Line is the scenario line the variant starts on (for messages).
+	Line int `yaml:"-" json:"-"`
+}
+
+// Duration is a time.Duration written as "30s", "2m", "1m30s".
+type Duration time.Duration

@@ -1,0 +1,379 @@
+package scenario
+
+import (
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/dqbench/dqbench/faults"
+	"github.com/dqbench/dqbench/strategy"
+)
+
+// Allowed values of the enumerated settings.
+var (
+	// BrokerKinds are the brokers a scenario may name.
+	BrokerKinds  = []string{"kafka"}
+	brokerModes  = []string{ModeEmbedded, ModeExternal}
+	producerAcks = []string{AcksAll, AcksLeader, AcksNone}
+	consumerAcks = []string{AckAfterProcess, AckBeforeProcess}
+)
+
+// atParam is the fault parameter naming a crash point.
+const atParam = "at"
+
+// Enumerated setting values.
+const (
+	ModeEmbedded     = "embedded"
+	ModeExternal     = "external"
+	AcksAll          = "all"
+	AcksLeader       = "leader"
+	AcksNone         = "none"
+	AckAfterProcess  = "after-process"
+	AckBeforeProcess = "before-process"
+)
+
+// faultTypes lists the fault type names.
+func faultTypes() []string {
+	out := make([]string, len(faults.All))
+	for i, k := range faults.All {
+		out[i] = k.Name
+	}
+	return out
+}
+
+// crashPoints lists every crash point: the consumer loop's, then the
+// strategies' own.
+func crashPoints() []string {
+	var out []string
+	add := func(p faults.Point) {
+		if indexOf(out, string(p)) < 0 {
+			out = append(out, string(p))
+		}
+	}
+	for _, p := range faults.LoopPoints {
+		add(p)
+	}
+	add(faults.BetweenDedupAndEffect)
+	for _, s := range strategy.All {
+		if cp, ok := s.(strategy.CrashPointer); ok {
+			for _, p := range cp.CrashPoints() {
+				add(p)
+			}
+		}
+	}
+	return out
+}
+
+// takesAt lists the fault types that take an "at" crash point.
+func takesAt() []string {
+	var out []string
+	for _, k := range faults.All {
+		if indexOf(k.Params, atParam) >= 0 {
+			out = append(out, k.Name)
+		}
+	}
+	return out
+}
+
+// checker runs the checks that need more than one key, on a decoded
+// scenario, reporting through the decoder so that each problem points at
+// its key. Defaults are not applied yet: a zero value means "not set".
+type checker struct {
+	d *decoder
+	s *Scenario
+}
+
+func (c *checker) check() {
+	c.top()
+	c.broker()
+	c.producer("producer", &c.s.Producer)
+	c.consumer("consumer", &c.s.Consumer)
+	c.faults()
+	c.variants()
+	c.acks()
+	c.faultPoints()
+}
+
+func (c *checker) top() {
+	s := c.s
+	switch {
+	case !c.d.has("version"):
+		c.missing("version", "add `version: 1` as the first line")
+	case s.Version != Version:
+		c.errorf("version", "version: %d is not supported; this dqbench reads version %d", s.Version, Version)
+	}
+	if strings.TrimSpace(s.Name) == "" {
+		if c.d.has("name") {
+			c.errorf("name", "name: must not be empty")
+		} else {
+			c.missing("name", "add a short name, used in reports and topic names")
+		}
+	}
+	if c.d.has("messages") && s.Messages < 1 {
+		c.errorf("messages", "messages: must be at least 1, got %d", s.Messages)
+	}
+	for _, k := range []string{"deadline", "drain"} {
+		d := s.Deadline
+		if k == "drain" {
+			d = s.Drain
+		}
+		if c.d.has(k) && d <= 0 {
+			c.errorf(k, "%s: must be more than 0s, got %s", k, d)
+		}
+	}
+	deadline, drain := orDefault(s.Deadline, DefaultDeadline), orDefault(s.Drain, DefaultDrain)
+	if deadline > 0 && drain >= deadline {
+		path := "drain"
+		if !c.d.has(path) {
+			path = "deadline"
+		}
+		c.errorf(path, "drain (%s) must be shorter than deadline (%s): the run publishes first, then drains; raise deadline or lower drain", drain, deadline)
+	}
+}
+
+func (c *checker) broker() {
+	if !c.d.has("broker") {
+		c.missing("broker", "add a broker section, e.g. broker: {kind: kafka}")
+		return
+	}
+	b := c.s.Broker
+	if c.d.has("broker.kind") {
+		c.oneOf("broker.kind", b.Kind, BrokerKinds)
+	} else {
+		c.missing("broker.kind", "add kind: one of "+strings.Join(BrokerKinds, ", "))
+	}
+	mode := b.Mode
+	if c.d.has("broker.mode") {
+		if !c.oneOf("broker.mode", b.Mode, brokerModes) {
+			mode = ""
+		}
+	} else {
+		mode = ModeEmbedded
+	}
+	switch {
+	case mode == ModeExternal && len(b.Addresses) == 0:
+		c.errorf("broker.mode", `broker: mode external needs addresses: add addresses: ["127.0.0.1:9092"] (host:port of each broker), or use mode: embedded`)
+	case mode == ModeEmbedded && len(b.Addresses) > 0:
+		c.errorf("broker.addresses", "broker.addresses: only used with mode: external; add mode: external or remove addresses")
+	}
+	for i, a := range b.Addresses {
+		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+			p := fmt.Sprintf("broker.addresses[%d]", i)
+			c.errorf(p, `%s: %q is not host:port (e.g. "127.0.0.1:9092")`, p, a)
+		}
+	}
+	c.atLeast1("broker.partitions", b.Partitions)
+}
+
+// producer checks producer settings at path: the scenario's, or a
+// variant's overrides.
+func (c *checker) producer(path string, p *Producer) {
+	if p == nil {
+		return
+	}
+	if c.d.has(path + ".acks") {
+		c.oneOf(path+".acks", p.Acks, producerAcks)
+	}
+	c.atLeast1(path+".window", p.Window)
+}
+
+func (c *checker) consumer(path string, cs *Consumer) {
+	if cs == nil {
+		return
+	}
+	if c.d.has(path + ".ack") {
+		c.oneOf(path+".ack", cs.Ack, consumerAcks)
+	}
+	c.atLeast1(path+".instances", cs.Instances)
+	c.atLeast1(path+".prefetch", cs.Prefetch)
+}
+
+func (c *checker) faults() {
+	names := map[string]string{} // fault name → path of the fault that has it
+	for i, f := range c.s.Faults {
+		fp := fmt.Sprintf("faults[%d]", i)
+		kind, known := faults.Lookup(f.Type)
+		switch {
+		case !c.d.has(fp + ".type"):
+			c.missing(fp+".type", "add type: one of "+strings.Join(faultTypes(), ", "))
+		case !known:
+			c.oneOf(fp+".type", f.Type, faultTypes())
+		}
+
+		every, prob := c.d.has(fp+".every"), c.d.has(fp+".probability")
+		switch {
+		case every && prob:
+			c.errorf(fp+".probability", "%s: set only one of every and probability, not both", fp)
+		case !every && !prob:
+			c.errorf(fp, "%s: needs a schedule: add every: N (fire on every Nth intent) or probability: P (0 < P <= 1)", fp)
+		}
+		if every {
+			c.atLeast1(fp+".every", f.Every)
+		}
+		if prob && !(f.Probability > 0 && f.Probability <= 1) {
+			c.errorf(fp+".probability", "%s.probability: must be more than 0 and at most 1, got %v", fp, f.Probability)
+		}
+		c.atLeast1(fp+".max_attempt", f.MaxAttempt)
+
+		if known {
+			hasAt := c.d.has(fp + ".at")
+			switch wantAt := indexOf(kind.Params, atParam) >= 0; {
+			case wantAt && !hasAt:
+				c.errorf(fp+".at", "%s: %s needs at: the crash point (allowed: %s)", fp, f.Type, strings.Join(crashPoints(), ", "))
+			case wantAt:
+				c.oneOf(fp+".at", f.At, crashPoints())
+			case hasAt:
+				c.errorf(fp+".at", "%s.at: %s takes no crash point (only %s does); remove it", fp, f.Type, strings.Join(takesAt(), ", "))
+			}
+			name := f.Name
+			if name == "" {
+				name = defaultFaultName(f)
+			}
+			namePath := fp + ".name"
+			if !c.d.has(namePath) {
+				namePath = fp
+			}
+			if prev, dup := names[name]; dup {
+				c.errorf(namePath, "%s: name %q is already used by %s; add name: with a unique label to one of them", fp, name, prev)
+			} else {
+				names[name] = fp
+			}
+		}
+	}
+}
+
+func (c *checker) variants() {
+	if !c.d.has("variants") {
+		c.missing("variants", "add at least one variant with a name and a strategy ("+strings.Join(strategy.Names(), ", ")+")")
+		return
+	}
+	if len(c.s.Variants) == 0 {
+		c.errorf("variants", "variants: is empty; add at least one variant with a name and a strategy (%s)", strings.Join(strategy.Names(), ", "))
+	}
+	names := map[string]string{} // variant name → path of the variant that has it
+	for i, v := range c.s.Variants {
+		vp := fmt.Sprintf("variants[%d]", i)
+		switch name := strings.TrimSpace(v.Name); {
+		case name == "" && c.d.has(vp+".name"):
+			c.errorf(vp+".name", "%s.name: must not be empty", vp)
+		case name == "":
+			c.missing(vp+".name", "add a name, used in reports and JSON output")
+		case names[v.Name] != "":
+			c.errorf(vp+".name", "%s.name: %q is already the name of %s; variant names must be unique", vp, v.Name, names[v.Name])
+		default:
+			names[v.Name] = vp
+		}
+		if c.d.has(vp + ".strategy") {
+			c.oneOf(vp+".strategy", v.Strategy, strategy.Names())
+		} else {
+			c.missing(vp+".strategy", "add strategy: one of "+strings.Join(strategy.Names(), ", "))
+		}
+		c.producer(vp+".producer", v.Producer)
+		c.consumer(vp+".consumer", v.Consumer)
+	}
+}
+
+// acks checks, per variant, that the effective producer settings agree:
+// Kafka's idempotent producer needs acks all.
+func (c *checker) acks() {
+	for i, v := range c.s.Variants {
+		p := c.s.ProducerFor(v)
+		if p.Acks == "" || p.Acks == AcksAll || indexOf(producerAcks, p.Acks) < 0 || !p.IsIdempotent() {
+			continue
+		}
+		vp := fmt.Sprintf("variants[%d].producer", i)
+		path := "producer.acks"
+		switch {
+		case v.Producer != nil && v.Producer.Acks != "":
+			path = vp + ".acks"
+		case v.Producer != nil && v.Producer.Idempotent != nil:
+			path = vp + ".idempotent"
+		}
+		why := "Kafka's idempotent producer requires acks all"
+		if p.Idempotent == nil {
+			why += ", and idempotent defaults to true"
+		}
+		c.errorf(path, "%s: acks %s needs idempotent: false (%s); set idempotent: false or use acks: all", path, p.Acks, why)
+	}
+}
+
+// faultPoints checks that each crash point a fault names exists in some
+// variant's strategy: otherwise the fault can never fire.
+func (c *checker) faultPoints() {
+	var used []strategy.Strategy
+	for _, v := range c.s.Variants {
+		if st, ok := strategy.Lookup(v.Strategy); ok {
+			used = append(used, st)
+		}
+	}
+	if len(used) == 0 {
+		return
+	}
+	for i, f := range c.s.Faults {
+		if f.Type != faults.ConsumerCrash || indexOf(crashPoints(), f.At) < 0 {
+			continue
+		}
+		p := faults.Point(f.At)
+		found := false
+		for _, st := range used {
+			found = found || strategy.HasPoint(st, p)
+		}
+		if found {
+			continue
+		}
+		var with []string
+		for _, st := range strategy.All {
+			if strategy.HasPoint(st, p) {
+				with = append(with, st.Name())
+			}
+		}
+		path := fmt.Sprintf("faults[%d].at", i)
+		c.errorf(path, "%s: no variant's strategy has the crash point %s, so the fault never fires; add a variant with strategy %s, or pick another point",
+			path, f.At, strings.Join(with, " or "))
+	}
+}
+
+// missing reports a required key that is absent (or null).
+func (c *checker) missing(path, hint string) {
+	key := path[len(parent(path)):]
+	key = strings.TrimPrefix(key, ".")
+	msg := fmt.Sprintf("missing required key %q; %s", key, hint)
+	if p := parent(path); p != "" {
+		msg = p + ": " + msg
+	}
+	if _, ok := c.d.keys[path]; ok {
+		msg = fmt.Sprintf("%s: needs a value; %s", path, hint)
+	}
+	c.errorf(path, "%s", msg)
+}
+
+func (c *checker) atLeast1(path string, n int) {
+	if c.d.has(path) && n < 1 {
+		c.errorf(path, "%s: must be at least 1, got %d", path, n)
+	}
+}
+
+// oneOf reports value at path unless it is one of allowed.
+func (c *checker) oneOf(path, value string, allowed []string) bool {
+	if indexOf(allowed, value) >= 0 {
+		return true
+	}
+	c.errorf(path, "%s: %q is not allowed (allowed: %s)%s", path, value, strings.Join(allowed, ", "), didYouMean(value, allowed))
+	return false
+}
+
+// errorf reports a problem at path, unless path (or a place enclosing it)
+// already has one: a key with the wrong type should not also be "missing".
+func (c *checker) errorf(path, format string, args ...any) {
+	if c.d.reported(path) {
+		return
+	}
+	c.d.errorAt(path, fmt.Sprintf(format, args...))
+}
+
+func orDefault(d, def Duration) Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}

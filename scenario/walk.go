@@ -1,0 +1,652 @@
+package scenario
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"regexp"
+	"strings"
+
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/token"
+)
+
+// decoder fills a Go value from the YAML syntax tree, walking the tree
+// alongside the value's type. It reports an unknown key, a wrong type or a
+// bad scalar at its position and carries on, so one pass finds every such
+// problem. It also remembers where each key and value is, for the checks in
+// validate.go.
+//
+// Paths name places in the scenario the way messages do: "" is the top level,
+// then "broker", "broker.kind", "variants[0]", "variants[0].expect.lost".
+type decoder struct {
+	file    string
+	anchors []*ast.AnchorNode
+	keys    map[string]ast.Node // path → its key (for list items: the item)
+	values  map[string]ast.Node // path → its value, when not null
+	bad     map[string]bool     // paths already reported; later checks skip them
+	errs    Errors
+	depth   int
+}
+
+// maxDepth bounds nesting, which the scenario types keep shallow; only an
+// alias or merge key that refers to itself gets near it.
+const maxDepth = 32
+
+var (
+	durationType    = reflect.TypeFor[Duration]()
+	expectationType = reflect.TypeFor[Expectation]()
+)
+
+func newDecoder(file string, root ast.Node) *decoder {
+	d := &decoder{
+		file:   file,
+		keys:   map[string]ast.Node{},
+		values: map[string]ast.Node{},
+		bad:    map[string]bool{},
+	}
+	for _, n := range ast.Filter(ast.AnchorType, root) {
+		if a, ok := n.(*ast.AnchorNode); ok && !isNil(a.Name) && a.Start != nil {
+			d.anchors = append(d.anchors, a)
+		}
+	}
+	return d
+}
+
+// decode fills v from node n found at path.
+func (d *decoder) decode(path string, n ast.Node, v reflect.Value) {
+	d.depth++
+	defer func() { d.depth-- }()
+	if d.depth > maxDepth {
+		d.fail(path, n, "nested too deeply; does an alias or merge key (<<) refer to itself?")
+		return
+	}
+	r, tag, ok := d.resolve(path, n)
+	if !ok || isNull(r) {
+		return // null leaves the zero value: the key counts as unset
+	}
+	d.values[path] = n
+	d.value(path, n, r, tag, v)
+}
+
+// value fills v from r, the resolved form of n (anchors, aliases and tags
+// removed; tag is the removed tag, if any).
+func (d *decoder) value(path string, n, r ast.Node, tag string, v reflect.Value) {
+	t := v.Type()
+	switch {
+	case t == durationType:
+		d.duration(path, n, r, v)
+		return
+	case t == expectationType:
+		d.expectation(path, n, r, v)
+		return
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			v.Set(reflect.New(t.Elem()))
+		}
+		d.value(path, n, r, tag, v.Elem())
+	case reflect.Struct:
+		d.structure(path, n, r, v)
+	case reflect.Slice:
+		d.list(path, n, r, v)
+	case reflect.Map:
+		d.dict(path, n, r, v)
+	case reflect.String:
+		if s, ok := stringValue(r, tag); ok {
+			v.SetString(s)
+			return
+		}
+		hint := ""
+		if isScalar(r) {
+			hint = fmt.Sprintf(" (put it in quotes: %q)", r.GetToken().Value)
+		}
+		d.wrongType(path, n, r, "a string", hint)
+	case reflect.Int, reflect.Int64:
+		d.integer(path, n, r, v)
+	case reflect.Float64:
+		switch x := r.(type) {
+		case *ast.FloatNode:
+			v.SetFloat(x.Value)
+		case *ast.IntegerNode:
+			if i, ok := intValue(x); ok {
+				v.SetFloat(float64(i))
+				return
+			}
+			d.wrongType(path, n, r, "a number", "")
+		default:
+			d.wrongType(path, n, r, "a number", "")
+		}
+	case reflect.Bool:
+		if b, ok := r.(*ast.BoolNode); ok {
+			v.SetBool(b.Value)
+			return
+		}
+		d.wrongType(path, n, r, "true or false", "")
+	default:
+		d.fail(path, n, fmt.Sprintf("%s: cannot be read (internal: unsupported type %s)", path, t))
+	}
+}
+
+// structure fills struct v from a mapping whose keys are v's yaml tags.
+func (d *decoder) structure(path string, n, r ast.Node, v reflect.Value) {
+	fields := yamlFields(v.Type())
+	names := make([]string, len(fields))
+	for i, f := range fields {
+		names[i] = f.name
+	}
+	pairs, ok := d.mapping(path, n, r, fmt.Sprintf("a mapping (keys: %s)", strings.Join(names, ", ")))
+	if !ok {
+		return
+	}
+	for _, p := range pairs {
+		i := indexOf(names, p.name)
+		if i < 0 {
+			msg := fmt.Sprintf("unknown key %q %s (allowed: %s)", p.name, where(path), strings.Join(names, ", "))
+			if s, ok := suggest(p.name, names); ok {
+				msg += fmt.Sprintf("; did you mean %q?", s)
+				d.bad[join(path, s)] = true // a "missing s" report would only repeat this
+			}
+			d.errAt(p.key, msg)
+			continue
+		}
+		fp := join(path, p.name)
+		d.keys[fp] = p.key
+		d.decode(fp, p.value, v.FieldByIndex(fields[i].index))
+	}
+}
+
+// dict fills a map with string keys; a map of expectations only takes
+// CountNames as keys.
+func (d *decoder) dict(path string, n, r ast.Node, v reflect.Value) {
+	t := v.Type()
+	var allowed []string
+	if t.Elem() == expectationType {
+		allowed = CountNames
+	}
+	want := "a mapping"
+	if allowed != nil {
+		want = fmt.Sprintf("a mapping of counts to expectations (e.g. duplicates: 0, lost: \">0\"; counts: %s)", strings.Join(allowed, ", "))
+	}
+	pairs, ok := d.mapping(path, n, r, want)
+	if !ok {
+		return
+	}
+	if v.IsNil() {
+		v.Set(reflect.MakeMap(t))
+	}
+	for _, p := range pairs {
+		if allowed != nil && indexOf(allowed, p.name) < 0 {
+			d.errAt(p.key, fmt.Sprintf("unknown key %q %s (allowed: %s)%s",
+				p.name, where(path), strings.Join(allowed, ", "), didYouMean(p.name, allowed)))
+			continue
+		}
+		kp := join(path, p.name)
+		d.keys[kp] = p.key
+		if r, _, ok := d.resolve(kp, p.value); ok && isNull(r) {
+			d.fail(kp, p.key, fmt.Sprintf("%s: needs a value", kp))
+			continue
+		}
+		e := reflect.New(t.Elem()).Elem()
+		d.decode(kp, p.value, e)
+		v.SetMapIndex(reflect.ValueOf(p.name).Convert(t.Key()), e)
+	}
+}
+
+// list fills slice v from a sequence.
+func (d *decoder) list(path string, n, r ast.Node, v reflect.Value) {
+	seq, ok := r.(*ast.SequenceNode)
+	if !ok {
+		d.wrongType(path, n, r, `a list (one "- " item per line)`, "")
+		return
+	}
+	s := reflect.MakeSlice(v.Type(), len(seq.Values), len(seq.Values))
+	for i, item := range seq.Values {
+		ip := fmt.Sprintf("%s[%d]", path, i)
+		d.keys[ip] = item
+		d.decode(ip, item, s.Index(i))
+	}
+	v.Set(s)
+}
+
+func (d *decoder) integer(path string, n, r ast.Node, v reflect.Value) {
+	switch x := r.(type) {
+	case *ast.IntegerNode:
+		if i, ok := intValue(x); ok && !v.OverflowInt(i) {
+			v.SetInt(i)
+			return
+		}
+		d.fail(path, n, fmt.Sprintf("%s: %s is too large", path, x.GetToken().Value))
+	case *ast.StringNode:
+		if isPlain(x) && bigIntRE.MatchString(x.Value) {
+			d.fail(path, n, fmt.Sprintf("%s: %s is too large", path, x.Value))
+			return
+		}
+		d.wrongType(path, n, r, "an integer", "")
+	default:
+		d.wrongType(path, n, r, "an integer", "")
+	}
+}
+
+func (d *decoder) duration(path string, n, r ast.Node, v reflect.Value) {
+	switch x := r.(type) {
+	case *ast.StringNode:
+		dur, err := parseDuration(x.Value)
+		if err != nil {
+			d.fail(path, n, fmt.Sprintf("%s: %v", path, err))
+			return
+		}
+		v.Set(reflect.ValueOf(dur))
+	case *ast.IntegerNode:
+		d.wrongType(path, n, r, durationHelp, fmt.Sprintf("; add a unit, e.g. %ss", x.GetToken().Value))
+	default:
+		d.wrongType(path, n, r, durationHelp, "")
+	}
+}
+
+func (d *decoder) expectation(path string, n, r ast.Node, v reflect.Value) {
+	var (
+		e   Expectation
+		err error
+	)
+	switch x := r.(type) {
+	case *ast.StringNode:
+		e, err = ParseExpectation(x.Value)
+	case *ast.IntegerNode:
+		e, err = ParseExpectation(x.GetToken().Value)
+	default:
+		d.wrongType(path, n, r, "a count or a comparison (e.g. 0, \">0\", \"<= 5\")", "")
+		return
+	}
+	if err != nil {
+		d.fail(path, n, fmt.Sprintf("%s: %v", path, err))
+		return
+	}
+	v.Set(reflect.ValueOf(e))
+}
+
+// pair is one key and value of a mapping.
+type pair struct {
+	name       string
+	key, value ast.Node
+}
+
+// mapping returns the pairs of mapping r, with merge keys (<<) expanded
+// first so that the mapping's own keys win.
+func (d *decoder) mapping(path string, n, r ast.Node, want string) ([]pair, bool) {
+	var mvs []*ast.MappingValueNode
+	switch x := r.(type) {
+	case *ast.MappingNode:
+		mvs = x.Values
+	case *ast.MappingValueNode:
+		mvs = []*ast.MappingValueNode{x}
+	default:
+		d.wrongType(path, n, r, want, "")
+		return nil, false
+	}
+	var merged, own []pair
+	for _, mv := range mvs {
+		if mv == nil || isNil(mv.Key) {
+			continue
+		}
+		if mv.Key.IsMergeKey() {
+			merged = append(merged, d.merge(path, mv.Value, want)...)
+			continue
+		}
+		name, ok := keyName(mv.Key)
+		if !ok {
+			d.errAt(mv.Key, fmt.Sprintf("%s: a key must be a plain name", orTop(path)))
+			continue
+		}
+		own = append(own, pair{name: name, key: mv.Key, value: mv.Value})
+	}
+	return append(merged, own...), true
+}
+
+// merge expands the value of a merge key: a mapping or a list of them.
+func (d *decoder) merge(path string, n ast.Node, want string) []pair {
+	d.depth++
+	defer func() { d.depth-- }()
+	if d.depth > maxDepth {
+		d.fail(path, n, "nested too deeply; does an alias or merge key (<<) refer to itself?")
+		return nil
+	}
+	r, _, ok := d.resolve(path, n)
+	if !ok || isNull(r) {
+		return nil
+	}
+	if seq, ok := r.(*ast.SequenceNode); ok {
+		var out []pair
+		for _, item := range seq.Values {
+			out = append(out, d.merge(path, item, want)...)
+		}
+		return out
+	}
+	pairs, _ := d.mapping(path, n, r, want)
+	return pairs
+}
+
+// resolve removes anchors and tags and follows aliases. It returns the
+// innermost tag seen, and false (having reported it) for an unknown alias.
+func (d *decoder) resolve(path string, n ast.Node) (ast.Node, string, bool) {
+	tag := ""
+	for range maxDepth {
+		switch x := n.(type) {
+		case *ast.AnchorNode:
+			n = x.Value
+		case *ast.TagNode:
+			if x.Start != nil {
+				tag = x.Start.Value
+			}
+			n = x.Value
+		case *ast.AliasNode:
+			a := d.anchor(x)
+			if a == nil {
+				d.fail(path, n, fmt.Sprintf("%s: unknown alias %s; define the anchor (&name) before using it", orTop(path), x.String()))
+				return nil, "", false
+			}
+			n = a.Value
+		default:
+			return n, tag, true
+		}
+		if isNil(n) {
+			return nil, tag, true
+		}
+	}
+	d.fail(path, n, fmt.Sprintf("%s: aliases refer to each other in a loop", orTop(path)))
+	return nil, "", false
+}
+
+// anchor finds the anchor an alias refers to: the last one with its name
+// defined before it.
+func (d *decoder) anchor(x *ast.AliasNode) *ast.AnchorNode {
+	if isNil(x.Value) || x.Start == nil || x.Start.Position == nil {
+		return nil
+	}
+	name := x.Value.GetToken().Value
+	var found *ast.AnchorNode
+	for _, a := range d.anchors {
+		tk := a.Name.GetToken()
+		if tk != nil && tk.Value == name && a.Start.Position != nil && a.Start.Position.Offset < x.Start.Position.Offset {
+			found = a
+		}
+	}
+	return found
+}
+
+// wrongType reports that the value at path is not what its field takes.
+func (d *decoder) wrongType(path string, n, r ast.Node, want, hint string) {
+	if path == "" {
+		d.fail(path, n, fmt.Sprintf("a scenario must be %s, got %s", want, describe(r)))
+		return
+	}
+	d.fail(path, n, fmt.Sprintf("%s: must be %s, got %s%s", path, want, describe(r), hint))
+}
+
+// fail reports msg at node n and marks path as reported.
+func (d *decoder) fail(path string, n ast.Node, msg string) {
+	d.bad[path] = true
+	if line, col, ok := nodePos(n); ok {
+		d.errs = append(d.errs, &Error{File: d.file, Line: line, Col: col, Msg: msg})
+		return
+	}
+	d.errorAt(path, msg)
+}
+
+// errAt reports msg at node n.
+func (d *decoder) errAt(n ast.Node, msg string) {
+	line, col, ok := nodePos(n)
+	if !ok {
+		line, col = 1, 1
+	}
+	d.errs = append(d.errs, &Error{File: d.file, Line: line, Col: col, Msg: msg})
+}
+
+// errorAt reports msg at path's value, or its key, or the nearest enclosing
+// place that has a position.
+func (d *decoder) errorAt(path, msg string) {
+	line, col := d.pos(path)
+	d.errs = append(d.errs, &Error{File: d.file, Line: line, Col: col, Msg: msg})
+}
+
+func (d *decoder) pos(path string) (line, col int) {
+	for {
+		for _, n := range []ast.Node{d.values[path], d.keys[path]} {
+			if line, col, ok := nodePos(n); ok {
+				return line, col
+			}
+		}
+		if path == "" {
+			return 1, 1
+		}
+		path = parent(path)
+	}
+}
+
+// has reports whether path was given a non-null value.
+func (d *decoder) has(path string) bool {
+	_, ok := d.values[path]
+	return ok
+}
+
+// reported reports whether path or a place enclosing it has been reported.
+func (d *decoder) reported(path string) bool {
+	for {
+		if d.bad[path] {
+			return true
+		}
+		if path == "" {
+			return false
+		}
+		path = parent(path)
+	}
+}
+
+// line is the line path starts on, or 0.
+func (d *decoder) line(path string) int {
+	for _, n := range []ast.Node{d.values[path], d.keys[path]} {
+		if line, _, ok := nodePos(n); ok {
+			return line
+		}
+	}
+	return 0
+}
+
+// field is one yaml-tagged field of a struct.
+type field struct {
+	name  string
+	index []int
+}
+
+func yamlFields(t reflect.Type) []field {
+	var out []field
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		out = append(out, field{name: name, index: f.Index})
+	}
+	return out
+}
+
+// nodePos is where n starts: for a block mapping, its first key.
+func nodePos(n ast.Node) (line, col int, ok bool) {
+	if isNil(n) {
+		return 0, 0, false
+	}
+	switch x := n.(type) {
+	case *ast.MappingNode:
+		if !x.IsFlowStyle && len(x.Values) > 0 && x.Values[0] != nil {
+			return nodePos(x.Values[0].Key)
+		}
+	case *ast.MappingValueNode:
+		return nodePos(x.Key)
+	case *ast.MappingKeyNode:
+		if x.Start == nil {
+			return nodePos(x.Value)
+		}
+	}
+	tk := n.GetToken()
+	if tk == nil || tk.Position == nil || tk.Position.Line < 1 {
+		return 0, 0, false
+	}
+	return tk.Position.Line, max(tk.Position.Column, 1), true
+}
+
+func keyName(k ast.MapKeyNode) (string, bool) {
+	var n ast.Node = k
+	if mk, ok := k.(*ast.MappingKeyNode); ok { // explicit "? key"
+		n = mk.Value
+	}
+	if !isScalar(n) {
+		return "", false
+	}
+	if s, ok := n.(*ast.StringNode); ok {
+		return s.Value, true
+	}
+	return n.GetToken().Value, true
+}
+
+func stringValue(r ast.Node, tag string) (string, bool) {
+	switch x := r.(type) {
+	case *ast.StringNode:
+		return x.Value, true
+	case *ast.LiteralNode:
+		if x.Value != nil {
+			return x.Value.Value, true
+		}
+	}
+	if tag == "!!str" && isScalar(r) {
+		return r.GetToken().Value, true
+	}
+	return "", false
+}
+
+func intValue(x *ast.IntegerNode) (int64, bool) {
+	switch i := x.Value.(type) {
+	case int64:
+		return i, true
+	case uint64:
+		if i <= math.MaxInt64 {
+			return int64(i), true
+		}
+	}
+	return 0, false
+}
+
+// bigIntRE matches digits that goccy leaves as a string because they do not
+// fit in 64 bits.
+var bigIntRE = regexp.MustCompile(`^[-+]?[0-9]+$`)
+
+// isPlain reports whether x was written without quotes.
+func isPlain(x *ast.StringNode) bool {
+	tk := x.GetToken()
+	return tk.Type != token.DoubleQuoteType && tk.Type != token.SingleQuoteType
+}
+
+func describe(n ast.Node) string {
+	if isNil(n) {
+		return "nothing"
+	}
+	switch x := n.(type) {
+	case *ast.StringNode:
+		return fmt.Sprintf("string %q", x.Value)
+	case *ast.LiteralNode:
+		return "a text block"
+	case *ast.IntegerNode:
+		return "integer " + x.GetToken().Value
+	case *ast.FloatNode, *ast.InfinityNode, *ast.NanNode:
+		return "number " + x.GetToken().Value
+	case *ast.BoolNode:
+		return "boolean " + x.GetToken().Value
+	case *ast.MappingNode, *ast.MappingValueNode:
+		return "a mapping"
+	case *ast.SequenceNode:
+		return "a list"
+	case *ast.NullNode:
+		return "nothing (null)"
+	}
+	return n.Type().String()
+}
+
+func isScalar(n ast.Node) bool {
+	if isNil(n) {
+		return false
+	}
+	switch n.(type) {
+	case *ast.StringNode, *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode,
+		*ast.InfinityNode, *ast.NanNode, *ast.NullNode:
+		return n.GetToken() != nil
+	}
+	return false
+}
+
+func isNull(n ast.Node) bool {
+	if isNil(n) {
+		return true
+	}
+	_, ok := n.(*ast.NullNode)
+	return ok
+}
+
+// isNil reports whether n is nil or a nil pointer in an interface.
+func isNil(n ast.Node) bool {
+	if n == nil {
+		return true
+	}
+	v := reflect.ValueOf(n)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// parent is the path enclosing path: "variants[0].name" → "variants[0]" →
+// "variants" → "".
+func parent(path string) string {
+	if strings.HasSuffix(path, "]") {
+		if i := strings.LastIndexByte(path, '['); i >= 0 {
+			return path[:i]
+		}
+	}
+	if i := strings.LastIndexByte(path, '.'); i >= 0 {
+		return path[:i]
+	}
+	return ""
+}
+
+func where(path string) string {
+	if path == "" {
+		return "at the top level"
+	}
+	return "in " + path
+}
+
+func orTop(path string) string {
+	if path == "" {
+		return "top level"
+	}
+	return path
+}
+
+func indexOf(list []string, s string) int {
+	for i, x := range list {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}
