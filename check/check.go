@@ -27,14 +27,14 @@ var (
 type Counts struct {
 	Attempted      int `json:"attempted"`       // intents the producer tried to publish
 	Acknowledged   int `json:"acknowledged"`    // intents the broker confirmed
-	Indeterminate  int `json:"indeterminate"`   // intents attempted but neither confirmed nor known to have failed
+	Indeterminate  int `json:"indeterminate"`   // intents attempted but never confirmed: the outcome is unknown (timed out, connection closed)
 	Delivered      int `json:"delivered"`       // intents delivered to a consumer at least once
-	Redelivered    int `json:"redelivered"`     // intents delivered more than once
+	Redelivered    int `json:"redelivered"`     // intents delivered more than once (a redelivery, or a second copy in the log)
 	Effects        int `json:"effects"`         // business effects applied, in total (ledger rows)
 	Duplicates     int `json:"duplicates"`      // intents whose effect applied more than once
 	Lost           int `json:"lost"`            // acknowledged intents whose effect never applied
 	Unexpected     int `json:"unexpected"`      // intents with effects that were never published
-	DeadLettered   int `json:"dead_lettered"`   // intents sent to a dead-letter queue
+	DeadLettered   int `json:"dead_lettered"`   // intents sent to a dead-letter queue at least once
 	FaultsInjected int `json:"faults_injected"` // fault injections, in total
 }
 
@@ -74,7 +74,8 @@ type intent struct {
 	flagged                      bool // a delivery was flagged as redelivered
 	positions                    map[[2]int64]bool
 	skipped                      bool // the strategy skipped a delivery as a duplicate
-	applied                      int  // from the audit
+	deadLettered                 bool
+	applied                      int // from the audit
 }
 
 // Tally counts one variant's events (all for that variant) against its
@@ -114,7 +115,7 @@ func Tally(events []history.Event, audit store.Audit) (Counts, []string) {
 				get(e.Intent).skipped = true
 			}
 		case history.DeadLetter:
-			c.DeadLettered++
+			get(e.Intent).deadLettered = true
 		case history.Fault:
 			c.FaultsInjected++
 			faultsBy[e.Fault]++
@@ -128,7 +129,7 @@ func Tally(events []history.Event, audit store.Audit) (Counts, []string) {
 		get(id).applied = n
 	}
 
-	var lostSkipped, lostUndelivered, lostUnprocessed, logCopies int
+	var lostSkipped, lostUndelivered, lostUnprocessed, lostDeadLettered, logCopies int
 	ids := make([]int, 0, len(intents))
 	for id := range intents {
 		ids = append(ids, id)
@@ -137,6 +138,9 @@ func Tally(events []history.Event, audit store.Audit) (Counts, []string) {
 	for _, id := range ids {
 		in := intents[id]
 		c.Effects += in.applied
+		if in.deadLettered {
+			c.DeadLettered++
+		}
 		if !in.published {
 			if in.applied > 0 {
 				c.Unexpected++
@@ -165,6 +169,8 @@ func Tally(events []history.Event, audit store.Audit) (Counts, []string) {
 		if in.confirmed && in.applied == 0 {
 			c.Lost++
 			switch {
+			case in.deadLettered:
+				lostDeadLettered++
 			case in.deliveries == 0:
 				lostUndelivered++
 			case in.skipped:
@@ -190,6 +196,9 @@ func Tally(events []history.Event, audit store.Audit) (Counts, []string) {
 	}
 	if lostUnprocessed > 0 {
 		notes = append(notes, fmt.Sprintf("%d intents were delivered but never processed and not redelivered: acked before processing, then the consumer died", lostUnprocessed))
+	}
+	if lostDeadLettered > 0 {
+		notes = append(notes, fmt.Sprintf("%d intents went to the dead-letter queue without their effect applying", lostDeadLettered))
 	}
 	if lostUndelivered > 0 {
 		notes = append(notes, fmt.Sprintf("%d acknowledged intents were never delivered", lostUndelivered))

@@ -177,11 +177,13 @@ func TestTally(t *testing.T) {
 				Attempted: 3, Acknowledged: 3, Delivered: 3, Effects: 1, Lost: 2,
 				DeadLettered: 2, FaultsInjected: 3,
 			},
-			notes: []string{"2 consumer crashes", "2 intents were delivered but never processed"},
+			notes: []string{"2 consumer crashes", "2 intents went to the dead-letter queue"},
 		},
 		{
 			// A producer retry after a lost response stored intent 1 at two
-			// offsets; without dedup both copies applied.
+			// offsets; without dedup both copies applied. Tally counts the
+			// intent as redelivered (two deliveries) although no log
+			// position came twice; this pins the current behaviour.
 			name: "log copies",
 			events: one(
 				ev(history.Publish, 1), fault("produce-response-lost"), ev(history.Publish, 1), ev(history.Confirm, 1),

@@ -64,8 +64,8 @@ func NewRecorder(start time.Time) *Recorder {
 
 // Record appends e, stamping its offset from the run's start.
 func (r *Recorder) Record(e Event) {
-	e.T = time.Since(r.start)
 	r.mu.Lock()
+	e.T = time.Since(r.start) // under the lock, so offsets grow in history order
 	r.events = append(r.events, e)
 	r.mu.Unlock()
 }
@@ -126,5 +126,8 @@ func Read(r io.Reader) ([]Event, error) {
 		}
 		out = append(out, e)
 	}
-	return out, sc.Err()
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("line %d: %w", line+1, err)
+	}
+	return out, nil
 }

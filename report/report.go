@@ -61,7 +61,7 @@ func JSON(w io.Writer, runs []check.Run) error {
 		Runs   []jsonRun `json:"runs"`
 	}{Passed: Passed(runs), Runs: []jsonRun{}}
 	for _, r := range runs {
-		vs := r.Variants
+		vs := append([]check.Variant(nil), r.Variants...) // render, never change the input
 		for i := range vs {
 			if vs[i].Expectations == nil {
 				vs[i].Expectations = []check.ExpectationResult{}

@@ -65,6 +65,7 @@ func (r *variantRun) handle(ctx context.Context, c brokers.Consumer, gen int, ac
 		if err != nil {
 			return err
 		}
+		r.activity.Add(1)
 		r.mu.Lock()
 		r.deliveries[d.Intent]++
 		attempt := r.deliveries[d.Intent]
@@ -116,6 +117,7 @@ func (r *variantRun) ack(ctx context.Context, c brokers.Consumer, d brokers.Deli
 	}
 	r.rec.Record(history.Event{Type: history.Ack, Intent: d.Intent, Consumer: gen, Partition: d.Partition, Offset: d.Offset})
 	r.progress.Consumed.Add(1)
+	r.activity.Add(1)
 	return nil
 }
 

@@ -36,6 +36,9 @@ type variantRun struct {
 	db      *sql.DB
 	crashes map[faults.Point][]crashFault
 	gens    atomic.Int64
+	// activity counts deliveries and acks, so the drain can tell a slow
+	// consumer from a stuck one.
+	activity atomic.Int64
 
 	mu         sync.Mutex
 	deliveries map[int]int // intent → deliveries so far (the attempt number of consumer faults)
@@ -196,24 +199,29 @@ func amount(seed int64, intent int) int64 {
 	return int64(x%100) + 1
 }
 
-// drain waits until the broker has nothing left to deliver, or the
-// scenario's drain grace passes.
+// drain waits until the broker has nothing left to deliver, or until the
+// consumers have made no progress (no delivery, no ack) for the scenario's
+// drain period: a slow machine only makes the drain longer, a stuck or
+// starved consumer ends it.
 func (r *variantRun) drain(ctx context.Context, ch brokers.Channel, consErr chan error) (bool, error) {
-	grace := time.NewTimer(r.s.Drain.D())
-	defer grace.Stop()
+	idle := r.s.Drain.D()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
+	last, lastChange := r.activity.Load(), time.Now()
 	for {
 		if ok, err := ch.Drained(ctx); err == nil && ok {
 			return true, nil
+		}
+		if now := r.activity.Load(); now != last {
+			last, lastChange = now, time.Now()
+		} else if time.Since(lastChange) >= idle {
+			return false, nil
 		}
 		select {
 		case <-ctx.Done():
 			return false, ctx.Err()
 		case err := <-consErr:
 			consErr <- err
-			return false, nil
-		case <-grace.C:
 			return false, nil
 		case <-tick.C:
 		}

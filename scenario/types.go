@@ -19,7 +19,7 @@ type Scenario struct {
 	Seed        int64     `yaml:"seed" json:"seed,omitempty" jsonschema:"description=Seed of the fault schedule and message amounts (default 1; --seed overrides)."`
 	Messages    int       `yaml:"messages" json:"messages,omitempty" jsonschema:"minimum=1,description=Business intents to publish per variant (default 1000; --messages overrides)."`
 	Deadline    Duration  `yaml:"deadline" json:"deadline,omitempty" jsonschema:"description=Hard limit for the whole run\\, e.g. 60s (default 2m; --timeout overrides)."`
-	Drain       Duration  `yaml:"drain" json:"drain,omitempty" jsonschema:"description=After publishing\\, how long to wait for every acknowledged intent to be consumed (default 10s)."`
+	Drain       Duration  `yaml:"drain" json:"drain,omitempty" jsonschema:"description=After publishing\\, how long the consumers may go without progress (no delivery\\, no ack) before the drain gives up; the drain ends at once when the broker has nothing left to deliver (default 10s)."`
 	Broker      Broker    `yaml:"broker" json:"broker" jsonschema:"required"`
 	Producer    Producer  `yaml:"producer" json:"producer,omitempty"`
 	Consumer    Consumer  `yaml:"consumer" json:"consumer,omitempty"`

@@ -112,15 +112,8 @@ func (c *checker) top() {
 	if c.d.has("messages") && s.Messages < 1 {
 		c.errorf("messages", "messages: must be at least 1, got %d", s.Messages)
 	}
-	for _, k := range []string{"deadline", "drain"} {
-		d := s.Deadline
-		if k == "drain" {
-			d = s.Drain
-		}
-		if c.d.has(k) && d <= 0 {
-			c.errorf(k, "%s: must be more than 0s, got %s", k, d)
-		}
-	}
+	c.positive("deadline", s.Deadline)
+	c.positive("drain", s.Drain)
 	deadline, drain := orDefault(s.Deadline, DefaultDeadline), orDefault(s.Drain, DefaultDrain)
 	if deadline > 0 && drain >= deadline {
 		path := "drain"
@@ -345,6 +338,12 @@ func (c *checker) missing(path, hint string) {
 		msg = fmt.Sprintf("%s: needs a value; %s", path, hint)
 	}
 	c.errorf(path, "%s", msg)
+}
+
+func (c *checker) positive(path string, d Duration) {
+	if c.d.has(path) && d <= 0 {
+		c.errorf(path, "%s: must be more than 0s, got %s", path, d)
+	}
 }
 
 func (c *checker) atLeast1(path string, n int) {

@@ -2,13 +2,10 @@ package scenario
 
 import (
 	"fmt"
-	"math"
 	"reflect"
-	"regexp"
 	"strings"
 
 	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/token"
 )
 
 // decoder fills a Go value from the YAML syntax tree, walking the tree
@@ -27,11 +24,17 @@ type decoder struct {
 	bad     map[string]bool     // paths already reported; later checks skip them
 	errs    Errors
 	depth   int
+	work    int               // nodes visited, against aliases that expand without end
+	open    map[ast.Node]bool // mappings being read, against merge keys that loop
 }
 
 // maxDepth bounds nesting, which the scenario types keep shallow; only an
-// alias or merge key that refers to itself gets near it.
-const maxDepth = 32
+// alias or merge key that refers to itself gets near it. maxWork bounds the
+// nodes visited, which aliases could otherwise multiply ("billion laughs").
+const (
+	maxDepth = 32
+	maxWork  = 100_000
+)
 
 var (
 	durationType    = reflect.TypeFor[Duration]()
@@ -44,6 +47,7 @@ func newDecoder(file string, root ast.Node) *decoder {
 		keys:   map[string]ast.Node{},
 		values: map[string]ast.Node{},
 		bad:    map[string]bool{},
+		open:   map[ast.Node]bool{},
 	}
 	for _, n := range ast.Filter(ast.AnchorType, root) {
 		if a, ok := n.(*ast.AnchorNode); ok && !isNil(a.Name) && a.Start != nil {
@@ -55,12 +59,10 @@ func newDecoder(file string, root ast.Node) *decoder {
 
 // decode fills v from node n found at path.
 func (d *decoder) decode(path string, n ast.Node, v reflect.Value) {
-	d.depth++
-	defer func() { d.depth-- }()
-	if d.depth > maxDepth {
-		d.fail(path, n, "nested too deeply; does an alias or merge key (<<) refer to itself?")
+	if !d.enter(path, n) {
 		return
 	}
+	defer d.leave()
 	r, tag, ok := d.resolve(path, n)
 	if !ok || isNull(r) {
 		return // null leaves the zero value: the key counts as unset
@@ -109,6 +111,8 @@ func (d *decoder) value(path string, n, r ast.Node, tag string, v reflect.Value)
 		switch x := r.(type) {
 		case *ast.FloatNode:
 			v.SetFloat(x.Value)
+		case *ast.InfinityNode, *ast.NanNode:
+			d.wrongType(path, n, r, "a finite number", "")
 		case *ast.IntegerNode:
 			if i, ok := intValue(x); ok {
 				v.SetFloat(float64(i))
@@ -140,13 +144,14 @@ func (d *decoder) structure(path string, n, r ast.Node, v reflect.Value) {
 	if !ok {
 		return
 	}
+	var suggested []string
 	for _, p := range pairs {
 		i := indexOf(names, p.name)
 		if i < 0 {
 			msg := fmt.Sprintf("unknown key %q %s (allowed: %s)", p.name, where(path), strings.Join(names, ", "))
 			if s, ok := suggest(p.name, names); ok {
 				msg += fmt.Sprintf("; did you mean %q?", s)
-				d.bad[join(path, s)] = true // a "missing s" report would only repeat this
+				suggested = append(suggested, s)
 			}
 			d.errAt(p.key, msg)
 			continue
@@ -154,6 +159,11 @@ func (d *decoder) structure(path string, n, r ast.Node, v reflect.Value) {
 		fp := join(path, p.name)
 		d.keys[fp] = p.key
 		d.decode(fp, p.value, v.FieldByIndex(fields[i].index))
+	}
+	for _, s := range suggested {
+		if _, given := d.keys[join(path, s)]; !given {
+			d.bad[join(path, s)] = true // "missing s" would only repeat the suggestion
+		}
 	}
 }
 
@@ -185,7 +195,7 @@ func (d *decoder) dict(path string, n, r ast.Node, v reflect.Value) {
 		kp := join(path, p.name)
 		d.keys[kp] = p.key
 		if r, _, ok := d.resolve(kp, p.value); ok && isNull(r) {
-			d.fail(kp, p.key, fmt.Sprintf("%s: needs a value", kp))
+			d.fail(kp, p.key, fmt.Sprintf("%s: needs a value; %s", kp, expectationHelp))
 			continue
 		}
 		e := reflect.New(t.Elem()).Elem()
@@ -285,6 +295,8 @@ func (d *decoder) mapping(path string, n, r ast.Node, want string) ([]pair, bool
 		d.wrongType(path, n, r, want, "")
 		return nil, false
 	}
+	d.open[r] = true
+	defer delete(d.open, r)
 	var merged, own []pair
 	for _, mv := range mvs {
 		if mv == nil || isNil(mv.Key) {
@@ -306,14 +318,16 @@ func (d *decoder) mapping(path string, n, r ast.Node, want string) ([]pair, bool
 
 // merge expands the value of a merge key: a mapping or a list of them.
 func (d *decoder) merge(path string, n ast.Node, want string) []pair {
-	d.depth++
-	defer func() { d.depth-- }()
-	if d.depth > maxDepth {
-		d.fail(path, n, "nested too deeply; does an alias or merge key (<<) refer to itself?")
+	if !d.enter(path, n) {
 		return nil
 	}
+	defer d.leave()
 	r, _, ok := d.resolve(path, n)
 	if !ok || isNull(r) {
+		return nil
+	}
+	if d.open[r] {
+		d.fail(path, n, fmt.Sprintf("%s: a merge key (<<) refers to the mapping it is in", orTop(path)))
 		return nil
 	}
 	if seq, ok := r.(*ast.SequenceNode); ok {
@@ -326,6 +340,26 @@ func (d *decoder) merge(path string, n ast.Node, want string) []pair {
 	pairs, _ := d.mapping(path, n, r, want)
 	return pairs
 }
+
+// enter counts a step into n, and reports false (having reported why) when
+// the document nests or expands too far.
+func (d *decoder) enter(path string, n ast.Node) bool {
+	d.work++
+	switch {
+	case d.work == maxWork:
+		d.fail(path, n, "too many values: do aliases (*name) expand to thousands of nodes?")
+		return false
+	case d.work > maxWork:
+		return false
+	case d.depth >= maxDepth:
+		d.fail(path, n, "nested too deeply; does an alias or merge key (<<) refer to itself?")
+		return false
+	}
+	d.depth++
+	return true
+}
+
+func (d *decoder) leave() { d.depth-- }
 
 // resolve removes anchors and tags and follows aliases. It returns the
 // innermost tag seen, and false (having reported it) for an unknown alias.
@@ -476,177 +510,4 @@ func yamlFields(t reflect.Type) []field {
 		out = append(out, field{name: name, index: f.Index})
 	}
 	return out
-}
-
-// nodePos is where n starts: for a block mapping, its first key.
-func nodePos(n ast.Node) (line, col int, ok bool) {
-	if isNil(n) {
-		return 0, 0, false
-	}
-	switch x := n.(type) {
-	case *ast.MappingNode:
-		if !x.IsFlowStyle && len(x.Values) > 0 && x.Values[0] != nil {
-			return nodePos(x.Values[0].Key)
-		}
-	case *ast.MappingValueNode:
-		return nodePos(x.Key)
-	case *ast.MappingKeyNode:
-		if x.Start == nil {
-			return nodePos(x.Value)
-		}
-	}
-	tk := n.GetToken()
-	if tk == nil || tk.Position == nil || tk.Position.Line < 1 {
-		return 0, 0, false
-	}
-	return tk.Position.Line, max(tk.Position.Column, 1), true
-}
-
-func keyName(k ast.MapKeyNode) (string, bool) {
-	var n ast.Node = k
-	if mk, ok := k.(*ast.MappingKeyNode); ok { // explicit "? key"
-		n = mk.Value
-	}
-	if !isScalar(n) {
-		return "", false
-	}
-	if s, ok := n.(*ast.StringNode); ok {
-		return s.Value, true
-	}
-	return n.GetToken().Value, true
-}
-
-func stringValue(r ast.Node, tag string) (string, bool) {
-	switch x := r.(type) {
-	case *ast.StringNode:
-		return x.Value, true
-	case *ast.LiteralNode:
-		if x.Value != nil {
-			return x.Value.Value, true
-		}
-	}
-	if tag == "!!str" && isScalar(r) {
-		return r.GetToken().Value, true
-	}
-	return "", false
-}
-
-func intValue(x *ast.IntegerNode) (int64, bool) {
-	switch i := x.Value.(type) {
-	case int64:
-		return i, true
-	case uint64:
-		if i <= math.MaxInt64 {
-			return int64(i), true
-		}
-	}
-	return 0, false
-}
-
-// bigIntRE matches digits that goccy leaves as a string because they do not
-// fit in 64 bits.
-var bigIntRE = regexp.MustCompile(`^[-+]?[0-9]+$`)
-
-// isPlain reports whether x was written without quotes.
-func isPlain(x *ast.StringNode) bool {
-	tk := x.GetToken()
-	return tk.Type != token.DoubleQuoteType && tk.Type != token.SingleQuoteType
-}
-
-func describe(n ast.Node) string {
-	if isNil(n) {
-		return "nothing"
-	}
-	switch x := n.(type) {
-	case *ast.StringNode:
-		return fmt.Sprintf("string %q", x.Value)
-	case *ast.LiteralNode:
-		return "a text block"
-	case *ast.IntegerNode:
-		return "integer " + x.GetToken().Value
-	case *ast.FloatNode, *ast.InfinityNode, *ast.NanNode:
-		return "number " + x.GetToken().Value
-	case *ast.BoolNode:
-		return "boolean " + x.GetToken().Value
-	case *ast.MappingNode, *ast.MappingValueNode:
-		return "a mapping"
-	case *ast.SequenceNode:
-		return "a list"
-	case *ast.NullNode:
-		return "nothing (null)"
-	}
-	return n.Type().String()
-}
-
-func isScalar(n ast.Node) bool {
-	if isNil(n) {
-		return false
-	}
-	switch n.(type) {
-	case *ast.StringNode, *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode,
-		*ast.InfinityNode, *ast.NanNode, *ast.NullNode:
-		return n.GetToken() != nil
-	}
-	return false
-}
-
-func isNull(n ast.Node) bool {
-	if isNil(n) {
-		return true
-	}
-	_, ok := n.(*ast.NullNode)
-	return ok
-}
-
-// isNil reports whether n is nil or a nil pointer in an interface.
-func isNil(n ast.Node) bool {
-	if n == nil {
-		return true
-	}
-	v := reflect.ValueOf(n)
-	return v.Kind() == reflect.Pointer && v.IsNil()
-}
-
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
-// parent is the path enclosing path: "variants[0].name" → "variants[0]" →
-// "variants" → "".
-func parent(path string) string {
-	if strings.HasSuffix(path, "]") {
-		if i := strings.LastIndexByte(path, '['); i >= 0 {
-			return path[:i]
-		}
-	}
-	if i := strings.LastIndexByte(path, '.'); i >= 0 {
-		return path[:i]
-	}
-	return ""
-}
-
-func where(path string) string {
-	if path == "" {
-		return "at the top level"
-	}
-	return "in " + path
-}
-
-func orTop(path string) string {
-	if path == "" {
-		return "top level"
-	}
-	return path
-}
-
-func indexOf(list []string, s string) int {
-	for i, x := range list {
-		if x == s {
-			return i
-		}
-	}
-	return -1
 }

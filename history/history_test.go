@@ -1,0 +1,276 @@
+package history_test
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dqbench/dqbench/history"
+)
+
+// sample has every event type and every field set somewhere.
+func sample() []history.Event {
+	return []history.Event{
+		{T: 0, Variant: "naive", Type: history.Start, Consumer: 1},
+		{T: time.Millisecond, Variant: "naive", Type: history.Publish, Intent: 1, Attempt: 1},
+		{T: 2 * time.Millisecond, Variant: "naive", Type: history.Fault, Fault: "produce-response-lost"},
+		{T: 3 * time.Millisecond, Variant: "naive", Type: history.PubFailed, Intent: 1, Reason: "timed out"},
+		{T: 4 * time.Millisecond, Variant: "naive", Type: history.Publish, Intent: 1, Attempt: 2},
+		{T: 5 * time.Millisecond, Variant: "naive", Type: history.Confirm, Intent: 1},
+		{T: 6 * time.Millisecond, Variant: "naive", Type: history.Deliver, Intent: 1, Attempt: 1, Consumer: 1, Partition: 2, Offset: 1 << 40},
+		{T: 7 * time.Millisecond, Variant: "naive", Type: history.Fault, Fault: "consumer-crash@after-effect-before-ack", Point: "after-effect-before-ack"},
+		{T: 8 * time.Millisecond, Variant: "naive", Type: history.Crash, Consumer: 1, Reason: "connection reset"},
+		{T: 9 * time.Millisecond, Variant: "naive", Type: history.Deliver, Intent: 1, Attempt: 2, Consumer: 2, Redelivered: true},
+		{T: 10 * time.Millisecond, Variant: "naive", Type: history.Effect, Intent: 1, Applied: true},
+		{T: 11 * time.Millisecond, Variant: "dedup", Type: history.Effect, Intent: 1, Reason: "duplicate: message id already in the dedup table"},
+		{T: 12 * time.Millisecond, Variant: "naive", Type: history.Ack, Intent: 1, Consumer: 2},
+		{T: 13 * time.Millisecond, Variant: "naive", Type: history.DeadLetter, Intent: 3},
+		{T: time.Minute, Variant: "naive \"quoted\" ünïcode", Type: history.Drain, Drained: true},
+	}
+}
+
+func TestWriteReadRoundTrip(t *testing.T) {
+	in := sample()
+	var buf bytes.Buffer
+	if err := history.Write(&buf, in); err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Count(buf.String(), "\n"); lines != len(in) {
+		t.Errorf("Write wrote %d lines for %d events:\n%s", lines, len(in), buf.String())
+	}
+	out, err := history.Read(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(out, in) {
+		t.Errorf("round trip changed the events:\n got %+v\nwant %+v", out, in)
+	}
+}
+
+func TestWriteEmpty(t *testing.T) {
+	var buf bytes.Buffer
+	if err := history.Write(&buf, nil); err != nil {
+		t.Fatal(err)
+	}
+	if buf.Len() != 0 {
+		t.Errorf("Write(nil) wrote %q", buf.String())
+	}
+	out, err := history.Read(&buf)
+	if err != nil || len(out) != 0 {
+		t.Errorf("Read(empty) = %v, %v; want no events, no error", out, err)
+	}
+}
+
+// The on-disk format is part of the contract (dqbench check re-reads saved
+// runs): pin the field names and omitempty.
+func TestWriteFormat(t *testing.T) {
+	var buf bytes.Buffer
+	err := history.Write(&buf, []history.Event{
+		{T: 1500 * time.Microsecond, Variant: "v", Type: history.Deliver, Intent: 4, Partition: 1, Offset: 9, Redelivered: true},
+		{Variant: "v", Type: history.Drain},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"t":1500000,"variant":"v","type":"deliver","intent":4,"partition":1,"offset":9,"redelivered":true}` + "\n" +
+		`{"t":0,"variant":"v","type":"drain"}` + "\n"
+	if buf.String() != want {
+		t.Errorf("Write:\n got %s\nwant %s", buf.String(), want)
+	}
+}
+
+func TestReadSkipsBlankLinesAndCRLF(t *testing.T) {
+	in := "\n" + `{"variant":"v","type":"publish","intent":1}` + "\r\n\n" + `{"variant":"v","type":"confirm","intent":1}`
+	out, err := history.Read(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []history.Event{
+		{Variant: "v", Type: history.Publish, Intent: 1},
+		{Variant: "v", Type: history.Confirm, Intent: 1},
+	}
+	if !reflect.DeepEqual(out, want) {
+		t.Errorf("got %+v, want %+v", out, want)
+	}
+}
+
+func TestReadErrors(t *testing.T) {
+	good := `{"variant":"v","type":"publish","intent":1}`
+	tests := []struct {
+		name  string
+		input string
+		want  string // substring of the error
+	}{
+		{"bad JSON", good + "\n" + good + "\n{not json}\n" + good, "line 3: "},
+		{"truncated JSON", good + "\n" + `{"variant":"v","type":`, "line 2: "},
+		{"wrong field type", `{"variant":"v","type":"publish","intent":"one"}`, "line 1: "},
+		{"blank lines count", "\n\n" + `[1,2]`, "line 3: "},
+		{"no type", good + "\n" + `{"variant":"v","intent":1}`, "line 2: event without type or variant"},
+		{"no variant", good + "\n" + good + "\n" + `{"type":"publish","intent":1}`, "line 3: event without type or variant"},
+		{"null", `null`, "line 1: event without type or variant"},
+		{"empty object", good + "\n{}", "line 2: event without type or variant"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := history.Read(strings.NewReader(tt.input))
+			if err == nil {
+				t.Fatalf("Read(%q) = %+v, nil; want an error", tt.input, out)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q does not contain %q", err, tt.want)
+			}
+			if out != nil {
+				t.Errorf("Read returned events %+v with the error", out)
+			}
+		})
+	}
+}
+
+// A line over the scanner's 1 MiB limit is an error, not a silent stop.
+func TestReadLineTooLong(t *testing.T) {
+	long := `{"variant":"v","type":"publish","reason":"` + strings.Repeat("x", 1<<20) + `"}`
+	_, err := history.Read(strings.NewReader(`{"variant":"v","type":"publish"}` + "\n" + long + "\n"))
+	if !errors.Is(err, bufio.ErrTooLong) {
+		t.Errorf("err = %v, want %v", err, bufio.ErrTooLong)
+	}
+}
+
+func TestRecorderConcurrent(t *testing.T) {
+	const goroutines, perGoroutine = 32, 200
+	start := time.Now()
+	rec := history.NewRecorder(start)
+	variants := []string{"a", "b", "c"}
+
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	// A reader polling Events while the writers record.
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				evs := rec.Events()
+				if len(evs) > goroutines*perGoroutine {
+					t.Errorf("Events returned %d events, more than were recorded", len(evs))
+					return
+				}
+			}
+		}
+	}()
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			vr := rec.Variant(variants[g%len(variants)])
+			for i := range perGoroutine {
+				// The recorder stamps T and Variant itself.
+				vr.Record(history.Event{T: -time.Hour, Variant: "ignored", Type: history.Publish, Intent: g*perGoroutine + i + 1})
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	<-readerDone
+	elapsed := time.Since(start)
+
+	evs := rec.Events()
+	if len(evs) != goroutines*perGoroutine {
+		t.Fatalf("recorded %d events, want %d", len(evs), goroutines*perGoroutine)
+	}
+	byVariant := map[string]int{}
+	seen := map[int]bool{}
+	for _, e := range evs {
+		byVariant[e.Variant]++
+		if seen[e.Intent] {
+			t.Errorf("intent %d recorded twice", e.Intent)
+		}
+		seen[e.Intent] = true
+		if e.T < 0 || e.T > elapsed {
+			t.Errorf("event T = %v, want in [0, %v]", e.T, elapsed)
+		}
+	}
+	want := map[string]int{}
+	for g := range goroutines {
+		want[variants[g%len(variants)]] += perGoroutine
+	}
+	if !reflect.DeepEqual(byVariant, want) {
+		t.Errorf("events by variant = %v, want %v", byVariant, want)
+	}
+
+	// Events returns a copy: changing it does not change the recorder.
+	evs[0].Variant = "changed"
+	if rec.Events()[0].Variant == "changed" {
+		t.Error("Events returned the recorder's own slice")
+	}
+}
+
+func TestRecorderStampsOffset(t *testing.T) {
+	start := time.Now().Add(-time.Second)
+	rec := history.NewRecorder(start)
+	rec.Record(history.Event{Variant: "v", Type: history.Start})
+	e := rec.Events()[0]
+	if e.T < time.Second || e.T > time.Since(start) {
+		t.Errorf("T = %v, want the offset from the run's start (≥ 1s)", e.T)
+	}
+	if e.Variant != "v" {
+		t.Errorf("plain Recorder changed the variant to %q", e.Variant)
+	}
+}
+
+func FuzzRead(f *testing.F) {
+	var buf bytes.Buffer
+	if err := history.Write(&buf, sample()); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(buf.Bytes())
+	for _, s := range []string{
+		"",
+		"\n\n",
+		"{}",
+		"null",
+		"[]",
+		`{"variant":"v","type":"publish"}`,
+		`{"variant":"v","type":"deliver","partition":2147483648}`,
+		`{"variant":"v","type":"deliver","offset":1e30}`,
+		`{"variant":"v","type":"x","t":"1s"}`,
+		`{"variant":"\ud800","type":"\u0000"}`,
+		"{\"variant\":\"v\",\"type\":\"publish\"}\r\n{",
+		"\xff\xfe",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		events, err := history.Read(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		for i, e := range events {
+			if e.Type == "" || e.Variant == "" {
+				t.Fatalf("event %d has no type or variant: %+v", i, e)
+			}
+		}
+		// Whatever Read accepts, Write writes and Read reads back the same.
+		var out bytes.Buffer
+		if err := history.Write(&out, events); err != nil {
+			t.Fatalf("Write of read events: %v", err)
+		}
+		again, err := history.Read(&out)
+		if err != nil {
+			t.Fatalf("Read of written events: %v\n%s", err, out.String())
+		}
+		if len(events) == 0 && len(again) == 0 {
+			return
+		}
+		if !reflect.DeepEqual(events, again) {
+			t.Fatalf("round trip changed events:\n%s\n got %+v\nwant %+v", out.String(), again, events)
+		}
+	})
+}

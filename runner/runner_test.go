@@ -1,0 +1,161 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/dqbench/dqbench/brokers"
+	"github.com/dqbench/dqbench/scenario"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// modernc's SQLite and kgo keep no goroutines after Close; the
+		// signal watcher below belongs to the Go runtime.
+		goleak.IgnoreTopFunction("os/signal.signal_recv"),
+	)
+}
+
+func parse(t *testing.T, yaml string) *scenario.Scenario {
+	t.Helper()
+	s, err := scenario.Parse(t.Name()+".yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestBuiltins runs both built-in scenarios end to end on the embedded
+// broker, with fewer messages, and checks the signs the README promises.
+func TestBuiltins(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want map[string]func(c map[string]int) bool
+	}{
+		{"quickstart", map[string]func(map[string]int) bool{
+			"none":              func(c map[string]int) bool { return c["duplicates"] > 0 && c["lost"] == 0 },
+			"dedup-table":       func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 },
+			"dedup-table-split": func(c map[string]int) bool { return c["lost"] > 0 },
+		}},
+		{"kafka-idempotent-producer", map[string]func(map[string]int) bool{
+			"idempotence-off": func(c map[string]int) bool { return c["duplicates"] > 0 && c["lost"] == 0 },
+			"idempotence-on":  func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 },
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := scenario.Resolve(tc.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Messages = 600
+			res, err := Run(context.Background(), s, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Run.Passed || !res.Run.Valid() {
+				t.Errorf("run did not pass: %+v", res.Run)
+			}
+			for _, v := range res.Run.Variants {
+				c := map[string]int{}
+				for _, name := range scenario.CountNames {
+					c[name], _ = v.Counts.Get(name)
+				}
+				if ok := tc.want[v.Name]; ok == nil || !ok(c) {
+					t.Errorf("variant %s: unexpected counts %v", v.Name, c)
+				}
+				if v.Attempted != 600 || v.Acknowledged != 600 || v.Delivered != 600 {
+					t.Errorf("variant %s: every intent should be published, acked and delivered: %v", v.Name, c)
+				}
+			}
+		})
+	}
+}
+
+// TestAtMostOnce: acking before processing and crashing before processing
+// loses exactly the crashed intents, and duplicates none.
+func TestAtMostOnce(t *testing.T) {
+	s := parse(t, `
+version: 1
+name: at-most-once
+messages: 400
+broker: {kind: kafka}
+consumer: {ack: before-process}
+faults:
+  - {type: consumer-crash, at: before-process, every: 20}
+variants:
+  - {name: none, strategy: none}
+`)
+	res, err := Run(context.Background(), s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := res.Run.Variants[0]
+	if v.Lost != 20 || v.Duplicates != 0 || v.FaultsInjected != 20 {
+		t.Errorf("want 20 lost, 0 duplicates, 20 faults; got %+v", v.Counts)
+	}
+}
+
+// TestSameSeedSameCounts: the fault schedule depends on the seed alone.
+func TestSameSeedSameCounts(t *testing.T) {
+	yaml := `
+version: 1
+name: seeded
+seed: 7
+messages: 500
+broker: {kind: kafka}
+faults:
+  - {type: consumer-crash, at: after-effect-before-ack, probability: 0.05}
+variants:
+  - {name: none, strategy: none}
+  - {name: dedup, strategy: dedup-table}
+`
+	var counts [2][]any
+	for i := range counts {
+		res, err := Run(context.Background(), parse(t, yaml), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range res.Run.Variants {
+			counts[i] = append(counts[i], v.Counts)
+		}
+	}
+	if counts[0][0] != counts[1][0] || counts[0][1] != counts[1][1] {
+		t.Errorf("same seed, different counts:\n%+v\n%+v", counts[0], counts[1])
+	}
+}
+
+// TestDeadline: a run that cannot finish in time ends with ErrDeadline.
+func TestDeadline(t *testing.T) {
+	s := parse(t, `
+version: 1
+name: slow
+messages: 100000
+deadline: 300ms
+drain: 100ms
+broker: {kind: kafka}
+variants:
+  - {name: none, strategy: none}
+`)
+	_, err := Run(context.Background(), s, nil)
+	if !errors.Is(err, ErrDeadline) {
+		t.Fatalf("want ErrDeadline, got %v", err)
+	}
+}
+
+// TestUnreachable: an external broker that is not there is reported as such.
+func TestUnreachable(t *testing.T) {
+	s := parse(t, `
+version: 1
+name: unreachable
+broker: {kind: kafka, mode: external, addresses: ["127.0.0.1:1"]}
+variants:
+  - {name: none, strategy: none}
+`)
+	_, err := Run(context.Background(), s, nil)
+	if !errors.Is(err, brokers.ErrUnreachable) {
+		t.Fatalf("want ErrUnreachable, got %v", err)
+	}
+}

@@ -1,0 +1,482 @@
+package scenario
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/dqbench/dqbench/scenarios"
+)
+
+type fixture struct {
+	file string
+	want []string
+}
+
+// fixtures drives every file in testdata: a valid file must parse; an
+// invalid one must fail with exactly the listed problems, in order, each
+// written "LINE:COL: message" (the file path is prefixed by the test).
+var fixtures = []fixture{
+	{file: "valid/minimal.yaml"},
+	{file: "valid/full.yaml"},
+	{file: "valid/external.yaml"},
+	{file: "valid/merge-keys.yaml"},
+
+	{"invalid/unknown-top-key.yaml", []string{
+		`5:1: unknown key "varients" at the top level (allowed: version, name, description, seed, messages, deadline, drain, broker, producer, consumer, faults, variants); did you mean "variants"?`,
+	}},
+	{"invalid/unknown-nested-key.yaml", []string{
+		`7:5: unknown key "stratgies" in variants[0] (allowed: name, strategy, producer, consumer, expect); did you mean "strategy"?`,
+	}},
+	{"invalid/unknown-strategy.yaml", []string{
+		`7:15: variants[0].strategy: "dedup-tabel" is not allowed (allowed: none, dedup-table, dedup-table-split); did you mean "dedup-table"?`,
+	}},
+	{"invalid/wrong-type.yaml", []string{
+		`3:11: messages: must be an integer, got string "many"`,
+	}},
+	{"invalid/missing-version.yaml", []string{
+		"1:1: missing required key \"version\"; add `version: 1` as the first line",
+	}},
+	{"invalid/missing-variants.yaml", []string{
+		`1:1: missing required key "variants"; add at least one variant`,
+	}},
+	{"invalid/empty-variants.yaml", []string{
+		`5:11: variants: is empty; add at least one variant`,
+	}},
+	{"invalid/duplicate-variant-names.yaml", []string{
+		`8:11: variants[1].name: "same" is already the name of variants[0]; variant names must be unique`,
+	}},
+	{"invalid/every-and-probability.yaml", []string{
+		`8:18: faults[0]: set only one of every and probability, not both`,
+	}},
+	{"invalid/no-schedule.yaml", []string{
+		`6:5: faults[0]: needs a schedule: add every: N`,
+	}},
+	{"invalid/at-on-produce-response-lost.yaml", []string{
+		`8:9: faults[0].at: produce-response-lost takes no crash point (only consumer-crash does); remove it`,
+	}},
+	{"invalid/crash-without-at.yaml", []string{
+		`6:5: faults[0]: consumer-crash needs at: the crash point (allowed: before-process, after-effect-before-ack, between-dedup-and-effect)`,
+	}},
+	{"invalid/crash-point-unused.yaml", []string{
+		`7:9: faults[0].at: no variant's strategy has the crash point between-dedup-and-effect, so the fault never fires; add a variant with strategy dedup-table-split`,
+	}},
+	{"invalid/unknown-expect-key.yaml", []string{
+		`9:7: unknown key "duplicate" in variants[0].expect (allowed: attempted, acknowledged, indeterminate, delivered, redelivered, effects, duplicates, lost, unexpected, dead_lettered, faults_injected); did you mean "duplicates"?`,
+	}},
+	{"invalid/bad-expectation.yaml", []string{
+		`9:13: variants[0].expect.lost: bad expectation "about 3": write a count like 0, or a comparison like ">0"`,
+	}},
+	{"invalid/bad-duration.yaml", []string{
+		`3:11: deadline: bad duration "1 minute": write a duration such as "30s", "2m" or "1m30s"`,
+		`4:8: drain: must be a duration such as "30s", "2m" or "1m30s" (units: ms, s, m, h), got integer 10; add a unit, e.g. 10s`,
+	}},
+	{"invalid/external-without-addresses.yaml", []string{
+		`5:9: broker: mode external needs addresses`,
+	}},
+	{"invalid/addresses-without-external.yaml", []string{
+		`5:14: broker.addresses: only used with mode: external`,
+	}},
+	{"invalid/syntax-error.yaml", []string{
+		`7:15: YAML syntax error: sequence end token ']' not found`,
+	}},
+	{"invalid/bad-broker-kind.yaml", []string{
+		`4:9: broker.kind: "kafak" is not allowed (allowed: kafka); did you mean "kafka"?`,
+	}},
+	{"invalid/acks-need-non-idempotent.yaml", []string{
+		`6:9: producer.acks: acks leader needs idempotent: false (Kafka's idempotent producer requires acks all, and idempotent defaults to true)`,
+		`18:13: variants[2].producer.acks: acks none needs idempotent: false`,
+	}},
+	{"invalid/out-of-range.yaml", []string{
+		`3:11: messages: must be at least 1, got -5`,
+		`6:15: broker.partitions: must be at least 1, got 0`,
+		`8:13: consumer.prefetch: must be at least 1, got -1`,
+		`11:18: faults[0].probability: must be more than 0 and at most 1, got 1.5`,
+	}},
+	{"invalid/duplicate-fault-names.yaml", []string{
+		`9:5: faults[1]: name "consumer-crash@before-process" is already used by faults[0]`,
+	}},
+	{"invalid/drain-too-long.yaml", []string{
+		`3:11: drain (10s) must be shorter than deadline (5s)`,
+	}},
+	{"invalid/many-problems.yaml", []string{
+		`1:10: version: 2 is not supported; this dqbench reads version 1`,
+		`2:7: name: must not be empty`,
+		`4:9: broker.kind: "rabbitmq" is not allowed (allowed: kafka)`,
+		`6:15: broker.addresses[0]: "localhost" is not host:port`,
+		`8:15: producer.idempotent: must be true or false, got string "no"`,
+		`10:8: consumer.ack: "before" is not allowed (allowed: after-process, before-process)`,
+		`12:5: variants[0]: missing required key "name"`,
+		`14:13: variants[0].expect.lost: bad expectation "-1"`,
+	}},
+	{"invalid/not-a-mapping.yaml", []string{
+		`1:1: a scenario must be a mapping (keys: version, name,`,
+	}},
+	{"invalid/empty.yaml", []string{
+		`1:1: empty scenario: start with version: 1`,
+	}},
+	{"invalid/two-documents.yaml", []string{
+		`9:1: a second YAML document (after ---): a file holds one scenario`,
+	}},
+	{"invalid/merge-loop.yaml", []string{
+		`5:7: broker: a merge key (<<) refers to the mapping it is in`,
+	}},
+	{"invalid/wrong-types.yaml", []string{
+		`1:10: version: must be an integer, got string "1"`,
+		`2:7: name: must be a string, got integer 12 (put it in quotes: "12")`,
+		`3:7: seed: 99999999999999999999999 is too large`,
+		`6:15: broker.partitions: must be an integer, got number 1.5`,
+		`9:18: faults[0].probability: must be a finite number, got number .nan`,
+		`14:19: variants[0].producer.idempotent: must be true or false, got string "yes"`,
+		`15:15: variants[0].consumer: must be a mapping (keys: instances, ack, prefetch), got a list`,
+		`17:7: variants[0].expect.lost: needs a value; write a count like 0`,
+	}},
+	{"invalid/unknown-alias.yaml", []string{
+		`3:9: broker: unknown alias *nope`,
+	}},
+}
+
+func TestFixtures(t *testing.T) {
+	for _, tc := range fixtures {
+		t.Run(tc.file, func(t *testing.T) {
+			path := filepath.Join("testdata", tc.file)
+			s, err := Load(path)
+			if tc.want == nil {
+				if err != nil {
+					t.Fatalf("Load: %v", err)
+				}
+				if s.File != path || len(s.Source) == 0 {
+					t.Errorf("File = %q, len(Source) = %d", s.File, len(s.Source))
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Load succeeded; want %d problem(s)", len(tc.want))
+			}
+			var errs Errors
+			if !errors.As(err, &errs) {
+				t.Fatalf("error is %T, want Errors: %v", err, err)
+			}
+			if len(errs) != len(tc.want) {
+				t.Fatalf("got %d problem(s), want %d:\n%v", len(errs), len(tc.want), err)
+			}
+			for i, want := range tc.want {
+				if got := errs[i].Error(); !strings.HasPrefix(got, path+":"+want) {
+					t.Errorf("problem %d:\n got: %s\nwant: %s:%s...", i, got, path, want)
+				}
+			}
+		})
+	}
+}
+
+// TestFixturesListed keeps the table and testdata in step.
+func TestFixturesListed(t *testing.T) {
+	files, err := filepath.Glob("testdata/*/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		rel, _ := filepath.Rel("testdata", f)
+		listed := slices.ContainsFunc(fixtures, func(fx fixture) bool { return fx.file == filepath.ToSlash(rel) })
+		if !listed {
+			t.Errorf("%s is not in the fixtures table", f)
+		}
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	s, err := Load("testdata/valid/minimal.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Seed != 1 || s.Messages != 1000 || s.Deadline.D() != 2*time.Minute || s.Drain.D() != 10*time.Second {
+		t.Errorf("seed %d, messages %d, deadline %s, drain %s", s.Seed, s.Messages, s.Deadline, s.Drain)
+	}
+	if b := s.Broker; b.Kind != "kafka" || b.Mode != "embedded" || b.Partitions != 1 || b.Addresses != nil {
+		t.Errorf("broker = %+v", s.Broker)
+	}
+	p := s.Producer
+	if p.Idempotent == nil || !*p.Idempotent || p.Acks != "all" || p.Window != 256 {
+		t.Errorf("producer = %+v", p)
+	}
+	if s.Consumer != (Consumer{Instances: 1, Ack: "after-process", Prefetch: 100}) {
+		t.Errorf("consumer = %+v", s.Consumer)
+	}
+	if len(s.Variants) != 1 || s.Variants[0].Line != 7 {
+		t.Errorf("variants = %+v", s.Variants)
+	}
+}
+
+func TestFull(t *testing.T) {
+	s, err := Load("testdata/valid/full.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range s.Faults {
+		names = append(names, f.Name)
+	}
+	wantNames := []string{"consumer-crash@before-process", "consumer-crash@between-dedup-and-effect", "lost-responses"}
+	if !slices.Equal(names, wantNames) {
+		t.Errorf("fault names = %q, want %q", names, wantNames)
+	}
+	if f := s.Faults[0]; f.Line != 22 || f.MaxAttempt != 2 || f.Probability != 0.01 {
+		t.Errorf("faults[0] = %+v", f)
+	}
+	if s.Faults[1].MaxAttempt != 1 {
+		t.Errorf("faults[1].MaxAttempt = %d, want the default 1", s.Faults[1].MaxAttempt)
+	}
+	if s.Deadline.D() != 90*time.Second || s.Seed != 42 {
+		t.Errorf("deadline %s, seed %d", s.Deadline, s.Seed)
+	}
+
+	none, dedup, split := s.Variants[0], s.Variants[1], s.Variants[2]
+	if none.Line != 33 || dedup.Line != 38 {
+		t.Errorf("variant lines %d, %d", none.Line, dedup.Line)
+	}
+	// The anchored expect is shared.
+	for _, v := range []Variant{none, dedup} {
+		if v.Expect["duplicates"] != (Expectation{"==", 0}) || v.Expect["lost"] != (Expectation{"==", 0}) {
+			t.Errorf("%s expect = %v", v.Name, v.Expect)
+		}
+	}
+	if got := split.Expect["duplicates"]; got != (Expectation{"<=", 5}) {
+		t.Errorf("split duplicates = %v", got)
+	}
+
+	if p := s.ProducerFor(none); !p.IsIdempotent() || p.Acks != "all" || p.Window != 16 {
+		t.Errorf("ProducerFor(none) = %+v", p)
+	}
+	if p := s.ProducerFor(split); p.IsIdempotent() || p.Acks != "leader" || p.Window != 1 {
+		t.Errorf("ProducerFor(split) = %+v", p)
+	}
+	if c := s.ConsumerFor(dedup); c != (Consumer{Instances: 2, Ack: "after-process", Prefetch: 1}) {
+		t.Errorf("ConsumerFor(dedup) = %+v", c)
+	}
+	if c := s.ConsumerFor(split); c != (Consumer{Instances: 2, Ack: "before-process", Prefetch: 10}) {
+		t.Errorf("ConsumerFor(split) = %+v", c)
+	}
+	// ProducerFor returns a copy: changing it leaves the scenario alone.
+	*s.ProducerFor(none).Idempotent = false
+	if !*s.Producer.Idempotent {
+		t.Error("ProducerFor shares the scenario's Idempotent")
+	}
+}
+
+func TestMergeKeys(t *testing.T) {
+	s, err := Load("testdata/valid/merge-keys.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := s.Variants[1]
+	if d.Name != "derived" || d.Strategy != "dedup-table" || d.Consumer == nil || d.Consumer.Prefetch != 5 {
+		t.Errorf("derived = %+v", d)
+	}
+}
+
+func TestBuiltins(t *testing.T) {
+	names := scenarios.Names()
+	if len(names) == 0 {
+		t.Fatal("no built-in scenarios")
+	}
+	for _, name := range names {
+		s, err := Resolve(name)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if s.File != "builtin:"+name || s.Name != name {
+			t.Errorf("%s: File %q, Name %q", name, s.File, s.Name)
+		}
+	}
+}
+
+func TestResolve(t *testing.T) {
+	if s, err := Resolve("testdata/valid/minimal.yaml"); err != nil || s.Name != "minimal" {
+		t.Errorf("Resolve(file) = %v, %v", s, err)
+	}
+	_, err := Resolve("quickstrat")
+	if err == nil || !strings.Contains(err.Error(), `no scenario file or built-in named "quickstrat"`) ||
+		!strings.Contains(err.Error(), `did you mean "quickstart"?`) {
+		t.Errorf("Resolve(typo) error = %v", err)
+	}
+	if _, err := Resolve("testdata"); err == nil || !strings.Contains(err.Error(), "is a directory") {
+		t.Errorf("Resolve(dir) error = %v", err)
+	}
+	if _, err := Load("testdata/no-such-file.yaml"); err == nil || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Load(missing) error = %v", err)
+	}
+}
+
+func TestErrorsAs(t *testing.T) {
+	_, err := Parse("x.yaml", []byte("version: 1\nname: x\nbroker: {kind: kafka}\nvariants: [{name: a, strategy: nope}]\n"))
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("errors.As(*Error) failed on %v", err)
+	}
+	if e.File != "x.yaml" || e.Line != 4 || e.Col != 32 {
+		t.Errorf("error at %s:%d:%d", e.File, e.Line, e.Col)
+	}
+}
+
+func TestExpectation(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    Expectation
+		str     string
+		holds   []int
+		notHold []int
+	}{
+		{in: "0", want: Expectation{"==", 0}, str: "== 0", holds: []int{0}, notHold: []int{1}},
+		{in: "==0", want: Expectation{"==", 0}, str: "== 0", holds: []int{0}, notHold: []int{2}},
+		{in: ">0", want: Expectation{">", 0}, str: "> 0", holds: []int{1, 50}, notHold: []int{0}},
+		{in: ">= 3", want: Expectation{">=", 3}, str: ">= 3", holds: []int{3, 4}, notHold: []int{2}},
+		{in: "<=5", want: Expectation{"<=", 5}, str: "<= 5", holds: []int{0, 5}, notHold: []int{6}},
+		{in: " < 2 ", want: Expectation{"<", 2}, str: "< 2", holds: []int{1}, notHold: []int{2}},
+		{in: "!=7", want: Expectation{"!=", 7}, str: "!= 7", holds: []int{6, 8}, notHold: []int{7}},
+		{in: ""}, {in: "> "}, {in: "=3"}, {in: "-1"}, {in: "> -1"}, {in: "3 or more"},
+		{in: "=> 3"}, {in: "99999999999999999999999"},
+	}
+	for _, tc := range tests {
+		got, err := ParseExpectation(tc.in)
+		if tc.str == "" {
+			if err == nil {
+				t.Errorf("ParseExpectation(%q) = %v, want an error", tc.in, got)
+			}
+			continue
+		}
+		if err != nil || got != tc.want || got.String() != tc.str {
+			t.Errorf("ParseExpectation(%q) = %v (%q), %v; want %v (%q)", tc.in, got, got.String(), err, tc.want, tc.str)
+			continue
+		}
+		for _, n := range tc.holds {
+			if !got.Holds(n) {
+				t.Errorf("%v.Holds(%d) = false", got, n)
+			}
+		}
+		for _, n := range tc.notHold {
+			if got.Holds(n) {
+				t.Errorf("%v.Holds(%d) = true", got, n)
+			}
+		}
+	}
+}
+
+// TestExpectationCodecs checks the decoders other packages may use.
+func TestExpectationCodecs(t *testing.T) {
+	var y struct {
+		A Expectation `yaml:"a"`
+		B Expectation `yaml:"b"`
+	}
+	if err := yaml.Unmarshal([]byte("a: 3\nb: '>= 1'\n"), &y); err != nil {
+		t.Fatal(err)
+	}
+	if y.A != (Expectation{"==", 3}) || y.B != (Expectation{">=", 1}) {
+		t.Errorf("yaml: %v, %v", y.A, y.B)
+	}
+	var j struct{ A, B Expectation }
+	if err := json.Unmarshal([]byte(`{"A": 2, "B": "<1"}`), &j); err != nil {
+		t.Fatal(err)
+	}
+	if j.A != (Expectation{"==", 2}) || j.B != (Expectation{"<", 1}) {
+		t.Errorf("json: %v, %v", j.A, j.B)
+	}
+	out, err := json.Marshal(j)
+	if err != nil || string(out) != `{"A":"== 2","B":"\u003c 1"}` {
+		t.Errorf("json.Marshal = %s, %v", out, err)
+	}
+	if err := json.Unmarshal([]byte(`{"A": "lots"}`), &j); err == nil {
+		t.Error("json: bad expectation accepted")
+	}
+}
+
+func TestDuration(t *testing.T) {
+	var d Duration
+	if err := d.UnmarshalText([]byte("1m30s")); err != nil || d.D() != 90*time.Second {
+		t.Errorf("UnmarshalText(1m30s) = %s, %v", d, err)
+	}
+	if b, _ := d.MarshalText(); string(b) != "1m30s" {
+		t.Errorf("MarshalText = %s", b)
+	}
+	if err := d.UnmarshalText([]byte("90")); err == nil {
+		t.Error("UnmarshalText(90) succeeded")
+	}
+	var y struct {
+		D Duration `yaml:"d"`
+	}
+	if err := yaml.Unmarshal([]byte("d: 2m\n"), &y); err != nil || y.D.D() != 2*time.Minute {
+		t.Errorf("yaml: %s, %v", y.D, err)
+	}
+}
+
+func TestSuggest(t *testing.T) {
+	names := []string{"name", "strategy", "producer", "consumer", "expect"}
+	for in, want := range map[string]string{
+		"stratgies": "strategy", "Strategy": "strategy", "nmae": "name", "consumers": "consumer",
+		"expects": "expect", "x": "", "timeout": "", "prod": "",
+	} {
+		got, _ := suggest(in, names)
+		if got != want {
+			t.Errorf("suggest(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestSchema(t *testing.T) {
+	b, err := Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("schema is not JSON: %v", err)
+	}
+	if v["$schema"] != "https://json-schema.org/draft/2020-12/schema" {
+		t.Errorf("$schema = %v", v["$schema"])
+	}
+	for _, want := range append([]string{`"variants"`, `"additionalProperties": false`, `"dedup-table-split"`, `"between-dedup-and-effect"`, `>0`}, CountNames...) {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("schema does not mention %s", want)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, name := range scenarios.Names() {
+		data, _ := scenarios.Read(name)
+		f.Add(data)
+	}
+	files, _ := filepath.Glob("testdata/*/*.yaml")
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := Parse("fuzz.yaml", data)
+		if err != nil {
+			var errs Errors
+			if !errors.As(err, &errs) || len(errs) == 0 {
+				t.Fatalf("error is not a non-empty Errors: %T %v", err, err)
+			}
+			for _, e := range errs {
+				if e.Line < 1 || e.Col < 1 || e.Msg == "" {
+					t.Fatalf("problem without a position or message: %#v", e)
+				}
+			}
+			return
+		}
+		if s.Version != Version || s.Name == "" || len(s.Variants) == 0 || s.Messages < 1 {
+			t.Fatalf("Parse accepted an incomplete scenario: %+v", s)
+		}
+	})
+}
