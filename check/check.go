@@ -186,7 +186,7 @@ func Tally(events []history.Event, audit store.Audit) (Counts, []string) {
 		notes = append(notes, fmt.Sprintf("%d intents were stored more than once by the broker (a producer retry after a lost response, without producer idempotence)", logCopies))
 	}
 	if crashes > 0 {
-		notes = append(notes, fmt.Sprintf("%d consumer crashes; the broker redelivered what they had not acked", crashes))
+		notes = append(notes, fmt.Sprintf("%d consumer crashes, each followed by a replacement; the broker redelivers whatever a crashed consumer had not acked", crashes))
 	}
 	if c.Duplicates > 0 {
 		notes = append(notes, fmt.Sprintf("%d intents had their effect applied more than once: the strategy did not recognise the redelivery", c.Duplicates))

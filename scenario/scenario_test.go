@@ -81,6 +81,9 @@ var fixtures = []fixture{
 	{"invalid/external-without-addresses.yaml", []string{
 		`5:9: broker: mode external needs addresses`,
 	}},
+	{"invalid/broker-fault-on-external.yaml", []string{
+		`5:11: faults[0]: produce-response-lost is injected inside the embedded broker (kfake) and cannot be injected on an external one`,
+	}},
 	{"invalid/addresses-without-external.yaml", []string{
 		`5:14: broker.addresses: only used with mode: external`,
 	}},

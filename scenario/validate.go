@@ -208,6 +208,9 @@ func (c *checker) faults() {
 		}
 		c.atLeast1(fp+".max_attempt", f.MaxAttempt)
 
+		if known && kind.Side == "broker" && c.s.Broker.Mode == ModeExternal {
+			c.errorf(fp+".type", "%s: %s is injected inside the embedded broker (kfake) and cannot be injected on an external one; use broker mode: embedded, or remove this fault", fp, f.Type)
+		}
 		if known {
 			hasAt := c.d.has(fp + ".at")
 			switch wantAt := indexOf(kind.Params, atParam) >= 0; {

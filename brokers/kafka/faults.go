@@ -17,9 +17,9 @@ import (
 // producer the broker recognises the retry by its sequence number and drops
 // it; without, the retry is appended again.
 //
-// Only the embedded broker can do this; on an external cluster the fault
-// needs a network fault layer (a later issue), and the run reports that the
-// fault never fired.
+// Only the embedded broker can do this (scenario validation rejects the
+// fault with mode: external); on an external cluster it would need a
+// network fault layer.
 func (c *channel) LoseProduceResponses(fires func(intent, attempt int) bool, fired func(intent, attempt int)) {
 	if c.k.cluster == nil {
 		return
