@@ -24,7 +24,7 @@ bench: ## pipeline vs raw kgo+SQLite loop on the embedded broker
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./bench/
 
 demo: ## run the built-in scenarios on the embedded broker
-	$(GO) run . run quickstart kafka-idempotent-producer
+	$(GO) run . run quickstart kafka-idempotent-producer delivery-guarantees
 
 schema: ## write the scenario JSON Schema to dqbench.schema.json
 	$(GO) run . schema > dqbench.schema.json
