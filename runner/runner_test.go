@@ -40,6 +40,11 @@ func TestBuiltins(t *testing.T) {
 			"dedup-table":       func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 },
 			"dedup-table-split": func(c map[string]int) bool { return c["lost"] > 0 },
 		}},
+		{"delivery-guarantees", map[string]func(map[string]int) bool{
+			"at-most-once":     func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] > 0 },
+			"at-least-once":    func(c map[string]int) bool { return c["duplicates"] > 0 && c["lost"] == 0 },
+			"effectively-once": func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 },
+		}},
 		{"kafka-idempotent-producer", map[string]func(map[string]int) bool{
 			"idempotence-off": func(c map[string]int) bool { return c["duplicates"] > 0 && c["lost"] == 0 },
 			"idempotence-on":  func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 },
