@@ -103,7 +103,8 @@ func Run(ctx context.Context, s *scenario.Scenario, progress *Progress) (*Result
 	wg.Wait()
 	if err := firstError(errs); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("%w (%s); raise deadline in the scenario or --timeout: %v", ErrDeadline, deadline, err)
+			return nil, fmt.Errorf("%w (%s): %d of %d publishes ended, %d deliveries acked, %d faults injected; raise deadline in the scenario or --timeout, or lower messages",
+				ErrDeadline, deadline, progress.Published.Load(), progress.Total.Load(), progress.Consumed.Load(), progress.Faults.Load())
 		}
 		return nil, err
 	}

@@ -3,7 +3,13 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"go.uber.org/goleak"
 
@@ -162,5 +168,48 @@ variants:
 	_, err := Run(context.Background(), s, nil)
 	if !errors.Is(err, brokers.ErrUnreachable) {
 		t.Fatalf("want ErrUnreachable, got %v", err)
+	}
+}
+
+// TestExternalMode runs against a broker dqbench did not start (a kfake
+// cluster standing in for a real Kafka) and checks that the run cleans up
+// its topics and groups afterwards.
+func TestExternalMode(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s := parse(t, fmt.Sprintf(`
+version: 1
+name: external
+messages: 300
+broker: {kind: kafka, mode: external, addresses: [%q]}
+faults:
+  - {type: consumer-crash, at: after-effect-before-ack, every: 30}
+variants:
+  - {name: none, strategy: none, expect: {duplicates: 10, lost: 0}}
+  - {name: dedup, strategy: dedup-table, expect: {duplicates: 0, lost: 0}}
+`, c.ListenAddrs()[0]))
+	res, err := Run(context.Background(), s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Run.Passed {
+		t.Errorf("external run did not pass: %+v", res.Run.Variants)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	topics, err := kadm.NewClient(cl).ListTopics(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range topics.Names() {
+		if strings.HasPrefix(name, "dqbench-") {
+			t.Errorf("topic %s left behind on the external broker", name)
+		}
 	}
 }
