@@ -16,6 +16,11 @@ import (
 // "the run could not be completed" from a failed expectation.
 var ErrUnreachable = errors.New("broker unreachable")
 
+// ErrUnconfirmed is what a fire-and-forget publish (Kafka acks=0, MQTT QoS
+// 0) reports: it was sent, but the broker never confirms anything, so the
+// outcome is unknown and the intent counts as indeterminate.
+var ErrUnconfirmed = errors.New("sent without confirmation (fire and forget)")
+
 // Broker is a running broker that variants open channels on.
 type Broker interface {
 	// Name says what the broker is, e.g. "kafka (embedded kfake)".

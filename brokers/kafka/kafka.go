@@ -138,14 +138,22 @@ func (c *channel) Producer(ctx context.Context) (brokers.Producer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka producer: %w", err)
 	}
-	return &producer{cl: cl}, nil
+	return &producer{cl: cl, noAck: c.spec.Acks == "none"}, nil
 }
 
-type producer struct{ cl *kgo.Client }
+type producer struct {
+	cl    *kgo.Client
+	noAck bool // acks=0: kgo reports success once the request is written
+}
 
 func (p *producer) Publish(ctx context.Context, m brokers.Message, done func(error)) {
 	r := &kgo.Record{Key: []byte(m.Key), Value: m.Body}
-	p.cl.Produce(ctx, r, func(_ *kgo.Record, err error) { done(err) })
+	p.cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
+		if err == nil && p.noAck {
+			err = brokers.ErrUnconfirmed
+		}
+		done(err)
+	})
 }
 
 func (p *producer) Close(ctx context.Context) {
