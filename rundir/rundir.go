@@ -79,7 +79,7 @@ func Find(dir string) ([]string, error) {
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w; give the directory a run was saved to with \"dqbench run SCENARIO --out DIR\"", err)
 	}
 	var out []string
 	for _, e := range entries {
