@@ -81,7 +81,12 @@ func (r *variantRun) run(ctx context.Context) (store.Audit, error) {
 	if err != nil {
 		return store.Audit{}, err
 	}
-	defer ch.Close(context.WithoutCancel(ctx))
+	defer func() {
+		// Clean up even after the deadline, but not forever.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = ch.Close(cctx)
+	}()
 	if err := r.installFaults(ch); err != nil {
 		return store.Audit{}, err
 	}
@@ -155,7 +160,8 @@ func (r *variantRun) installFaults(ch brokers.Channel) error {
 	return nil
 }
 
-// produce publishes every intent once, with at most window unconfirmed.
+// produce publishes every intent once, with at most window unconfirmed, and
+// waits for the confirms; it gives up at the run's deadline.
 func (r *variantRun) produce(ctx context.Context, ch brokers.Channel, window int) error {
 	p, err := ch.Producer(ctx)
 	if err != nil {
@@ -163,13 +169,12 @@ func (r *variantRun) produce(ctx context.Context, ch brokers.Channel, window int
 	}
 	sem := make(chan struct{}, window)
 	var wg sync.WaitGroup
+publish:
 	for intent := 1; intent <= r.s.Messages; intent++ {
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
-			wg.Wait()
-			p.Close(context.WithoutCancel(ctx))
-			return ctx.Err()
+			break publish
 		}
 		b, _ := json.Marshal(body{Intent: intent, Account: intent % store.Accounts, Amount: amount(r.s.Seed, intent)})
 		r.rec.Record(history.Event{Type: history.Publish, Intent: intent, Attempt: 1})
@@ -185,8 +190,19 @@ func (r *variantRun) produce(ctx context.Context, ch brokers.Channel, window int
 			wg.Done()
 		})
 	}
-	wg.Wait()
+	confirmed := make(chan struct{})
+	go func() { wg.Wait(); close(confirmed) }()
+	select {
+	case <-confirmed:
+	case <-ctx.Done():
+	}
+	// With ctx done, Close fails whatever is still unconfirmed, and each
+	// callback records it; a client that does not answer is not waited for.
 	p.Close(ctx)
+	select {
+	case <-confirmed:
+	case <-time.After(5 * time.Second):
+	}
 	return ctx.Err()
 }
 

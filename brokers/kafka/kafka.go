@@ -53,10 +53,14 @@ func connect(ctx context.Context, seeds []string) (*Kafka, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka client for %s: %w", strings.Join(seeds, ","), err)
 	}
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	const limit = 5 * time.Second
+	pctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	if err := cl.Ping(pctx); err != nil {
 		cl.Close()
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("no answer within %s", limit)
+		}
 		return nil, fmt.Errorf("%w: cannot reach Kafka at %s: %v; start one with \"docker compose up -d kafka\" or use mode: embedded",
 			brokers.ErrUnreachable, strings.Join(seeds, ","), err)
 	}
@@ -225,16 +229,27 @@ func (k *consumer) Ack(ctx context.Context, d brokers.Delivery) error {
 	return k.cl.CommitRecords(ctx, d.Handle.(*kgo.Record))
 }
 
-// Abandon closes the client without committing. kgo leaves the group on
-// close, so the replacement gets the partitions without waiting out the
-// session timeout; what was not committed is fetched again from the last
-// committed offset.
+// Abandon closes the client without committing, as a process that dies and
+// is noticed at once by its supervisor: it leaves the group (so the
+// replacement gets the partitions without waiting out the session timeout)
+// and what was not committed is fetched again from the last committed
+// offset.
 func (k *consumer) Abandon() {
 	k.buf = nil
-	k.cl.Close()
+	k.leaveAndClose(5 * time.Second)
 }
 
-func (k *consumer) Close() { k.cl.Close() }
+// Close stops the consumer at the end of a run.
+func (k *consumer) Close() { k.leaveAndClose(time.Second) }
+
+// leaveAndClose bounds the group leave, so a hung broker cannot keep a run
+// past its deadline.
+func (k *consumer) leaveAndClose(limit time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	_ = k.cl.LeaveGroupContext(ctx)
+	k.cl.Close()
+}
 
 // Drained reports whether the group's committed offsets have reached the end
 // of every partition.
