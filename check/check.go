@@ -93,7 +93,6 @@ func Tally(events []history.Event, audit store.Audit) (Counts, []string) {
 		return in
 	}
 	crashes, drained, sawDrain := 0, false, false
-	faultsBy := map[string]int{}
 	for _, e := range events {
 		switch e.Type {
 		case history.Publish:
@@ -118,7 +117,6 @@ func Tally(events []history.Event, audit store.Audit) (Counts, []string) {
 			get(e.Intent).deadLettered = true
 		case history.Fault:
 			c.FaultsInjected++
-			faultsBy[e.Fault]++
 		case history.Crash:
 			crashes++
 		case history.Drain:

@@ -2,8 +2,6 @@ package cmd
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -23,8 +21,8 @@ codes as run. DIR may be one run's directory or the --out directory.`,
 		Example: "  dqbench run quickstart --out runs/\n  dqbench check runs/",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			if !slices.Contains(report.Formats, output) {
-				return withCode(ExitUsage, fmt.Errorf("--output %q is not allowed (allowed: %s)", output, strings.Join(report.Formats, ", ")))
+			if err := checkOutput(output); err != nil {
+				return err
 			}
 			dirs, err := rundir.Find(args[0])
 			if err != nil {
@@ -44,6 +42,6 @@ codes as run. DIR may be one run's directory or the --out directory.`,
 			return verdict(runs, nil)
 		},
 	}
-	c.Flags().StringVarP(&output, "output", "o", "table", "output format: "+strings.Join(report.Formats, ", "))
+	addOutputFlag(c.Flags(), &output)
 	return c
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -48,15 +47,15 @@ counts, then a verdict line per expectation.
 	f := c.Flags()
 	f.Int64Var(&o.seed, "seed", 0, "seed of the fault schedule and amounts (default: the scenario's seed)")
 	f.IntVar(&o.messages, "messages", 0, "intents to publish per variant (default: the scenario's messages)")
-	f.StringVarP(&o.output, "output", "o", "table", "output format: "+strings.Join(report.Formats, ", "))
+	addOutputFlag(f, &o.output)
 	f.StringVar(&o.out, "out", "", "directory to write each run's history, audit and result into (for \"dqbench check\")")
 	f.DurationVar(&o.timeout, "timeout", 0, "deadline of each run, e.g. 90s (default: the scenario's deadline)")
 	return c
 }
 
 func runScenarios(ctx context.Context, s Streams, o runOptions, args []string, seedSet bool) error {
-	if !slices.Contains(report.Formats, o.output) {
-		return withCode(ExitUsage, fmt.Errorf("--output %q is not allowed (allowed: %s)", o.output, strings.Join(report.Formats, ", ")))
+	if err := checkOutput(o.output); err != nil {
+		return err
 	}
 	if o.messages < 0 || o.timeout < 0 {
 		return withCode(ExitUsage, errors.New("--messages and --timeout must not be negative"))

@@ -34,7 +34,7 @@ func parse(t *testing.T, yaml string) *scenario.Scenario {
 	return s
 }
 
-// TestBuiltins runs both built-in scenarios end to end on the embedded
+// TestBuiltins runs every built-in scenario end to end on the embedded
 // broker, with fewer messages, and checks the signs the README promises.
 func TestBuiltins(t *testing.T) {
 	for _, tc := range []struct {
