@@ -12,8 +12,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/cmd"
-	"github.com/dqbench/dqbench/scenario"
 )
 
 // TestMain lets the scripts in testdata/script run dqbench as a command.
@@ -73,7 +73,7 @@ func counts(ts *testscript.TestScript, file string) map[string]map[string]float6
 		for _, v := range run.Variants {
 			name, _ := v["name"].(string)
 			c := map[string]float64{}
-			for _, k := range scenario.CountNames {
+			for _, k := range check.CountNames() {
 				n, ok := v[k].(float64)
 				if !ok {
 					ts.Fatalf("%s: variant %s has no count %q", file, name, k)

@@ -1,7 +1,7 @@
 // Package brokers is the seam between dqbench's generic pipeline and a
 // message broker. An adapter provides a producer that reports each publish's
-// outcome and consumers that deliver, ack and die; the pipeline records
-// everything in the history.
+// outcome and consumers that deliver, ack and die; the pipeline wraps them
+// in recording clients (package history), so an adapter records nothing.
 //
 // Optional powers (faults only some brokers can inject) are separate
 // interfaces found by type assertion, like ProduceResponseLoser.
@@ -10,6 +10,8 @@ package brokers
 import (
 	"context"
 	"errors"
+
+	"github.com/dqbench/dqbench/catalog"
 )
 
 // ErrUnreachable wraps every failure to reach a broker, so the CLI can tell
@@ -21,24 +23,38 @@ var ErrUnreachable = errors.New("broker unreachable")
 // outcome is unknown and the intent counts as indeterminate.
 var ErrUnconfirmed = errors.New("sent without confirmation (fire and forget)")
 
-// Broker is a running broker that variants open channels on.
+// ErrCleanup wraps a failure to remove what a run made on an external
+// broker (topics, groups, queues): the run's counts stand, but something
+// was left behind.
+var ErrCleanup = errors.New("cleanup on the broker failed")
+
+// Config is what the scenario says about the broker.
+type Config struct {
+	Kind      catalog.BrokerKind
+	Mode      catalog.Mode
+	Addresses []string
+	// Settings is the kind's own settings (catalog.Broker.NewSettings),
+	// with defaults applied.
+	Settings any
+}
+
+// Broker is a running broker that variants open destinations on.
 type Broker interface {
 	// Name says what the broker is, e.g. "kafka (embedded kfake)".
 	Name() string
 	// Open prepares a fresh destination (topic, queue) for one variant.
-	Open(ctx context.Context, spec ChannelSpec) (Channel, error)
+	Open(ctx context.Context, spec DestinationSpec) (Destination, error)
 	// Close stops an embedded broker and releases clients.
 	Close() error
 }
 
-// ChannelSpec is what a variant asks of a broker.
-type ChannelSpec struct {
+// DestinationSpec is what a variant asks of a broker.
+type DestinationSpec struct {
 	// Name is unique per variant and run, safe for topic and group names.
-	Name       string
-	Partitions int
+	Name string
 	// Idempotent, Acks and Window are the effective producer settings.
 	Idempotent bool
-	Acks       string
+	Acks       catalog.Acks
 	Window     int
 	// Prefetch is how many messages a consumer fetches at once.
 	Prefetch int
@@ -47,33 +63,43 @@ type ChannelSpec struct {
 // Message is one publish.
 type Message struct {
 	Intent int
-	Key    string
-	Body   []byte
+	// Attempt counts the application's sends of this intent, from 1.
+	Attempt int
+	Key     string
+	Body    []byte
 }
 
 // Delivery is one message as a consumer received it.
 type Delivery struct {
-	Intent      int
-	Body        []byte
-	Partition   int32
-	Offset      int64
-	Redelivered bool // the broker flagged it, or the same log position came again
+	Intent int
+	Body   []byte
+	// Position says where the broker kept the message ("0@17": partition 0,
+	// offset 17), opaque to the pipeline; two deliveries of one intent from
+	// different positions mean the broker stored it twice. Empty where the
+	// broker has no such notion.
+	Position string
+	// Redelivered: the broker flagged it, or the same position came again.
+	Redelivered bool
+	// Attempt is this intent's delivery count in the variant, from 1; the
+	// recording consumer sets it, adapters leave it 0.
+	Attempt int
 	// Handle is the adapter's own reference, passed back to Ack.
 	Handle any
 }
 
-// Channel is one variant's destination on a broker.
-type Channel interface {
+// Destination is one variant's topic or queue on a broker.
+type Destination interface {
 	// Producer starts a producer with the spec's settings.
 	Producer(ctx context.Context) (Producer, error)
 	// Consumer starts a consumer instance; gen numbers instances from 1 so
 	// a replacement can be told from the one it replaces.
 	Consumer(ctx context.Context, gen int) (Consumer, error)
-	// Drained reports whether the broker has nothing left to deliver:
-	// everything stored has been acked or committed by the consumers.
-	Drained(ctx context.Context) (bool, error)
+	// Backlog reports how many stored messages no consumer has acked or
+	// committed yet (0: the broker has nothing left to deliver).
+	Backlog(ctx context.Context) (int64, error)
 	// Close deletes the destination where the broker is external and
-	// releases the channel's clients.
+	// releases the destination's clients. A failure to delete wraps
+	// ErrCleanup.
 	Close(ctx context.Context) error
 }
 
@@ -100,13 +126,13 @@ type Consumer interface {
 	Close()
 }
 
-// ProduceResponseLoser is a channel that can make the broker store a publish
-// but lose its response, so the producer retries it.
+// ProduceResponseLoser is a destination that can make the broker store a
+// publish but lose its response, so the producer retries it.
 type ProduceResponseLoser interface {
 	// LoseProduceResponses installs the fault: for each publish request the
 	// broker receives, fires is asked with each intent in it and how many
-	// times that intent has reached the broker (1 for the first); when it
-	// says yes the broker stores the request and answers with a timeout, and
-	// fired is called.
-	LoseProduceResponses(fires func(intent, attempt int) bool, fired func(intent, attempt int))
+	// requests have carried that intent (1 for the first); when it says yes
+	// for any, the broker stores the request and answers with a timeout,
+	// and lost is called once with every intent the request carried.
+	LoseProduceResponses(fires func(intent, attempt int) bool, lost func(intents []int))
 }

@@ -2,189 +2,200 @@
 // final audit of each variant's store and the scenario's expectations.
 //
 // Everything is counted per intent, never from totals, so a duplicate can
-// never hide an equal number of losses.
+// never hide an equal number of losses. The history is read in one pass
+// with a few bytes of state per intent.
 package check
 
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"hash/maphash"
+	"iter"
+	"time"
 
 	"github.com/dqbench/dqbench/history"
-	"github.com/dqbench/dqbench/store"
 )
 
 // The guarantees a variant can break, and the ways a run can be invalid.
 var (
 	ErrDuplicated      = errors.New("an intent's effect applied more than once")
-	ErrLost            = errors.New("an acknowledged intent's effect never applied")
+	ErrLost            = errors.New("an intent the broker had never had its effect applied")
 	ErrFaultNeverFired = errors.New("a configured fault never fired")
 	ErrInconsistent    = errors.New("the store's balances disagree with its ledger")
+	ErrNoAudit         = errors.New("no store audit was recorded for this variant")
+	ErrIncomplete      = errors.New("the drain gave up before the broker had delivered everything")
 )
 
-// Counts are the per-variant numbers dqbench reports. All but Effects and
-// FaultsInjected count intents.
-type Counts struct {
-	Attempted      int `json:"attempted"`       // intents the producer tried to publish
-	Acknowledged   int `json:"acknowledged"`    // intents the broker confirmed
-	Indeterminate  int `json:"indeterminate"`   // intents attempted but never confirmed: the outcome is unknown (timed out, connection closed)
-	Delivered      int `json:"delivered"`       // intents delivered to a consumer at least once
-	Redelivered    int `json:"redelivered"`     // intents delivered more than once (a redelivery, or a second copy in the log)
-	Effects        int `json:"effects"`         // business effects applied, in total (ledger rows)
-	Duplicates     int `json:"duplicates"`      // intents whose effect applied more than once
-	Lost           int `json:"lost"`            // acknowledged intents whose effect never applied
-	Unexpected     int `json:"unexpected"`      // intents with effects that were never published
-	DeadLettered   int `json:"dead_lettered"`   // intents sent to a dead-letter queue at least once
-	FaultsInjected int `json:"faults_injected"` // fault injections, in total
+// facts is everything the history and audit say about one intent.
+type facts struct {
+	flags      uint8
+	deliveries uint16 // saturating
+	applied    int32  // ledger rows, from the audit
+	pos        uint64 // hash of the first delivered position, 0 if none
 }
 
-// Get returns the count named as in JSON (and in scenario expectations).
-func (c Counts) Get(name string) (int, bool) {
-	switch name {
-	case "attempted":
-		return c.Attempted, true
-	case "acknowledged":
-		return c.Acknowledged, true
-	case "indeterminate":
-		return c.Indeterminate, true
-	case "delivered":
-		return c.Delivered, true
-	case "redelivered":
-		return c.Redelivered, true
-	case "effects":
-		return c.Effects, true
-	case "duplicates":
-		return c.Duplicates, true
-	case "lost":
-		return c.Lost, true
-	case "unexpected":
-		return c.Unexpected, true
-	case "dead_lettered":
-		return c.DeadLettered, true
-	case "faults_injected":
-		return c.FaultsInjected, true
+const (
+	published uint8 = 1 << iota
+	confirmed
+	flagged      // a delivery was flagged as redelivered
+	skipped      // the strategy skipped a delivery as a duplicate
+	deadLettered // sent to a dead-letter queue
+	copies       // delivered from more than one position: stored twice
+)
+
+func (f *facts) has(flag uint8) bool { return f.flags&flag != 0 }
+
+// lost: the broker had the intent (it confirmed or delivered it) and its
+// effect never applied.
+func (f *facts) lost() bool {
+	return f.has(published) && (f.has(confirmed) || f.deliveries > 0) && f.applied == 0
+}
+
+// tally is one variant's state while the history is read.
+type tally struct {
+	dense   []facts        // intents 1..len-1
+	sparse  map[int]*facts // intents outside the dense range
+	faults  int
+	fired   map[string]int
+	armed   []string
+	crashes int
+	drain   *history.Event
+}
+
+// denseLimit bounds the slice of per-intent facts; intent ids past it (a
+// foreign consumer's garbage) go to a map.
+const denseLimit = 1 << 25
+
+func (t *tally) get(id int) *facts {
+	if id > 0 && id < denseLimit {
+		if id >= len(t.dense) {
+			n := max(2*len(t.dense), id+1, 1024)
+			n = min(n, denseLimit)
+			t.dense = append(t.dense, make([]facts, n-len(t.dense))...)
+		}
+		return &t.dense[id]
 	}
-	return 0, false
+	if t.sparse == nil {
+		t.sparse = map[int]*facts{}
+	}
+	f := t.sparse[id]
+	if f == nil {
+		f = &facts{}
+		t.sparse[id] = f
+	}
+	return f
 }
 
-// intent is everything the history and audit say about one intent.
-type intent struct {
-	published, confirmed, failed bool
-	deliveries                   int
-	flagged                      bool // a delivery was flagged as redelivered
-	positions                    map[[2]int64]bool
-	skipped                      bool // the strategy skipped a delivery as a duplicate
-	deadLettered                 bool
-	applied                      int // from the audit
+// each visits every intent that the history or audit mentions.
+func (t *tally) each(fn func(id int, f *facts)) {
+	for id := 1; id < len(t.dense); id++ {
+		if f := &t.dense[id]; *f != (facts{}) {
+			fn(id, f)
+		}
+	}
+	for id, f := range t.sparse {
+		fn(id, f)
+	}
+}
+
+var posSeed = maphash.MakeSeed()
+
+func (t *tally) add(e *history.Event) {
+	switch e.Type {
+	case history.Publish:
+		t.get(e.Intent).flags |= published
+	case history.Confirm:
+		t.get(e.Intent).flags |= confirmed
+	case history.Deliver:
+		f := t.get(e.Intent)
+		if f.deliveries < ^uint16(0) {
+			f.deliveries++
+		}
+		if e.Redelivered {
+			f.flags |= flagged
+		}
+		if e.Position != "" {
+			h := maphash.String(posSeed, e.Position) | 1
+			switch {
+			case f.pos == 0:
+				f.pos = h
+			case f.pos != h:
+				f.flags |= copies
+			}
+		}
+	case history.Effect:
+		if !e.Applied {
+			t.get(e.Intent).flags |= skipped
+		}
+	case history.DeadLetter:
+		t.get(e.Intent).flags |= deadLettered
+	case history.Armed:
+		t.armed = append(t.armed, e.Fault)
+	case history.Fault:
+		t.faults++
+		if t.fired == nil {
+			t.fired = map[string]int{}
+		}
+		t.fired[e.Fault]++
+	case history.Crash:
+		t.crashes++
+	case history.Drain:
+		d := *e
+		t.drain = &d
+	}
 }
 
 // Tally counts one variant's events (all for that variant) against its
 // store audit. It also returns explanations of where duplicates and losses
 // came from, for people reading the report.
-func Tally(events []history.Event, audit store.Audit) (Counts, []string) {
-	var c Counts
-	intents := map[int]*intent{}
-	get := func(id int) *intent {
-		in := intents[id]
-		if in == nil {
-			in = &intent{}
-			intents[id] = in
+func Tally(events iter.Seq2[history.Event, error], audit history.Audit) (Counts, []string, error) {
+	var t tally
+	for e, err := range events {
+		if err != nil {
+			return Counts{}, nil, err
 		}
-		return in
+		t.add(&e)
 	}
-	crashes, drained, sawDrain := 0, false, false
-	for _, e := range events {
-		switch e.Type {
-		case history.Publish:
-			get(e.Intent).published = true
-		case history.Confirm:
-			get(e.Intent).confirmed = true
-		case history.PubFailed:
-			get(e.Intent).failed = true
-		case history.Deliver:
-			in := get(e.Intent)
-			in.deliveries++
-			in.flagged = in.flagged || e.Redelivered
-			if in.positions == nil {
-				in.positions = map[[2]int64]bool{}
-			}
-			in.positions[[2]int64{int64(e.Partition), e.Offset}] = true
-		case history.Effect:
-			if !e.Applied {
-				get(e.Intent).skipped = true
-			}
-		case history.DeadLetter:
-			get(e.Intent).deadLettered = true
-		case history.Fault:
-			c.FaultsInjected++
-		case history.Crash:
-			crashes++
-		case history.Drain:
-			sawDrain, drained = true, e.Drained
-		}
-	}
-	for id, n := range audit.Applied {
-		get(id).applied = n
-	}
+	c, notes := t.counts(audit)
+	return c, notes, nil
+}
 
-	var lostSkipped, lostUndelivered, lostUnprocessed, lostDeadLettered, logCopies int
-	ids := make([]int, 0, len(intents))
-	for id := range intents {
-		ids = append(ids, id)
+func (t *tally) counts(audit history.Audit) (Counts, []string) {
+	for id, n := range audit.Applied {
+		t.get(id).applied = int32(min(n, 1<<30))
 	}
-	sort.Ints(ids)
-	for _, id := range ids {
-		in := intents[id]
-		c.Effects += in.applied
-		if in.deadLettered {
-			c.DeadLettered++
-		}
-		if !in.published {
-			if in.applied > 0 {
-				c.Unexpected++
+	var c Counts
+	c.FaultsInjected = t.faults
+	var lostSkipped, lostUndelivered, lostUnprocessed, lostDeadLettered, logCopies int
+	t.each(func(_ int, f *facts) {
+		for _, row := range Table {
+			if row.perIntent != nil {
+				*row.field(&c) += row.perIntent(f)
 			}
-			continue
 		}
-		c.Attempted++
-		switch {
-		case in.confirmed:
-			c.Acknowledged++
-		default:
-			c.Indeterminate++
-		}
-		if in.deliveries > 0 {
-			c.Delivered++
-		}
-		if in.deliveries > 1 || in.flagged {
-			c.Redelivered++
-		}
-		if len(in.positions) > 1 {
+		if f.has(published) && f.has(copies) {
 			logCopies++
 		}
-		if in.applied > 1 {
-			c.Duplicates++
-		}
-		if in.confirmed && in.applied == 0 {
-			c.Lost++
+		if f.lost() {
 			switch {
-			case in.deadLettered:
+			case f.has(deadLettered):
 				lostDeadLettered++
-			case in.deliveries == 0:
+			case f.deliveries == 0:
 				lostUndelivered++
-			case in.skipped:
+			case f.has(skipped):
 				lostSkipped++
 			default:
 				lostUnprocessed++
 			}
 		}
-	}
+	})
 
 	var notes []string
 	if logCopies > 0 {
 		notes = append(notes, fmt.Sprintf("%d intents were stored more than once by the broker (a producer retry after a lost response, without producer idempotence)", logCopies))
 	}
-	if crashes > 0 {
-		notes = append(notes, fmt.Sprintf("%d consumer crashes, each followed by a replacement; the broker redelivers whatever a crashed consumer had not acked", crashes))
+	if t.crashes > 0 {
+		notes = append(notes, fmt.Sprintf("%d consumer crashes, each followed by a replacement; the broker redelivers whatever a crashed consumer had not acked", t.crashes))
 	}
 	if c.Duplicates > 0 {
 		notes = append(notes, fmt.Sprintf("%d intents had their effect applied more than once: the strategy did not recognise the redelivery", c.Duplicates))
@@ -199,13 +210,157 @@ func Tally(events []history.Event, audit store.Audit) (Counts, []string) {
 		notes = append(notes, fmt.Sprintf("%d intents went to the dead-letter queue without their effect applying", lostDeadLettered))
 	}
 	if lostUndelivered > 0 {
-		notes = append(notes, fmt.Sprintf("%d acknowledged intents were never delivered", lostUndelivered))
-	}
-	if sawDrain && !drained {
-		notes = append(notes, "the drain ended at its grace period with acknowledged intents still unconsumed")
+		if t.drained() {
+			notes = append(notes, fmt.Sprintf("%d acknowledged intents were never delivered", lostUndelivered))
+		} else {
+			// Not a loss the run observed: the drain stopped waiting.
+			c.Lost -= lostUndelivered
+			notes = append(notes, fmt.Sprintf("%d acknowledged intents were still undelivered when the drain gave up: not counted as lost", lostUndelivered))
+		}
 	}
 	if len(audit.BalanceMismatch) > 0 {
 		notes = append(notes, fmt.Sprintf("%d accounts' balances disagree with their ledger rows", len(audit.BalanceMismatch)))
 	}
 	return c, notes
+}
+
+// drained reports whether the drain ended with nothing left on the broker.
+func (t *tally) drained() bool { return t.drain != nil && t.drain.Drained }
+
+// Meta is what a run records about itself besides the history.
+type Meta struct {
+	Scenario string        `json:"scenario"`
+	Seed     int64         `json:"seed"`
+	Messages int           `json:"messages"`
+	Broker   string        `json:"broker"`
+	Duration time.Duration `json:"duration_ns"`
+	// Incomplete says why the run ended early (deadline, interrupted),
+	// when it did; its counts are then what was recorded until then.
+	Incomplete string `json:"incomplete,omitempty"`
+}
+
+// Plan is what the judge needs of a scenario: its variants and their
+// expectations. The scenario package builds it.
+type Plan struct {
+	Variants []PlanVariant
+}
+
+// PlanVariant is one variant to judge.
+type PlanVariant struct {
+	Name     string
+	Strategy string
+	Expect   []Expect
+}
+
+// Expect is one expectation on a count, e.g. duplicates > 0.
+type Expect struct {
+	Count string           // a name from Table
+	Text  string           // the comparison as written, e.g. "> 0"
+	Holds func(n int) bool // whether a count meets it
+}
+
+// ExpectationResult is one checked expectation.
+type ExpectationResult struct {
+	Check  string `json:"check"` // e.g. "duplicates > 0"
+	Passed bool   `json:"passed"`
+	Actual int    `json:"actual"`
+}
+
+// Variant is the judgement of one variant.
+type Variant struct {
+	Name     string `json:"name"`
+	Strategy string `json:"strategy"`
+	Passed   bool   `json:"passed"`
+	Counts
+	Expectations []ExpectationResult `json:"expectations"`
+	// Notes explain where duplicates and losses came from.
+	Notes []string `json:"notes,omitempty"`
+	// Invalid lists why this variant's experiment does not count (a fault
+	// that never fired, an inconsistent store, an incomplete drain); an
+	// invalid variant fails the run with exit code 3.
+	Invalid []string `json:"invalid,omitempty"`
+}
+
+// Run is the judgement of one scenario run.
+type Run struct {
+	Meta
+	Passed   bool      `json:"passed"`
+	Variants []Variant `json:"variants"`
+}
+
+// Valid reports whether the run completed and every variant's experiment
+// counts.
+func (r Run) Valid() bool {
+	if r.Incomplete != "" {
+		return false
+	}
+	for _, v := range r.Variants {
+		if len(v.Invalid) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Judge counts every variant of plan from the history and the audits and
+// checks the expectations. It reads nothing else.
+func Judge(plan Plan, meta Meta, events iter.Seq2[history.Event, error], audits map[string]history.Audit) (Run, error) {
+	tallies := make(map[string]*tally, len(plan.Variants))
+	for _, v := range plan.Variants {
+		tallies[v.Name] = &tally{}
+	}
+	for e, err := range events {
+		if err != nil {
+			return Run{}, err
+		}
+		if t := tallies[e.Variant]; t != nil {
+			t.add(&e)
+		}
+	}
+	run := Run{Meta: meta, Passed: meta.Incomplete == ""}
+	for _, v := range plan.Variants {
+		t := tallies[v.Name]
+		audit, haveAudit := audits[v.Name]
+		counts, notes := t.counts(audit)
+		res := Variant{Name: v.Name, Strategy: v.Strategy, Passed: true, Counts: counts, Notes: notes}
+		res.Invalid = t.invalid(haveAudit, audit)
+		for _, exp := range v.Expect {
+			got, _ := counts.Get(exp.Count)
+			ok := exp.Holds(got)
+			res.Expectations = append(res.Expectations, ExpectationResult{
+				Check: exp.Count + " " + exp.Text, Passed: ok, Actual: got,
+			})
+			res.Passed = res.Passed && ok
+		}
+		if len(res.Invalid) > 0 {
+			res.Passed = false
+		}
+		run.Passed = run.Passed && res.Passed
+		run.Variants = append(run.Variants, res)
+	}
+	return run, nil
+}
+
+// invalid lists why a variant's experiment does not count.
+func (t *tally) invalid(haveAudit bool, audit history.Audit) []string {
+	var out []string
+	if !haveAudit {
+		out = append(out, ErrNoAudit.Error())
+	}
+	if len(audit.BalanceMismatch) > 0 {
+		out = append(out, fmt.Sprintf("%v: accounts %v", ErrInconsistent, audit.BalanceMismatch))
+	}
+	for _, name := range t.armed {
+		if t.fired[name] == 0 {
+			out = append(out, fmt.Sprintf("%v: %s (raise messages or lower every/probability)", ErrFaultNeverFired, name))
+		}
+	}
+	if t.drain != nil && !t.drain.Drained {
+		why := t.drain.Reason
+		if why == "" {
+			why = "no progress"
+		}
+		out = append(out, fmt.Sprintf("%v (%s; %d messages still on the broker): its counts are not final", ErrIncomplete, why, t.drain.Backlog))
+	}
+	return out
 }

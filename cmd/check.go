@@ -7,7 +7,7 @@ import (
 
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/report"
-	"github.com/dqbench/dqbench/rundir"
+	"github.com/dqbench/dqbench/savedrun"
 )
 
 func newCheckCmd(s Streams) *cobra.Command {
@@ -24,17 +24,21 @@ codes as run. DIR may be one run's directory or the --out directory.`,
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			dirs, err := rundir.Find(args[0])
+			dirs, err := savedrun.Find(args[0])
 			if err != nil {
 				return withCode(ExitUsage, err)
 			}
 			var runs []check.Run
 			for _, dir := range dirs {
-				r, err := rundir.Load(dir)
+				r, err := savedrun.Load(dir)
 				if err != nil {
 					return withCode(ExitUsage, fmt.Errorf("load run %s: %w", dir, err))
 				}
-				runs = append(runs, check.Judge(r.Scenario, r.Meta, r.Events, r.Audits))
+				judged, err := r.Judge()
+				if err != nil {
+					return withCode(ExitUsage, fmt.Errorf("load run %s: %w", dir, err))
+				}
+				runs = append(runs, judged)
 			}
 			if err := report.Write(s.Out, output, runs); err != nil {
 				return withCode(ExitIncomplete, err)

@@ -9,6 +9,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/dqbench/dqbench/runner"
 )
 
 // Exit codes, documented in --help and the README.
@@ -17,6 +19,7 @@ const (
 	ExitFail       = 1 // an expectation failed
 	ExitUsage      = 2 // invalid scenario, flags or usage
 	ExitIncomplete = 3 // the run could not be completed
+	ExitInternal   = 4 // dqbench itself failed (a bug): please report it
 )
 
 const exitCodesHelp = `Exit codes:
@@ -24,7 +27,8 @@ const exitCodesHelp = `Exit codes:
   1  an expectation failed
   2  invalid scenario, flags or usage
   3  the run could not be completed (broker unreachable, deadline passed,
-     a configured fault never fired, interrupted)`
+     a configured fault never fired, the drain gave up, interrupted)
+  4  internal error in dqbench: please report it`
 
 // exitError carries an exit code out of a command.
 type exitError struct {
@@ -49,7 +53,11 @@ type Streams struct {
 }
 
 // NewRoot builds the dqbench command tree.
-func NewRoot(s Streams) *cobra.Command {
+func NewRoot(s Streams) *cobra.Command { return newRoot(s, runner.Run) }
+
+// newRoot builds the tree with runF running each scenario, so that tests
+// can check the flags-to-options mapping without a broker.
+func newRoot(s Streams, runF runFunc) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "dqbench",
 		Short: "Inject delivery faults and count duplicated and lost business effects",
@@ -72,7 +80,7 @@ without each consumer idempotency strategy.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return withCode(ExitUsage, fmt.Errorf("%v\nSee '%s --help'.", err, c.CommandPath()))
 	})
-	root.AddCommand(newRunCmd(s), newListCmd(s), newValidateCmd(s), newCheckCmd(s), newSchemaCmd(s))
+	root.AddCommand(newRunCmd(s, runF), newListCmd(s), newValidateCmd(s), newCheckCmd(s), newSchemaCmd(s))
 	return root
 }
 

@@ -4,28 +4,38 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/dqbench/dqbench/check"
+	"github.com/dqbench/dqbench/history"
 	"github.com/dqbench/dqbench/report"
-	"github.com/dqbench/dqbench/rundir"
 	"github.com/dqbench/dqbench/runner"
+	"github.com/dqbench/dqbench/savedrun"
 	"github.com/dqbench/dqbench/scenario"
 )
 
+// runFunc runs one scenario; tests replace runner.Run with a fake.
+type runFunc func(ctx context.Context, s *scenario.Scenario, opts runner.Options) (*runner.Result, error)
+
 type runOptions struct {
 	seed     int64
+	seedSet  bool
 	messages int
 	output   string
 	out      string
+	force    bool
 	timeout  time.Duration
+
+	run runFunc
 }
 
-func newRunCmd(s Streams) *cobra.Command {
-	var o runOptions
+func newRunCmd(s Streams, runF runFunc) *cobra.Command {
+	o := runOptions{run: runF}
 	c := &cobra.Command{
 		Use:   "run SCENARIO...",
 		Short: "Run scenarios and report duplicates and losses per variant",
@@ -34,6 +44,9 @@ it publishes the intents, injects the faults on a schedule fixed by the seed,
 drains, audits each variant's store and prints one row per variant with the
 counts, then a verdict line per expectation.
 
+A run cut short (deadline, Ctrl-C, a drain that gives up) still prints and,
+with --out, saves what it recorded, marked incomplete, and exits 3.
+
 ` + exitCodesHelp,
 		Example: `  dqbench run quickstart
   dqbench run quickstart -o json --seed 7
@@ -41,19 +54,21 @@ counts, then a verdict line per expectation.
   dqbench run quickstart kafka-idempotent-producer -o markdown >> "$GITHUB_STEP_SUMMARY"`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			return runScenarios(c.Context(), s, o, args, c.Flags().Changed("seed"))
+			o.seedSet = c.Flags().Changed("seed")
+			return runScenarios(c.Context(), s, o, args)
 		},
 	}
 	f := c.Flags()
 	f.Int64Var(&o.seed, "seed", 0, "seed of the fault schedule and amounts (default: the scenario's seed)")
 	f.IntVar(&o.messages, "messages", 0, "intents to publish per variant (default: the scenario's messages)")
 	addOutputFlag(f, &o.output)
-	f.StringVar(&o.out, "out", "", "directory to write each run's history, audit and result into (for \"dqbench check\")")
+	f.StringVar(&o.out, "out", "", "directory to save each run in, as DIR/<scenario>/ (for \"dqbench check\")")
+	f.BoolVar(&o.force, "force", false, "with --out: overwrite a saved run of the same name")
 	f.DurationVar(&o.timeout, "timeout", 0, "deadline of each run, e.g. 90s (default: the scenario's deadline)")
 	return c
 }
 
-func runScenarios(ctx context.Context, s Streams, o runOptions, args []string, seedSet bool) error {
+func runScenarios(ctx context.Context, s Streams, o runOptions, args []string) error {
 	if err := checkOutput(o.output); err != nil {
 		return err
 	}
@@ -69,7 +84,7 @@ func runScenarios(ctx context.Context, s Streams, o runOptions, args []string, s
 			problems = append(problems, err.Error())
 			continue
 		}
-		if seedSet {
+		if o.seedSet {
 			sc.Seed = o.seed
 		}
 		if o.messages > 0 {
@@ -83,26 +98,31 @@ func runScenarios(ctx context.Context, s Streams, o runOptions, args []string, s
 	if len(problems) > 0 {
 		return withCode(ExitUsage, errors.New(strings.Join(problems, "\n")))
 	}
+	if o.out != "" {
+		if err := savedrun.CheckOut(o.out); err != nil {
+			return withCode(ExitUsage, err)
+		}
+	}
 
 	var runs []check.Run
-	var failures []string
+	var failures []error
+	used := map[string]int{}
 	for _, sc := range scs {
-		res, err := runOne(ctx, s, sc)
+		used[sc.Name]++
+		dirName := sc.Name
+		if n := used[sc.Name]; n > 1 {
+			dirName = fmt.Sprintf("%s-%d", sc.Name, n) // the same scenario twice in one invocation
+		}
+		judged, err := runOne(ctx, s, o, sc, dirName)
+		if judged != nil {
+			runs = append(runs, *judged)
+		}
 		if err != nil {
-			failures = append(failures, fmt.Sprintf("scenario %s: %v", sc.Name, err))
+			failures = append(failures, fmt.Errorf("scenario %s: %w", sc.Name, err))
 			if ctx.Err() != nil {
 				break // interrupted: run nothing more
 			}
-			continue
 		}
-		if o.out != "" {
-			dir, err := rundir.Save(o.out, rundir.Run{Scenario: sc, Meta: res.Meta, Events: res.Events, Audits: res.Audits}, sc.Source, res.Run)
-			if err != nil {
-				return withCode(ExitIncomplete, fmt.Errorf("save run to %s: %w", o.out, err))
-			}
-			fmt.Fprintf(s.Err, "saved run to %s (re-judge with \"dqbench check %s\")\n", dir, dir)
-		}
-		runs = append(runs, res.Run)
 	}
 	if len(runs) > 0 {
 		if err := report.Write(s.Out, o.output, runs); err != nil {
@@ -112,34 +132,86 @@ func runScenarios(ctx context.Context, s Streams, o runOptions, args []string, s
 	return verdict(runs, failures)
 }
 
-// verdict turns judged runs and runs that could not complete into an exit code.
-func verdict(runs []check.Run, failures []string) error {
-	for _, r := range runs {
-		if !r.Valid() {
-			failures = append(failures, fmt.Sprintf("scenario %s: the experiment is invalid (see INVALID lines)", r.Scenario))
+// runOne runs sc, streaming its history to the run directory (with --out)
+// or a temporary file, and judges what was recorded: also a run that was
+// cut short. It returns nil when there is nothing to judge.
+func runOne(ctx context.Context, s Streams, o runOptions, sc *scenario.Scenario, dirName string) (*check.Run, error) {
+	var hist *os.File
+	var dir *savedrun.Dir
+	if o.out != "" {
+		var err error
+		if dir, err = savedrun.Create(o.out, dirName, o.force); err != nil {
+			return nil, withCode(ExitUsage, err)
 		}
+		hist = dir.History
+	} else {
+		f, err := os.CreateTemp("", "dqbench-history-*.jsonl")
+		if err != nil {
+			return nil, fmt.Errorf("temporary history file: %w", err)
+		}
+		defer os.Remove(f.Name())
+		hist = f
 	}
-	if len(failures) > 0 {
-		return withCode(ExitIncomplete, errors.New(strings.Join(failures, "\n")))
-	}
-	if !report.Passed(runs) {
-		return withCode(ExitFail, errSilent)
-	}
-	return nil
-}
+	defer hist.Close()
 
-func runOne(ctx context.Context, s Streams, sc *scenario.Scenario) (*runner.Result, error) {
 	progress := &runner.Progress{}
 	done := make(chan struct{})
 	if s.Terminal {
 		go showProgress(s, sc.Name, progress, done)
 	}
-	res, err := runner.Run(ctx, sc, progress)
+	res, runErr := o.run(ctx, sc, runner.Options{History: hist, Progress: progress})
 	close(done)
-	if err != nil && ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return nil, fmt.Errorf("interrupted: %w", ctx.Err())
+	if res == nil {
+		return nil, runErr
 	}
-	return res, err
+	for _, c := range res.Cleanup {
+		fmt.Fprintf(s.Err, "warning: scenario %s: %v\n", sc.Name, c)
+	}
+
+	if _, err := hist.Seek(0, io.SeekStart); err != nil {
+		return nil, errors.Join(runErr, err)
+	}
+	judged, err := check.Judge(sc.Plan(), res.Meta, history.Scan(hist), res.Audits)
+	if err != nil {
+		return nil, errors.Join(runErr, fmt.Errorf("read back the history: %w", err))
+	}
+	if dir != nil {
+		if err := dir.Finish(sc, res.Meta, res.Audits, &judged); err != nil {
+			return &judged, errors.Join(runErr, fmt.Errorf("save run to %s: %w", dir.Path, err))
+		}
+		fmt.Fprintf(s.Err, "saved run to %s (re-judge with \"dqbench check %s\")\n", dir.Path, dir.Path)
+	}
+	return &judged, runErr
+}
+
+// verdict turns judged runs and runs that could not complete into an exit code.
+func verdict(runs []check.Run, failures []error) error {
+	for _, r := range runs {
+		if !r.Valid() && r.Incomplete == "" {
+			failures = append(failures, fmt.Errorf("scenario %s: the experiment is invalid (see INVALID lines)", r.Scenario))
+		}
+	}
+	if len(failures) > 0 {
+		code := ExitIncomplete
+		for _, f := range failures {
+			var ee *exitError
+			switch {
+			case errors.As(f, &ee):
+				code = ee.code
+			case errors.Is(f, runner.ErrInternal):
+				code = ExitInternal
+			}
+		}
+		msgs := make([]string, len(failures))
+		for i, f := range failures {
+			msgs[i] = f.Error()
+		}
+		return withCode(code, errors.New(strings.Join(msgs, "\n")))
+	}
+	if !report.Passed(runs) {
+		return withCode(ExitFail, errSilent)
+	}
+	return nil
 }
 
 // showProgress writes a progress line to the terminal for runs longer than

@@ -1,73 +1,20 @@
-// Package faults lists the faults dqbench can inject and decides, from the
-// run's seed alone, which intents each fault hits.
+// Package faults injects the faults a scenario configures, each on a
+// schedule decided from the run's seed alone.
 //
 // A decision is a pure function of (seed, fault, intent, attempt), never of a
 // shared random stream, so every compared variant meets the same faults
-// whatever the goroutine timing.
+// whatever the goroutine timing. What each fault type is, and where it can
+// act, is described in package catalog; this package implements it.
 package faults
 
 import (
-	"encoding/binary"
-	"hash/fnv"
+	"fmt"
+
+	"github.com/dqbench/dqbench/brokers"
+	"github.com/dqbench/dqbench/catalog"
+	"github.com/dqbench/dqbench/history"
+	"github.com/dqbench/dqbench/seeded"
 )
-
-// Point is a place in the consumer's handling of one delivery where a
-// consumer-crash fault can kill it.
-type Point string
-
-// The crash points. BeforeProcess and AfterEffectBeforeAck belong to the
-// consumer loop and exist for every strategy; BetweenDedupAndEffect exists
-// only in strategies that commit a dedup marker apart from the effect.
-const (
-	BeforeProcess         Point = "before-process"
-	AfterEffectBeforeAck  Point = "after-effect-before-ack"
-	BetweenDedupAndEffect Point = "between-dedup-and-effect"
-)
-
-// LoopPoints are the crash points every consumer loop has.
-var LoopPoints = []Point{BeforeProcess, AfterEffectBeforeAck}
-
-// Fault types.
-const (
-	ConsumerCrash       = "consumer-crash"
-	ProduceResponseLost = "produce-response-lost"
-)
-
-// Kind describes one fault type: its name, what it does and which
-// type-specific scenario keys it takes.
-type Kind struct {
-	Name   string
-	Doc    string
-	Params []string // scenario keys besides the common schedule keys
-	// Side is where the fault acts: "consumer" (the generic consumer loop
-	// injects it) or "broker" (the broker adapter must support it).
-	Side string
-}
-
-// All is every fault type, in the order the docs list them.
-var All = []Kind{
-	{
-		Name:   ConsumerCrash,
-		Doc:    "the consumer dies at a crash point (connection closed, nothing acked); a replacement starts and the broker redelivers",
-		Params: []string{"at"},
-		Side:   "consumer",
-	},
-	{
-		Name: ProduceResponseLost,
-		Doc:  "the broker stores the publish but the producer never sees the response and retries",
-		Side: "broker",
-	},
-}
-
-// Lookup returns the kind named name.
-func Lookup(name string) (Kind, bool) {
-	for _, k := range All {
-		if k.Name == name {
-			return k, true
-		}
-	}
-	return Kind{}, false
-}
 
 // Schedule decides when one fault fires. Exactly one of Every and
 // Probability is set; MaxAttempt limits firing to an intent's first
@@ -84,40 +31,108 @@ type Schedule struct {
 // Fires reports whether the fault hits intent (1-based) on its attempt-th
 // attempt (1-based).
 func (s Schedule) Fires(intent, attempt int) bool {
-	max := s.MaxAttempt
-	if max <= 0 {
-		max = 1
+	maxAttempt := s.MaxAttempt
+	if maxAttempt <= 0 {
+		maxAttempt = 1
 	}
-	if attempt < 1 || attempt > max {
+	if attempt < 1 || attempt > maxAttempt {
 		return false
 	}
 	if s.Every > 0 {
-		offset := int(hash(s.Seed, s.Fault, 0, 0) % uint64(s.Every))
+		offset := int(seeded.Hash(s.Seed, s.Fault, 0, 0) % uint64(s.Every))
 		return intent%s.Every == offset
 	}
 	if s.Probability <= 0 {
 		return false
 	}
-	u := float64(hash(s.Seed, s.Fault, intent, attempt)>>11) / float64(1<<53)
-	return u < s.Probability
+	return seeded.Unit(s.Seed, s.Fault, intent, attempt) < s.Probability
 }
 
-func hash(seed int64, fault string, intent, attempt int) uint64 {
-	h := fnv.New64a()
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], uint64(seed))
-	h.Write(b[:])
-	h.Write([]byte(fault))
-	binary.LittleEndian.PutUint64(b[:], uint64(intent))
-	h.Write(b[:])
-	binary.LittleEndian.PutUint64(b[:], uint64(attempt))
-	h.Write(b[:])
-	// fnv's low bits mix poorly for short inputs; finish with splitmix64.
-	x := h.Sum64()
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
+// Fault is one configured fault, as the scenario gave it.
+type Fault struct {
+	Name     string
+	Type     catalog.FaultType
+	Schedule Schedule
+	// Params is the fault type's own parameters (catalog.Fault.NewParams).
+	Params any
+}
+
+// Env is what a fault needs to arm itself in one variant.
+type Env struct {
+	Dest     brokers.Destination
+	Strategy catalog.Strategy
+	Crashes  *Crashes
+	// Fired records one injection.
+	Fired func(history.Event)
+}
+
+// Arm installs a fault in one variant. It reports false, without error, when
+// the fault has nowhere to act in this variant (a crash point the strategy
+// lacks).
+type Arm func(f Fault, env Env) (armed bool, err error)
+
+// All maps every fault type to its implementation.
+var All = map[catalog.FaultType]Arm{
+	catalog.ConsumerCrash:       armConsumerCrash,
+	catalog.ProduceResponseLost: armProduceResponseLost,
+}
+
+// Install arms f in one variant.
+func Install(f Fault, env Env) (bool, error) {
+	arm, ok := All[f.Type]
+	if !ok {
+		return false, fmt.Errorf("fault type %q is not supported by this build", f.Type)
+	}
+	return arm(f, env)
+}
+
+func armConsumerCrash(f Fault, env Env) (bool, error) {
+	p := f.Params.(*catalog.ConsumerCrashParams)
+	if !env.Strategy.HasPoint(p.At) {
+		return false, nil
+	}
+	env.Crashes.add(p.At, f, env.Fired)
+	return true, nil
+}
+
+func armProduceResponseLost(f Fault, env Env) (bool, error) {
+	loser, ok := env.Dest.(brokers.ProduceResponseLoser)
+	if !ok {
+		return false, fmt.Errorf("fault %s: this broker cannot lose produce responses", f.Name)
+	}
+	loser.LoseProduceResponses(f.Schedule.Fires, func(intents []int) {
+		env.Fired(history.Event{Type: history.Fault, Fault: f.Name, Intents: intents})
+	})
+	return true, nil
+}
+
+// Crashes holds the consumer-crash faults armed in one variant, by crash
+// point; the consumer loop and the strategies ask it at each point.
+type Crashes struct {
+	at map[catalog.CrashPoint][]crash
+}
+
+type crash struct {
+	f     Fault
+	fired func(history.Event)
+}
+
+func (c *Crashes) add(p catalog.CrashPoint, f Fault, fired func(history.Event)) {
+	if c.at == nil {
+		c.at = map[catalog.CrashPoint][]crash{}
+	}
+	c.at[p] = append(c.at[p], crash{f: f, fired: fired})
+}
+
+// At reports whether a fault kills the consumer at point p while it handles
+// d (d.Attempt is the intent's delivery count), and records the injection.
+func (c *Crashes) At(p catalog.CrashPoint, d brokers.Delivery, consumer int) bool {
+	for _, cr := range c.at[p] {
+		if cr.f.Schedule.Fires(d.Intent, d.Attempt) {
+			cr.fired(history.Event{Type: history.Fault, Fault: cr.f.Name, Point: string(p),
+				Intent: d.Intent, Attempt: d.Attempt, Consumer: consumer})
+			return true
+		}
+	}
+	return false
 }

@@ -1,6 +1,12 @@
 package faults
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/dqbench/dqbench/brokers"
+	"github.com/dqbench/dqbench/catalog"
+	"github.com/dqbench/dqbench/history"
+)
 
 func TestEvery(t *testing.T) {
 	s := Schedule{Seed: 3, Fault: "f", Every: 10}
@@ -57,13 +63,55 @@ func TestFaultNameChangesTheSchedule(t *testing.T) {
 	t.Error("two faults with different names fire on the same intents")
 }
 
-func TestLookup(t *testing.T) {
-	for _, k := range All {
-		if got, ok := Lookup(k.Name); !ok || got.Name != k.Name {
-			t.Errorf("Lookup(%q) = %v, %v", k.Name, got, ok)
+// Every fault type in the catalog has an implementation, and no other.
+func TestEveryCatalogFaultIsImplemented(t *testing.T) {
+	for _, k := range catalog.Faults {
+		if All[k.Type] == nil {
+			t.Errorf("fault type %s has no implementation in faults.All", k.Type)
 		}
 	}
-	if _, ok := Lookup("nope"); ok {
-		t.Error("Lookup found an unknown fault")
+	if len(All) != len(catalog.Faults) {
+		t.Errorf("faults.All has %d implementations for %d catalog fault types", len(All), len(catalog.Faults))
+	}
+}
+
+// A consumer crash arms only where the strategy has its crash point, and
+// records each injection with the delivery's attempt.
+func TestConsumerCrashArmsWhereThePointExists(t *testing.T) {
+	var fired []history.Event
+	f := Fault{Name: "c", Type: catalog.ConsumerCrash, Schedule: Schedule{Seed: 1, Fault: "c", Every: 1},
+		Params: &catalog.ConsumerCrashParams{At: catalog.BetweenDedupAndEffect}}
+	none, _ := catalog.LookupStrategy("none")
+	var crashes Crashes
+	armed, err := Install(f, Env{Strategy: none, Crashes: &crashes, Fired: func(e history.Event) { fired = append(fired, e) }})
+	if err != nil || armed {
+		t.Fatalf("armed in a strategy without the point: %v, %v", armed, err)
+	}
+	split, _ := catalog.LookupStrategy("dedup-table-split")
+	armed, err = Install(f, Env{Strategy: split, Crashes: &crashes, Fired: func(e history.Event) { fired = append(fired, e) }})
+	if err != nil || !armed {
+		t.Fatalf("not armed where the point exists: %v, %v", armed, err)
+	}
+	d := brokers.Delivery{Intent: 3, Attempt: 1}
+	if crashes.At(catalog.AfterEffectBeforeAck, d, 1) {
+		t.Error("fired at another point")
+	}
+	if !crashes.At(catalog.BetweenDedupAndEffect, d, 2) {
+		t.Fatal("did not fire at its point")
+	}
+	d.Attempt = 2
+	if crashes.At(catalog.BetweenDedupAndEffect, d, 2) {
+		t.Error("fired past max_attempt")
+	}
+	if len(fired) != 1 || fired[0].Intent != 3 || fired[0].Consumer != 2 || fired[0].Point != string(catalog.BetweenDedupAndEffect) {
+		t.Errorf("fired events = %+v", fired)
+	}
+}
+
+// A broker-side fault on a destination without the power is an error.
+func TestProduceResponseLostNeedsTheBroker(t *testing.T) {
+	f := Fault{Name: "p", Type: catalog.ProduceResponseLost, Schedule: Schedule{Every: 2}}
+	if _, err := Install(f, Env{Dest: nil}); err == nil {
+		t.Error("armed on a destination that cannot lose produce responses")
 	}
 }

@@ -2,6 +2,10 @@
 // confirm or failure, delivery, effect, ack and fault injection, each with a
 // monotonic offset from the run's start. The checker reads only this and the
 // final store audit.
+//
+// A run streams its history to a file as it is recorded (history.jsonl, one
+// JSON object per line), so a run's memory does not grow with its length;
+// the checker reads the file back in one pass.
 package history
 
 import (
@@ -9,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
 	"sync"
 	"time"
 )
@@ -16,20 +21,21 @@ import (
 // Type is the kind of an event.
 type Type string
 
-// Event types. Every broker adapter and consumer loop must record these; see
-// docs/extending.md for the contract.
+// Event types. The recording clients (recording.go) and the runner record
+// these; see docs/extending.md for who records what.
 const (
 	Publish    Type = "publish"     // the producer sent an intent (Attempt counts application-level sends)
 	Confirm    Type = "confirm"     // the broker acknowledged the intent
 	PubFailed  Type = "pub-failed"  // the send ended without a confirm; the outcome is unknown
-	Deliver    Type = "deliver"     // a consumer received the intent (Redelivered: the broker flagged it, or the same log position came again)
+	Deliver    Type = "deliver"     // a consumer received the intent (Attempt: its delivery count; Redelivered: the broker flagged it, or the same position came again)
 	Effect     Type = "effect"      // the strategy applied the effect (Applied) or skipped it (Reason)
 	Ack        Type = "ack"         // the consumer acked / committed the delivery
-	Fault      Type = "fault"       // a fault was injected (Fault, Point)
-	Crash      Type = "crash"       // a consumer instance died (after a fault)
+	Armed      Type = "armed"       // a configured fault (Fault) was armed in this variant
+	Fault      Type = "fault"       // a fault was injected (Fault, Point; Intents for a fault that hit several at once)
+	Crash      Type = "crash"       // a consumer instance died (after a fault, or Reason)
 	Start      Type = "start"       // a consumer instance started
 	DeadLetter Type = "dead-letter" // the intent went to a dead-letter queue
-	Drain      Type = "drain"       // the drain ended; Drained says whether everything acknowledged was consumed
+	Drain      Type = "drain"       // the drain ended; Drained says whether the broker had nothing left, Reason why not
 )
 
 // Event is one line of a history.
@@ -38,43 +44,54 @@ type Event struct {
 	Variant     string        `json:"variant"`          // the variant's name
 	Type        Type          `json:"type"`             // what happened
 	Intent      int           `json:"intent,omitempty"` // the business intent, 1-based
+	Intents     []int         `json:"intents,omitempty"`
 	Attempt     int           `json:"attempt,omitempty"`
 	Consumer    int           `json:"consumer,omitempty"` // consumer instance generation, 1-based
-	Partition   int32         `json:"partition,omitempty"`
-	Offset      int64         `json:"offset,omitempty"`
+	Position    string        `json:"pos,omitempty"`      // where the broker kept the delivered message
 	Redelivered bool          `json:"redelivered,omitempty"`
 	Applied     bool          `json:"applied,omitempty"`
 	Fault       string        `json:"fault,omitempty"`
 	Point       string        `json:"point,omitempty"`
 	Drained     bool          `json:"drained,omitempty"`
+	Backlog     int64         `json:"backlog,omitempty"` // with drain: messages the broker still held
 	Reason      string        `json:"reason,omitempty"`
 }
 
-// Recorder collects events from many goroutines.
+// Recorder writes events from many goroutines to one stream, in the order
+// they are recorded.
 type Recorder struct {
-	start  time.Time
-	mu     sync.Mutex
-	events []Event
+	start time.Time
+	mu    sync.Mutex
+	w     *bufio.Writer
+	buf   []byte
+	err   error
 }
 
-// NewRecorder starts a history at start.
-func NewRecorder(start time.Time) *Recorder {
-	return &Recorder{start: start, events: make([]Event, 0, 1<<14)}
+// NewRecorder starts a history at start that writes to w. Call Flush when
+// the run ends.
+func NewRecorder(start time.Time, w io.Writer) *Recorder {
+	return &Recorder{start: start, w: bufio.NewWriterSize(w, 256<<10)}
 }
 
-// Record appends e, stamping its offset from the run's start.
+// Record writes e, stamping its offset from the run's start.
 func (r *Recorder) Record(e Event) {
 	r.mu.Lock()
 	e.T = time.Since(r.start) // under the lock, so offsets grow in history order
-	r.events = append(r.events, e)
+	r.buf = appendEvent(r.buf[:0], &e)
+	if _, err := r.w.Write(r.buf); err != nil && r.err == nil {
+		r.err = err
+	}
 	r.mu.Unlock()
 }
 
-// Events returns a copy of the events recorded so far.
-func (r *Recorder) Events() []Event {
+// Flush writes out what is buffered and returns the first write error.
+func (r *Recorder) Flush() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]Event(nil), r.events...)
+	if err := r.w.Flush(); err != nil && r.err == nil {
+		r.err = err
+	}
+	return r.err
 }
 
 // Variant returns a recorder that stamps every event with variant's name.
@@ -88,7 +105,7 @@ type VariantRecorder struct {
 	name string
 }
 
-// Record appends e for this variant.
+// Record writes e for this variant.
 func (v *VariantRecorder) Record(e Event) {
 	e.Variant = v.name
 	v.r.Record(e)
@@ -97,37 +114,66 @@ func (v *VariantRecorder) Record(e Event) {
 // Write writes events as JSON lines.
 func Write(w io.Writer, events []Event) error {
 	bw := bufio.NewWriter(w)
-	enc := json.NewEncoder(bw)
-	for _, e := range events {
-		if err := enc.Encode(e); err != nil {
+	var buf []byte
+	for i := range events {
+		buf = appendEvent(buf[:0], &events[i])
+		if _, err := bw.Write(buf); err != nil {
 			return err
 		}
 	}
 	return bw.Flush()
 }
 
-// Read reads JSON lines written by Write. Errors name the line.
+// Read reads all the JSON lines written by Write. Errors name the line.
 func Read(r io.Reader) ([]Event, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
 	var out []Event
-	line := 0
-	for sc.Scan() {
-		line++
-		if len(sc.Bytes()) == 0 {
-			continue
-		}
-		var e Event
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return nil, fmt.Errorf("line %d: %w", line, err)
-		}
-		if e.Type == "" || e.Variant == "" {
-			return nil, fmt.Errorf("line %d: event without type or variant", line)
+	for e, err := range Scan(r) {
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, e)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("line %d: %w", line+1, err)
-	}
 	return out, nil
+}
+
+// Scan reads JSON lines one event at a time; it stops at the first error,
+// which names the line.
+func Scan(r io.Reader) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64*1024), 1<<20)
+		line := 0
+		for sc.Scan() {
+			line++
+			if len(sc.Bytes()) == 0 {
+				continue
+			}
+			var e Event
+			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+				yield(Event{}, fmt.Errorf("line %d: %w", line, err))
+				return
+			}
+			if e.Type == "" || e.Variant == "" {
+				yield(Event{}, fmt.Errorf("line %d: event without type or variant", line))
+				return
+			}
+			if !yield(e, nil) {
+				return
+			}
+		}
+		if err := sc.Err(); err != nil {
+			yield(Event{}, fmt.Errorf("line %d: %w", line+1, err))
+		}
+	}
+}
+
+// Events iterates over events held in memory, as Scan does over a file.
+func Events(events []Event) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		for _, e := range events {
+			if !yield(e, nil) {
+				return
+			}
+		}
+	}
 }

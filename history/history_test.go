@@ -3,6 +3,7 @@ package history_test
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
@@ -18,11 +19,12 @@ func sample() []history.Event {
 	return []history.Event{
 		{T: 0, Variant: "naive", Type: history.Start, Consumer: 1},
 		{T: time.Millisecond, Variant: "naive", Type: history.Publish, Intent: 1, Attempt: 1},
-		{T: 2 * time.Millisecond, Variant: "naive", Type: history.Fault, Fault: "produce-response-lost"},
+		{T: 2 * time.Millisecond, Variant: "naive", Type: history.Fault, Fault: "produce-response-lost", Intents: []int{1, 2, 3}},
+		{T: 2 * time.Millisecond, Variant: "naive", Type: history.Armed, Fault: "produce-response-lost"},
 		{T: 3 * time.Millisecond, Variant: "naive", Type: history.PubFailed, Intent: 1, Reason: "timed out"},
 		{T: 4 * time.Millisecond, Variant: "naive", Type: history.Publish, Intent: 1, Attempt: 2},
 		{T: 5 * time.Millisecond, Variant: "naive", Type: history.Confirm, Intent: 1},
-		{T: 6 * time.Millisecond, Variant: "naive", Type: history.Deliver, Intent: 1, Attempt: 1, Consumer: 1, Partition: 2, Offset: 1 << 40},
+		{T: 6 * time.Millisecond, Variant: "naive", Type: history.Deliver, Intent: 1, Attempt: 1, Consumer: 1, Position: "2@1099511627776"},
 		{T: 7 * time.Millisecond, Variant: "naive", Type: history.Fault, Fault: "consumer-crash@after-effect-before-ack", Point: "after-effect-before-ack"},
 		{T: 8 * time.Millisecond, Variant: "naive", Type: history.Crash, Consumer: 1, Reason: "connection reset"},
 		{T: 9 * time.Millisecond, Variant: "naive", Type: history.Deliver, Intent: 1, Attempt: 2, Consumer: 2, Redelivered: true},
@@ -31,6 +33,7 @@ func sample() []history.Event {
 		{T: 12 * time.Millisecond, Variant: "naive", Type: history.Ack, Intent: 1, Consumer: 2},
 		{T: 13 * time.Millisecond, Variant: "naive", Type: history.DeadLetter, Intent: 3},
 		{T: time.Minute, Variant: "naive \"quoted\" ünïcode", Type: history.Drain, Drained: true},
+		{T: time.Hour, Variant: "ctl\x01\t<&>\u2028\\", Type: history.Drain, Backlog: 7, Reason: "no progress"},
 	}
 }
 
@@ -71,13 +74,13 @@ func TestWriteEmpty(t *testing.T) {
 func TestWriteFormat(t *testing.T) {
 	var buf bytes.Buffer
 	err := history.Write(&buf, []history.Event{
-		{T: 1500 * time.Microsecond, Variant: "v", Type: history.Deliver, Intent: 4, Partition: 1, Offset: 9, Redelivered: true},
+		{T: 1500 * time.Microsecond, Variant: "v", Type: history.Deliver, Intent: 4, Position: "1@9", Redelivered: true},
 		{Variant: "v", Type: history.Drain},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"t":1500000,"variant":"v","type":"deliver","intent":4,"partition":1,"offset":9,"redelivered":true}` + "\n" +
+	want := `{"t":1500000,"variant":"v","type":"deliver","intent":4,"pos":"1@9","redelivered":true}` + "\n" +
 		`{"t":0,"variant":"v","type":"drain"}` + "\n"
 	if buf.String() != want {
 		t.Errorf("Write:\n got %s\nwant %s", buf.String(), want)
@@ -143,28 +146,11 @@ func TestReadLineTooLong(t *testing.T) {
 func TestRecorderConcurrent(t *testing.T) {
 	const goroutines, perGoroutine = 32, 200
 	start := time.Now()
-	rec := history.NewRecorder(start)
+	var buf bytes.Buffer
+	rec := history.NewRecorder(start, &buf)
 	variants := []string{"a", "b", "c"}
 
 	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	// A reader polling Events while the writers record.
-	readerDone := make(chan struct{})
-	go func() {
-		defer close(readerDone)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-				evs := rec.Events()
-				if len(evs) > goroutines*perGoroutine {
-					t.Errorf("Events returned %d events, more than were recorded", len(evs))
-					return
-				}
-			}
-		}
-	}()
 	for g := range goroutines {
 		wg.Add(1)
 		go func() {
@@ -177,16 +163,21 @@ func TestRecorderConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	close(stop)
-	<-readerDone
+	if err := rec.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	elapsed := time.Since(start)
 
-	evs := rec.Events()
+	evs, err := history.Read(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(evs) != goroutines*perGoroutine {
 		t.Fatalf("recorded %d events, want %d", len(evs), goroutines*perGoroutine)
 	}
 	byVariant := map[string]int{}
 	seen := map[int]bool{}
+	var last time.Duration
 	for _, e := range evs {
 		byVariant[e.Variant]++
 		if seen[e.Intent] {
@@ -196,6 +187,10 @@ func TestRecorderConcurrent(t *testing.T) {
 		if e.T < 0 || e.T > elapsed {
 			t.Errorf("event T = %v, want in [0, %v]", e.T, elapsed)
 		}
+		if e.T < last {
+			t.Errorf("offsets go back in file order: %v after %v", e.T, last)
+		}
+		last = e.T
 	}
 	want := map[string]int{}
 	for g := range goroutines {
@@ -204,25 +199,82 @@ func TestRecorderConcurrent(t *testing.T) {
 	if !reflect.DeepEqual(byVariant, want) {
 		t.Errorf("events by variant = %v, want %v", byVariant, want)
 	}
-
-	// Events returns a copy: changing it does not change the recorder.
-	evs[0].Variant = "changed"
-	if rec.Events()[0].Variant == "changed" {
-		t.Error("Events returned the recorder's own slice")
-	}
 }
 
 func TestRecorderStampsOffset(t *testing.T) {
 	start := time.Now().Add(-time.Second)
-	rec := history.NewRecorder(start)
+	var buf bytes.Buffer
+	rec := history.NewRecorder(start, &buf)
 	rec.Record(history.Event{Variant: "v", Type: history.Start})
-	e := rec.Events()[0]
+	if err := rec.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := history.Read(&buf)
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("read back %v, %v", evs, err)
+	}
+	e := evs[0]
 	if e.T < time.Second || e.T > time.Since(start) {
 		t.Errorf("T = %v, want the offset from the run's start (≥ 1s)", e.T)
 	}
 	if e.Variant != "v" {
 		t.Errorf("plain Recorder changed the variant to %q", e.Variant)
 	}
+}
+
+// The hand-written encoder writes what encoding/json would.
+func TestEncoderMatchesEncodingJSON(t *testing.T) {
+	for _, e := range sample() {
+		var got bytes.Buffer
+		if err := history.Write(&got, []history.Event{e}); err != nil {
+			t.Fatal(err)
+		}
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(e); err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != want.String() {
+			t.Errorf("encoded\n got %s\nwant %s", got.String(), want.String())
+		}
+	}
+}
+
+// A write error is kept and returned by Flush.
+func TestRecorderWriteError(t *testing.T) {
+	rec := history.NewRecorder(time.Now(), failingWriter{})
+	for range 10000 {
+		rec.Record(history.Event{Variant: "v", Type: history.Start})
+	}
+	if err := rec.Flush(); err == nil {
+		t.Error("Flush returned no error after failed writes")
+	}
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+func FuzzEncode(f *testing.F) {
+	f.Add("v", "reason", "0@1", "fault", 1, 2)
+	f.Add("\xff\u2028", "\x00<>&", "", "", -1, 0)
+	f.Fuzz(func(t *testing.T, variant, reason, pos, fault string, intent, attempt int) {
+		e := history.Event{Variant: variant, Type: history.Deliver, Reason: reason, Position: pos, Fault: fault, Intent: intent, Attempt: attempt}
+		var got bytes.Buffer
+		if err := history.Write(&got, []history.Event{e}); err != nil {
+			t.Fatal(err)
+		}
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(e); err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != want.String() {
+			t.Errorf("encoded\n got %s\nwant %s", got.String(), want.String())
+		}
+	})
 }
 
 func FuzzRead(f *testing.F) {
@@ -238,7 +290,7 @@ func FuzzRead(f *testing.F) {
 		"null",
 		"[]",
 		`{"variant":"v","type":"publish"}`,
-		`{"variant":"v","type":"deliver","partition":2147483648}`,
+		`{"variant":"v","type":"deliver","pos":"2@2147483648"}`,
 		`{"variant":"v","type":"deliver","offset":1e30}`,
 		`{"variant":"v","type":"x","t":"1s"}`,
 		`{"variant":"\ud800","type":"\u0000"}`,

@@ -51,6 +51,7 @@ type jsonRun struct {
 	Messages   int             `json:"messages"`
 	Passed     bool            `json:"passed"`
 	DurationMS int64           `json:"duration_ms"`
+	Incomplete string          `json:"incomplete,omitempty"`
 	Variants   []check.Variant `json:"variants"`
 }
 
@@ -69,7 +70,7 @@ func JSON(w io.Writer, runs []check.Run) error {
 		}
 		out.Runs = append(out.Runs, jsonRun{
 			Scenario: r.Scenario, Seed: r.Seed, Broker: r.Broker, Messages: r.Messages,
-			Passed: r.Passed, DurationMS: r.Duration.Milliseconds(), Variants: vs,
+			Passed: r.Passed, DurationMS: r.Duration.Milliseconds(), Incomplete: r.Incomplete, Variants: vs,
 		})
 	}
 	enc := json.NewEncoder(w)
@@ -78,10 +79,14 @@ func JSON(w io.Writer, runs []check.Run) error {
 	return enc.Encode(out)
 }
 
-var header = []string{
-	"variant", "strategy", "attempted", "acked", "indeterminate", "delivered", "redelivered",
-	"effects", "duplicates", "lost", "unexpected", "dead-lettered", "faults",
-}
+// header is the variant's name and strategy, then a column per count.
+var header = func() []string {
+	h := []string{"variant", "strategy"}
+	for _, c := range check.Table {
+		h = append(h, c.Column)
+	}
+	return h
+}()
 
 // columnAlign left-aligns the names and right-aligns the counts.
 var columnAlign = func() []tw.Align {
@@ -94,13 +99,11 @@ var columnAlign = func() []tw.Align {
 }()
 
 func row(v check.Variant) []string {
-	c := v.Counts
-	n := strconv.Itoa
-	return []string{
-		v.Name, v.Strategy, n(c.Attempted), n(c.Acknowledged), n(c.Indeterminate), n(c.Delivered),
-		n(c.Redelivered), n(c.Effects), n(c.Duplicates), n(c.Lost), n(c.Unexpected),
-		n(c.DeadLettered), n(c.FaultsInjected),
+	out := []string{v.Name, v.Strategy}
+	for _, c := range check.Table {
+		out = append(out, strconv.Itoa(c.Value(v.Counts)))
 	}
+	return out
 }
 
 // Text writes one table per run followed by its verdict lines; markdown
@@ -151,6 +154,9 @@ func Text(w io.Writer, runs []check.Run, markdown bool) error {
 			for _, n := range v.Notes {
 				fmt.Fprintf(w, "%swhy %s: %s\n", bullet, v.Name, n)
 			}
+		}
+		if r.Incomplete != "" {
+			fmt.Fprintf(w, "%sINCOMPLETE %s: %s\n", bullet, r.Scenario, r.Incomplete)
 		}
 		fmt.Fprintf(w, "%s%s  seed %d · %d messages per variant · %s · %s\n",
 			bullet, verdict(r.Passed), r.Seed, r.Messages, r.Broker, r.Duration.Round(time.Millisecond))

@@ -1,31 +1,37 @@
 // Package runner wires one scenario run: it starts the broker, runs every
 // variant's producer and consumers against it while the faults fire and the
-// history records, drains, audits each store, and hands everything to the
-// checker.
+// history records, drains and audits each store. It judges nothing: the
+// history and the audits go to package check.
 package runner
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strings"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/dqbench/dqbench/brokers"
-	"github.com/dqbench/dqbench/brokers/kafka"
+	"github.com/dqbench/dqbench/brokers/all"
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/history"
 	"github.com/dqbench/dqbench/scenario"
-	"github.com/dqbench/dqbench/store"
 )
 
-// ErrDeadline is returned when a run does not finish by its deadline.
+// ErrDeadline marks a run that did not finish by its deadline.
 var ErrDeadline = errors.New("the run did not finish by its deadline")
+
+// ErrInterrupted marks a run stopped by its caller (Ctrl-C, SIGTERM).
+var ErrInterrupted = errors.New("interrupted")
+
+// ErrInternal marks a bug in dqbench (a panic in a variant), as opposed to
+// a broker or store failure.
+var ErrInternal = errors.New("internal error")
 
 // Progress counts a run's work as it happens, for a progress line.
 type Progress struct {
@@ -35,32 +41,45 @@ type Progress struct {
 	Faults    atomic.Int64 // faults injected
 }
 
-// Result is everything a run produced: the raw material (history and audits)
-// and the checker's judgement of it.
-type Result struct {
-	Scenario *scenario.Scenario
-	Meta     check.Meta
-	Events   []history.Event
-	Audits   map[string]store.Audit
-	Run      check.Run
+// Options are a run's outputs besides its result.
+type Options struct {
+	// History receives the history as it is recorded (JSON lines).
+	History io.Writer
+	// Progress may be nil.
+	Progress *Progress
 }
 
-// Run runs s. progress may be nil. The error is non-nil only when the run
-// could not be completed (broker unreachable, deadline passed, store
-// failure); failed expectations are in the result.
-func Run(ctx context.Context, s *scenario.Scenario, progress *Progress) (*Result, error) {
+// Result is what a run produced besides its history: what it was, and each
+// variant's final store audit.
+type Result struct {
+	Meta   check.Meta
+	Audits map[string]history.Audit
+	// Cleanup lists what could not be removed from an external broker.
+	Cleanup []error
+}
+
+// Run runs s, streaming its history to opts.History. A run that ends early
+// (deadline, interrupted) still returns what it recorded, with
+// Meta.Incomplete saying why, and an error wrapping ErrDeadline or
+// ErrInterrupted. Any other error means there is nothing to judge (broker
+// unreachable, store failure).
+func Run(ctx context.Context, s *scenario.Scenario, opts Options) (*Result, error) {
+	progress := opts.Progress
 	if progress == nil {
 		progress = &Progress{}
 	}
 	deadline := s.Deadline.D()
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
 	start := time.Now()
 
-	b, err := openBroker(ctx, s)
+	b, err := all.Open(ctx, brokers.Config{
+		Kind: s.Broker.Kind, Mode: s.Broker.Mode, Addresses: s.Broker.Addresses, Settings: s.Broker.Settings,
+	})
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%w (%s): %v", ErrDeadline, deadline, err)
+		if cause := endCause(parent, ctx); cause != nil {
+			return nil, fmt.Errorf("%w (%s): %v", cause, deadline, err)
 		}
 		return nil, err
 	}
@@ -72,11 +91,11 @@ func Run(ctx context.Context, s *scenario.Scenario, progress *Progress) (*Result
 	}
 	defer os.RemoveAll(dir)
 
-	rec := history.NewRecorder(start)
-	runID := fmt.Sprintf("%s-%d", safeName(s.Name), start.UnixNano()%1e9)
+	rec := history.NewRecorder(start, opts.History)
+	runID := fmt.Sprintf("%s-%d", s.Name, start.UnixNano()%1e9)
 	progress.Total.Store(int64(s.Messages * len(s.Variants)))
 
-	audits := make(map[string]store.Audit, len(s.Variants))
+	res := &Result{Audits: make(map[string]history.Audit, len(s.Variants))}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	errs := make([]error, len(s.Variants))
@@ -87,48 +106,67 @@ func Run(ctx context.Context, s *scenario.Scenario, progress *Progress) (*Result
 			vr := &variantRun{
 				s: s, v: v, broker: b, rec: rec.Variant(v.Name), progress: progress,
 				dbPath: filepath.Join(dir, fmt.Sprintf("variant-%d.db", i)),
-				name:   runID + "-" + safeName(v.Name),
+				name:   fmt.Sprintf("%s-%d", runID, i),
 			}
-			audit, err := vr.run(ctx)
+			audit, cleanup, err := vr.runGuarded(ctx)
+			mu.Lock()
+			defer mu.Unlock()
+			if cleanup != nil {
+				res.Cleanup = append(res.Cleanup, fmt.Errorf("variant %s: %w", v.Name, cleanup))
+			}
+			if audit != nil {
+				res.Audits[v.Name] = *audit
+			}
 			if err != nil {
 				errs[i] = fmt.Errorf("variant %s: %w", v.Name, err)
 				cancel() // one broken variant ends the run
-				return
 			}
-			mu.Lock()
-			audits[v.Name] = audit
-			mu.Unlock()
 		}()
 	}
 	wg.Wait()
-	if err := firstError(errs); err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("%w (%s): %d of %d publishes ended, %d deliveries acked, %d faults injected; raise deadline in the scenario or --timeout, or lower messages",
-				ErrDeadline, deadline, progress.Published.Load(), progress.Total.Load(), progress.Consumed.Load(), progress.Faults.Load())
-		}
-		return nil, err
+	if err := rec.Flush(); err != nil {
+		return nil, fmt.Errorf("write history: %w", err)
 	}
-
-	meta := check.Meta{
+	res.Meta = check.Meta{
 		Scenario: s.Name, Seed: s.Seed, Messages: s.Messages,
 		Broker: b.Name(), Duration: time.Since(start),
 	}
-	events := rec.Events()
-	return &Result{
-		Scenario: s, Meta: meta, Events: events, Audits: audits,
-		Run: check.Judge(s, meta, events, audits),
-	}, nil
+	if cause := endCause(parent, ctx); cause != nil {
+		err := fmt.Errorf("%w (%s): %d of %d publishes ended, %d deliveries acked, %d faults injected",
+			cause, deadline, progress.Published.Load(), progress.Total.Load(), progress.Consumed.Load(), progress.Faults.Load())
+		if errors.Is(cause, ErrDeadline) {
+			err = fmt.Errorf("%w; raise deadline in the scenario or --timeout", err)
+		}
+		res.Meta.Incomplete = err.Error()
+		return res, err
+	}
+	if err := firstError(errs); err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
-func openBroker(ctx context.Context, s *scenario.Scenario) (brokers.Broker, error) {
-	switch s.Broker.Kind {
-	case "kafka":
-		if s.Broker.Mode == "external" {
-			return kafka.Connect(ctx, s.Broker.Addresses)
-		}
-		return kafka.StartEmbedded()
+// endCause says why ctx ended, if the run was cut short: the caller's
+// cancellation or the run's deadline.
+func endCause(parent, ctx context.Context) error {
+	switch {
+	case parent.Err() != nil:
+		return ErrInterrupted
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return ErrDeadline
 	}
-	return nil, fmt.Errorf("broker kind %q is not supported by this build", s.Broker.Kind)
+	return nil
+}
+
+// runGuarded runs the variant and turns a panic into an error, so that a
+// bug in one variant still lets the run clean up.
+func (r *variantRun) runGuarded(ctx context.Context) (audit *history.Audit, cleanup, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: %v; please report it with the scenario file\n%s", ErrInternal, p, debug.Stack())
+		}
+	}()
+	return r.run(ctx)
 }
 
 // firstError prefers a real cause over the cancellations it caused.
@@ -138,17 +176,11 @@ func firstError(errs []error) error {
 		if err == nil {
 			continue
 		}
-		if errors.Is(err, context.Canceled) {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			canceled = err
 			continue
 		}
 		return err
 	}
 	return canceled
-}
-
-var unsafeChars = regexp.MustCompile(`[^a-zA-Z0-9._-]+`)
-
-func safeName(s string) string {
-	return strings.Trim(unsafeChars.ReplaceAllString(s, "_"), "_")
 }

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dqbench/dqbench/brokers"
+	"github.com/dqbench/dqbench/check"
+	"github.com/dqbench/dqbench/history"
 	"github.com/dqbench/dqbench/scenario"
 )
 
@@ -23,6 +26,28 @@ func TestMain(m *testing.M) {
 		// signal watcher below belongs to the Go runtime.
 		goleak.IgnoreTopFunction("os/signal.signal_recv"),
 	)
+}
+
+// judged is a run and the judgement of its history.
+type judged struct {
+	*Result
+	Run check.Run
+}
+
+// runJudged runs s with its history in memory and judges it, as the CLI
+// does with a file.
+func runJudged(t *testing.T, ctx context.Context, s *scenario.Scenario) (*judged, error) {
+	t.Helper()
+	var buf bytes.Buffer
+	res, err := Run(ctx, s, Options{History: &buf})
+	if res == nil {
+		return nil, err
+	}
+	run, jerr := check.Judge(s.Plan(), res.Meta, history.Scan(&buf), res.Audits)
+	if jerr != nil {
+		t.Fatal(jerr)
+	}
+	return &judged{Result: res, Run: run}, err
 }
 
 func parse(t *testing.T, yaml string) *scenario.Scenario {
@@ -62,7 +87,7 @@ func TestBuiltins(t *testing.T) {
 				t.Fatal(err)
 			}
 			s.Messages = 600
-			res, err := Run(context.Background(), s, nil)
+			res, err := runJudged(t, context.Background(), s)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,7 +96,7 @@ func TestBuiltins(t *testing.T) {
 			}
 			for _, v := range res.Run.Variants {
 				c := map[string]int{}
-				for _, name := range scenario.CountNames {
+				for _, name := range check.CountNames() {
 					c[name], _ = v.Counts.Get(name)
 				}
 				if ok := tc.want[v.Name]; ok == nil || !ok(c) {
@@ -99,7 +124,7 @@ faults:
 variants:
   - {name: none, strategy: none}
 `)
-	res, err := Run(context.Background(), s, nil)
+	res, err := runJudged(t, context.Background(), s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +150,7 @@ variants:
 `
 	var counts [2][]any
 	for i := range counts {
-		res, err := Run(context.Background(), parse(t, yaml), nil)
+		res, err := runJudged(t, context.Background(), parse(t, yaml))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +175,7 @@ broker: {kind: kafka}
 variants:
   - {name: none, strategy: none}
 `)
-	_, err := Run(context.Background(), s, nil)
+	_, err := runJudged(t, context.Background(), s)
 	if !errors.Is(err, ErrDeadline) {
 		t.Fatalf("want ErrDeadline, got %v", err)
 	}
@@ -165,7 +190,7 @@ broker: {kind: kafka, mode: external, addresses: ["127.0.0.1:1"]}
 variants:
   - {name: none, strategy: none}
 `)
-	_, err := Run(context.Background(), s, nil)
+	_, err := runJudged(t, context.Background(), s)
 	if !errors.Is(err, brokers.ErrUnreachable) {
 		t.Fatalf("want ErrUnreachable, got %v", err)
 	}
@@ -191,7 +216,7 @@ variants:
   - {name: none, strategy: none, expect: {duplicates: 10, lost: 0}}
   - {name: dedup, strategy: dedup-table, expect: {duplicates: 0, lost: 0}}
 `, c.ListenAddrs()[0]))
-	res, err := Run(context.Background(), s, nil)
+	res, err := runJudged(t, context.Background(), s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,16 +10,14 @@ import (
 	"time"
 
 	"github.com/dqbench/dqbench/brokers"
-	"github.com/dqbench/dqbench/check"
+	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/faults"
 	"github.com/dqbench/dqbench/history"
 	"github.com/dqbench/dqbench/scenario"
+	"github.com/dqbench/dqbench/seeded"
 	"github.com/dqbench/dqbench/store"
 	"github.com/dqbench/dqbench/strategy"
 )
-
-// errCrash ends a consumer at a crash point.
-var errCrash = errors.New("consumer crashed by fault")
 
 // variantRun is one variant's pipeline: producer, consumers, faults, store.
 type variantRun struct {
@@ -33,21 +30,24 @@ type variantRun struct {
 	name     string
 
 	strat   strategy.Strategy
-	db      *sql.DB
-	crashes map[faults.Point][]crashFault
+	env     strategy.Env
+	crashes faults.Crashes
+	seen    *history.Deliveries
 	gens    atomic.Int64
-	// activity counts deliveries and acks, so the drain can tell a slow
-	// consumer from a stuck one.
-	activity atomic.Int64
 
+	// progressed counts intents that reached an ack or an effect for the
+	// first time, so the drain can tell a slow consumer from a stuck or
+	// crash-looping one; inflight counts deliveries a consumer is handling.
+	progressed atomic.Int64
+	inflight   atomic.Int64
 	mu         sync.Mutex
-	deliveries map[int]int // intent → deliveries so far (the attempt number of consumer faults)
+	done       []uint8 // by intent: doneAck, doneEffect
 }
 
-type crashFault struct {
-	name  string
-	sched faults.Schedule
-}
+const (
+	doneAck uint8 = 1 << iota
+	doneEffect
+)
 
 // body is the message payload: one business intent.
 type body struct {
@@ -56,39 +56,43 @@ type body struct {
 	Amount  int64 `json:"amount"`
 }
 
-func (r *variantRun) run(ctx context.Context) (store.Audit, error) {
+// run runs the variant. It returns the store audit whenever the store could
+// be read (also after the deadline), and a cleanup error apart from the
+// run's own.
+func (r *variantRun) run(ctx context.Context) (*history.Audit, error, error) {
 	prod, cons := r.s.ProducerFor(r.v), r.s.ConsumerFor(r.v)
 	var ok bool
-	if r.strat, ok = strategy.Lookup(r.v.Strategy); !ok {
-		return store.Audit{}, fmt.Errorf("unknown strategy %q", r.v.Strategy)
+	if r.strat, ok = strategy.All[r.v.Strategy]; !ok {
+		return nil, nil, fmt.Errorf("strategy %q is not supported by this build", r.v.Strategy)
 	}
-	db, err := store.Open(ctx, r.dbPath)
+	st, err := store.OpenSQLite(ctx, r.dbPath)
 	if err != nil {
-		return store.Audit{}, err
+		return nil, nil, err
 	}
-	defer db.Close()
-	r.db = db
-	if err := r.strat.Setup(ctx, db); err != nil {
-		return store.Audit{}, fmt.Errorf("set up strategy %s: %w", r.strat.Name(), err)
+	defer st.Close()
+	r.env = strategy.Env{Store: st}
+	if err := r.strat.Setup(ctx, r.env); err != nil {
+		return nil, nil, fmt.Errorf("set up strategy %s: %w", r.v.Strategy, err)
 	}
-	r.deliveries = map[int]int{}
+	r.seen = history.NewDeliveries(r.s.Messages)
+	r.done = make([]uint8, r.s.Messages+1)
 
-	ch, err := r.broker.Open(ctx, brokers.ChannelSpec{
-		Name: r.name, Partitions: r.s.Broker.Partitions,
-		Idempotent: *prod.Idempotent, Acks: prod.Acks, Window: prod.Window,
+	dest, err := r.broker.Open(ctx, brokers.DestinationSpec{
+		Name: r.name, Idempotent: *prod.Idempotent, Acks: prod.Acks, Window: prod.Window,
 		Prefetch: cons.Prefetch,
 	})
 	if err != nil {
-		return store.Audit{}, err
+		return nil, nil, err
 	}
+	var cleanup error
 	defer func() {
 		// Clean up even after the deadline, but not forever.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		_ = ch.Close(cctx)
+		cleanup = dest.Close(cctx)
 	}()
-	if err := r.installFaults(ch); err != nil {
-		return store.Audit{}, err
+	if err := r.arm(dest); err != nil {
+		return nil, nil, err
 	}
 
 	// Consumers run until the drain ends.
@@ -100,61 +104,71 @@ func (r *variantRun) run(ctx context.Context) (store.Audit, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := r.consume(consCtx, ch, cons.Ack == "before-process"); err != nil {
+			if err := r.consume(consCtx, dest, cons.Ack == catalog.AckBeforeProcess); err != nil {
 				consErr <- err
 				stopConsumers()
 			}
 		}()
 	}
 
-	if err := r.produce(ctx, ch, prod.Window); err != nil {
-		stopConsumers()
-		wg.Wait()
-		return store.Audit{}, err
+	runErr := r.produce(ctx, dest, prod.Window)
+	var drained bool
+	var backlog int64
+	var why string
+	if runErr == nil {
+		drained, backlog, why, runErr = r.drain(ctx, dest, consErr)
 	}
-	drained, err := r.drain(ctx, ch, consErr)
 	stopConsumers()
 	wg.Wait()
+	if runErr == nil {
+		select {
+		case runErr = <-consErr:
+		default:
+		}
+	}
+	switch {
+	case ctx.Err() != nil:
+		why = "the run ended: " + ctx.Err().Error()
+	case runErr != nil:
+		why = runErr.Error()
+	}
+	r.rec.Record(history.Event{Type: history.Drain, Drained: drained, Backlog: backlog, Reason: why})
+
+	// The store is read even when the run was cut short, so that what was
+	// recorded can still be judged.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	audit, err := st.Audit(actx)
 	if err != nil {
-		return store.Audit{}, err
+		return nil, cleanup, errors.Join(runErr, err)
 	}
-	r.rec.Record(history.Event{Type: history.Drain, Drained: drained})
-	select {
-	case err := <-consErr:
-		return store.Audit{}, err
-	default:
+	if runErr != nil && ctx.Err() != nil {
+		runErr = ctx.Err()
 	}
-	return store.ReadAudit(context.WithoutCancel(ctx), db)
+	return &audit, cleanup, runErr
 }
 
-// installFaults prepares the consumer crash points and asks the broker for
-// the faults only it can inject.
-func (r *variantRun) installFaults(ch brokers.Channel) error {
-	r.crashes = map[faults.Point][]crashFault{}
+// arm installs every configured fault that can act in this variant, and
+// records which.
+func (r *variantRun) arm(dest brokers.Destination) error {
+	st, _ := catalog.LookupStrategy(r.v.Strategy)
+	env := faults.Env{Dest: dest, Strategy: st, Crashes: &r.crashes, Fired: func(e history.Event) {
+		r.progress.Faults.Add(1)
+		r.rec.Record(e)
+	}}
 	for _, f := range r.s.Faults {
-		if !check.Applies(f, r.v) {
-			continue
+		armed, err := faults.Install(faults.Fault{
+			Name: f.Name, Type: f.Type, Params: f.Params,
+			Schedule: faults.Schedule{
+				Seed: r.s.Seed, Fault: f.Name, Every: f.Every,
+				Probability: f.Probability, MaxAttempt: f.MaxAttempt,
+			},
+		}, env)
+		if err != nil {
+			return err
 		}
-		sched := faults.Schedule{
-			Seed: r.s.Seed, Fault: f.Name, Every: f.Every,
-			Probability: f.Probability, MaxAttempt: f.MaxAttempt,
-		}
-		switch f.Type {
-		case faults.ConsumerCrash:
-			p := faults.Point(f.At)
-			r.crashes[p] = append(r.crashes[p], crashFault{name: f.Name, sched: sched})
-		case faults.ProduceResponseLost:
-			loser, ok := ch.(brokers.ProduceResponseLoser)
-			if !ok {
-				return fmt.Errorf("fault %s: broker %s cannot lose produce responses", f.Name, r.broker.Name())
-			}
-			name := f.Name
-			loser.LoseProduceResponses(sched.Fires, func(intent, attempt int) {
-				r.progress.Faults.Add(1)
-				r.rec.Record(history.Event{Type: history.Fault, Fault: name, Intent: intent, Attempt: attempt})
-			})
-		default:
-			return fmt.Errorf("fault type %q is not supported by this build", f.Type)
+		if armed {
+			r.rec.Record(history.Event{Type: history.Armed, Fault: f.Name})
 		}
 	}
 	return nil
@@ -162,13 +176,15 @@ func (r *variantRun) installFaults(ch brokers.Channel) error {
 
 // produce publishes every intent once, with at most window unconfirmed, and
 // waits for the confirms; it gives up at the run's deadline.
-func (r *variantRun) produce(ctx context.Context, ch brokers.Channel, window int) error {
-	p, err := ch.Producer(ctx)
+func (r *variantRun) produce(ctx context.Context, dest brokers.Destination, window int) error {
+	raw, err := dest.Producer(ctx)
 	if err != nil {
 		return err
 	}
+	p := history.RecordProducer(raw, r.rec)
 	sem := make(chan struct{}, window)
 	var wg sync.WaitGroup
+	var buf []byte
 publish:
 	for intent := 1; intent <= r.s.Messages; intent++ {
 		select {
@@ -176,15 +192,9 @@ publish:
 		case <-ctx.Done():
 			break publish
 		}
-		b, _ := json.Marshal(body{Intent: intent, Account: intent % store.Accounts, Amount: amount(r.s.Seed, intent)})
-		r.rec.Record(history.Event{Type: history.Publish, Intent: intent, Attempt: 1})
+		buf, _ = json.Marshal(body{Intent: intent, Account: intent % store.Accounts, Amount: seeded.Amount(r.s.Seed, intent)})
 		wg.Add(1)
-		p.Publish(ctx, brokers.Message{Intent: intent, Key: brokers.Key(intent), Body: b}, func(err error) {
-			if err != nil {
-				r.rec.Record(history.Event{Type: history.PubFailed, Intent: intent, Reason: err.Error()})
-			} else {
-				r.rec.Record(history.Event{Type: history.Confirm, Intent: intent})
-			}
+		p.Publish(ctx, brokers.Message{Intent: intent, Attempt: 1, Key: brokers.Key(intent), Body: buf}, func(error) {
 			r.progress.Published.Add(1)
 			<-sem
 			wg.Done()
@@ -206,40 +216,57 @@ publish:
 	return ctx.Err()
 }
 
-// amount is the intent's business amount, 1..100, fixed by the seed.
-func amount(seed int64, intent int) int64 {
-	x := uint64(seed)*0x9e3779b97f4a7c15 + uint64(intent)
-	x ^= x >> 31
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 29
-	return int64(x%100) + 1
-}
-
-// drain waits until the broker has nothing left to deliver, or until the
-// consumers have made no progress (no delivery, no ack) for the scenario's
-// drain period: a slow machine only makes the drain longer, a stuck or
-// starved consumer ends it.
-func (r *variantRun) drain(ctx context.Context, ch brokers.Channel, consErr chan error) (bool, error) {
+// drain waits until the broker holds nothing unconsumed and no consumer is
+// handling a delivery, or until no intent has made progress (a first ack or
+// a first effect) for the scenario's drain period: a slow machine only makes
+// the drain longer; a stuck, starved or crash-looping consumer ends it.
+func (r *variantRun) drain(ctx context.Context, dest brokers.Destination, consErr chan error) (drained bool, backlog int64, why string, err error) {
 	idle := r.s.Drain.D()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	last, lastChange := r.activity.Load(), time.Now()
+	last, lastChange := r.progressed.Load(), time.Now()
 	for {
-		if ok, err := ch.Drained(ctx); err == nil && ok {
-			return true, nil
+		n, berr := dest.Backlog(ctx)
+		if berr == nil {
+			backlog = n
+			if n == 0 && r.inflight.Load() == 0 {
+				// Checked again after the in-flight count: a delivery
+				// that finished in between may have been the last.
+				if n, berr = dest.Backlog(ctx); berr == nil && n == 0 && r.inflight.Load() == 0 {
+					return true, 0, "", nil
+				}
+			}
 		}
-		if now := r.activity.Load(); now != last {
+		if now := r.progressed.Load(); now != last {
 			last, lastChange = now, time.Now()
 		} else if time.Since(lastChange) >= idle {
-			return false, nil
+			why = fmt.Sprintf("no intent was acked or applied for the first time in %s", idle)
+			if berr != nil {
+				why += fmt.Sprintf(" (the broker did not say what it still holds: %v)", berr)
+			}
+			return false, backlog, why, nil
 		}
 		select {
 		case <-ctx.Done():
-			return false, ctx.Err()
+			return false, backlog, "", ctx.Err()
 		case err := <-consErr:
-			consErr <- err
-			return false, nil
+			return false, backlog, "", err
 		case <-tick.C:
 		}
+	}
+}
+
+// progressOn notes that intent reached an ack or an effect; the first time
+// it does counts as progress.
+func (r *variantRun) progressOn(intent int, what uint8) {
+	if intent < 1 || intent >= len(r.done) {
+		return
+	}
+	r.mu.Lock()
+	first := r.done[intent]&what == 0
+	r.done[intent] |= what
+	r.mu.Unlock()
+	if first {
+		r.progressed.Add(1)
 	}
 }

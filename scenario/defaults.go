@@ -3,16 +3,16 @@ package scenario
 import (
 	"time"
 
-	"github.com/dqbench/dqbench/faults"
+	"github.com/dqbench/dqbench/catalog"
 )
 
-// Defaults for settings a scenario leaves out.
+// Defaults for settings a scenario leaves out. A broker kind's and a fault
+// type's own parameters default themselves (a Defaults method in catalog).
 const (
 	DefaultSeed       = 1
 	DefaultMessages   = 1000
 	DefaultDeadline   = Duration(2 * time.Minute)
 	DefaultDrain      = Duration(10 * time.Second)
-	DefaultPartitions = 1
 	DefaultWindow     = 256
 	DefaultInstances  = 1
 	DefaultPrefetch   = 100
@@ -22,34 +22,35 @@ const (
 // applyDefaults fills in every setting s leaves out. A variant's overrides
 // stay as written: ProducerFor and ConsumerFor merge them.
 func applyDefaults(s *Scenario) {
-	setIfZero(&s.Seed, DefaultSeed)
 	setIfZero(&s.Messages, DefaultMessages)
 	setIfZero(&s.Deadline, DefaultDeadline)
 	setIfZero(&s.Drain, DefaultDrain)
-	setIfZero(&s.Broker.Mode, ModeEmbedded)
-	setIfZero(&s.Broker.Partitions, DefaultPartitions)
-	setIfZero(&s.Producer.Acks, AcksAll)
+	setIfZero(&s.Broker.Mode, catalog.Embedded)
+	if s.Broker.Settings == nil {
+		s.Broker.Settings, _ = s.Broker.newParams()
+	}
+	if d, ok := s.Broker.Settings.(defaulter); ok {
+		d.Defaults()
+	}
+	setIfZero(&s.Producer.Acks, catalog.AcksAll)
 	if s.Producer.Idempotent == nil {
 		s.Producer.Idempotent = new(true)
 	}
 	setIfZero(&s.Producer.Window, DefaultWindow)
 	setIfZero(&s.Consumer.Instances, DefaultInstances)
-	setIfZero(&s.Consumer.Ack, AckAfterProcess)
+	setIfZero(&s.Consumer.Ack, catalog.AckAfterProcess)
 	setIfZero(&s.Consumer.Prefetch, DefaultPrefetch)
 	for i := range s.Faults {
 		f := &s.Faults[i]
 		setIfZero(&f.MaxAttempt, DefaultMaxAttempt)
-		setIfZero(&f.Name, defaultFaultName(*f))
+		if f.Params == nil {
+			f.Params, _ = f.newParams()
+		}
+		if d, ok := f.Params.(defaulter); ok {
+			d.Defaults()
+		}
+		setIfZero(&f.Name, catalog.DefaultFaultName(f.Type, f.Params))
 	}
-}
-
-// defaultFaultName is the fault's type, plus the crash point for a consumer
-// crash: "consumer-crash@after-effect-before-ack".
-func defaultFaultName(f Fault) string {
-	if f.Type == faults.ConsumerCrash && f.At != "" {
-		return f.Type + "@" + f.At
-	}
-	return f.Type
 }
 
 func setIfZero[T comparable](p *T, v T) {

@@ -8,29 +8,9 @@ import (
 	"strconv"
 
 	"github.com/invopop/jsonschema"
+
+	"github.com/dqbench/dqbench/check"
 )
-
-// CountNames are the counts a run reports per variant, in report order; the
-// keys a variant's expect may check.
-var CountNames = []string{
-	"attempted", "acknowledged", "indeterminate", "delivered", "redelivered",
-	"effects", "duplicates", "lost", "unexpected", "dead_lettered", "faults_injected",
-}
-
-// countDocs describes each count for the JSON schema (editor tooltips).
-var countDocs = map[string]string{
-	"attempted":       "Publish attempts, by intent.",
-	"acknowledged":    "Intents the broker confirmed.",
-	"indeterminate":   "Intents whose publish outcome is unknown (timed out, connection closed before the confirm).",
-	"delivered":       "Deliveries to the consumer.",
-	"redelivered":     "Deliveries of an intent after its first.",
-	"effects":         "Business effects applied.",
-	"duplicates":      "Intents whose effect applied more than once.",
-	"lost":            "Acknowledged intents whose effect never applied after the drain.",
-	"unexpected":      "Effects for intents never published.",
-	"dead_lettered":   "Intents sent to the dead-letter queue.",
-	"faults_injected": "Times a fault fired.",
-}
 
 // Expectation is a check on one count: Op is one of ==, !=, >, >=, <, <=.
 // In YAML it is a number (meaning ==) or a string such as ">0" or "<= 5".
@@ -156,4 +136,20 @@ func (Expectation) JSONSchema() *jsonschema.Schema {
 			{Type: "string", Pattern: expectationRE.String()},
 		},
 	}
+}
+
+// Plan is what the judge needs of s: each variant's name, strategy and
+// expectations, in report order.
+func (s *Scenario) Plan() check.Plan {
+	var p check.Plan
+	for _, v := range s.Variants {
+		pv := check.PlanVariant{Name: v.Name, Strategy: v.Strategy}
+		for _, name := range check.CountNames() {
+			if e, ok := v.Expect[name]; ok {
+				pv.Expect = append(pv.Expect, check.Expect{Count: name, Text: e.String(), Holds: e.Holds})
+			}
+		}
+		p.Variants = append(p.Variants, pv)
+	}
+	return p
 }

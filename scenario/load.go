@@ -64,6 +64,9 @@ func Parse(file string, data []byte) (*Scenario, error) {
 	for i := range s.Variants {
 		s.Variants[i].Line = d.line(fmt.Sprintf("variants[%d]", i))
 	}
+	if !d.has("seed") {
+		s.Seed = DefaultSeed // seed: 0 is a seed like any other
+	}
 	applyDefaults(&s)
 	return &s, nil
 }

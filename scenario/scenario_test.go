@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/dqbench/dqbench/catalog"
+	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/scenarios"
 )
 
@@ -60,10 +63,10 @@ var fixtures = []fixture{
 		`6:5: faults[0]: needs a schedule: add every: N`,
 	}},
 	{"invalid/at-on-produce-response-lost.yaml", []string{
-		`8:9: faults[0].at: produce-response-lost takes no crash point (only consumer-crash does); remove it`,
+		`8:5: faults[0].at: produce-response-lost takes no at (only consumer-crash does); remove it`,
 	}},
 	{"invalid/crash-without-at.yaml", []string{
-		`6:5: faults[0]: consumer-crash needs at: the crash point (allowed: before-process, after-effect-before-ack, between-dedup-and-effect)`,
+		`6:5: faults[0]: consumer-crash needs at: where the consumer dies (allowed: before-process, after-effect-before-ack, between-dedup-and-effect)`,
 	}},
 	{"invalid/crash-point-unused.yaml", []string{
 		`7:9: faults[0].at: no variant's strategy has the crash point between-dedup-and-effect, so the fault never fires; add a variant with strategy dedup-table-split`,
@@ -82,7 +85,7 @@ var fixtures = []fixture{
 		`5:9: broker: mode external needs addresses`,
 	}},
 	{"invalid/broker-fault-on-external.yaml", []string{
-		`5:11: faults[0]: produce-response-lost is injected inside the embedded broker (kfake) and cannot be injected on an external one`,
+		`5:11: faults[0]: produce-response-lost cannot act here: it is injected inside the embedded Kafka broker (kfake); use broker kind: kafka, mode: embedded`,
 	}},
 	{"invalid/addresses-without-external.yaml", []string{
 		`5:14: broker.addresses: only used with mode: external`,
@@ -140,6 +143,9 @@ var fixtures = []fixture{
 		`14:19: variants[0].producer.idempotent: must be true or false, got string "yes"`,
 		`15:15: variants[0].consumer: must be a mapping (keys: instances, ack, prefetch), got a list`,
 		`17:7: variants[0].expect.lost: needs a value; write a count like 0`,
+	}},
+	{"invalid/response-lost-with-acks-none.yaml", []string{
+		`6:9: producer.acks: produce-response-lost (faults[0]) cannot act in variant "none": with acks: none the broker sends no response to lose; use acks: all or leader`,
 	}},
 	{"invalid/unknown-alias.yaml", []string{
 		`3:9: broker: unknown alias *nope`,
@@ -202,7 +208,7 @@ func TestDefaults(t *testing.T) {
 	if s.Seed != 1 || s.Messages != 1000 || s.Deadline.D() != 2*time.Minute || s.Drain.D() != 10*time.Second {
 		t.Errorf("seed %d, messages %d, deadline %s, drain %s", s.Seed, s.Messages, s.Deadline, s.Drain)
 	}
-	if b := s.Broker; b.Kind != "kafka" || b.Mode != "embedded" || b.Partitions != 1 || b.Addresses != nil {
+	if b := s.Broker; b.Kind != "kafka" || b.Mode != "embedded" || b.Settings.(*catalog.KafkaSettings).Partitions != 1 || b.Addresses != nil {
 		t.Errorf("broker = %+v", s.Broker)
 	}
 	p := s.Producer
@@ -444,7 +450,7 @@ func TestSchema(t *testing.T) {
 	if v["$schema"] != "https://json-schema.org/draft/2020-12/schema" {
 		t.Errorf("$schema = %v", v["$schema"])
 	}
-	for _, want := range append([]string{`"variants"`, `"additionalProperties": false`, `"dedup-table-split"`, `"between-dedup-and-effect"`, `>0`}, CountNames...) {
+	for _, want := range append([]string{`"variants"`, `"additionalProperties": false`, `"dedup-table-split"`, `"between-dedup-and-effect"`, `>0`}, check.CountNames()...) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("schema does not mention %s", want)
 		}
@@ -482,4 +488,46 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Parse accepted an incomplete scenario: %+v", s)
 		}
 	})
+}
+
+// The scenario as run, rendered to YAML, parses back to the same scenario:
+// a saved run is judged with what actually ran.
+func TestYAMLRoundTrip(t *testing.T) {
+	files, _ := filepath.Glob("testdata/valid/*.yaml")
+	for _, name := range scenarios.Names() {
+		files = append(files, name)
+	}
+	for _, file := range files {
+		t.Run(file, func(t *testing.T) {
+			s, err := Resolve(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Seed, s.Messages, s.Deadline = 0, 123, Duration(7*time.Minute)
+			y, err := s.YAML()
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := Parse("rendered.yaml", y)
+			if err != nil {
+				t.Fatalf("rendered scenario does not parse: %v\n%s", err, y)
+			}
+			clean := func(x *Scenario) *Scenario {
+				c := *x
+				c.File, c.Source = "", nil
+				c.Faults = slices.Clone(x.Faults)
+				for i := range c.Faults {
+					c.Faults[i].Line = 0
+				}
+				c.Variants = slices.Clone(x.Variants)
+				for i := range c.Variants {
+					c.Variants[i].Line = 0
+				}
+				return &c
+			}
+			if got, want := clean(back), clean(s); !reflect.DeepEqual(got, want) {
+				t.Errorf("round trip changed the scenario:\n got %+v\nwant %+v\n%s", got, want, y)
+			}
+		})
+	}
 }

@@ -7,18 +7,17 @@ import (
 
 	"github.com/invopop/jsonschema"
 
-	"github.com/dqbench/dqbench/strategy"
+	"github.com/dqbench/dqbench/catalog"
+	"github.com/dqbench/dqbench/check"
 )
 
 // Schema returns the JSON Schema (draft 2020-12) of a scenario file, for
 // editors to complete and check scenario files with. Unknown keys are not
-// allowed anywhere, as in Parse.
+// allowed anywhere, as in Parse. Every enumeration, every fault type's and
+// broker kind's own keys and every count come from the catalog and the
+// count table, never from a list kept here.
 func Schema() ([]byte, error) {
-	r := &jsonschema.Reflector{
-		ExpandedStruct:             true,
-		RequiredFromJSONSchemaTags: true,
-	}
-	s := r.Reflect(&Scenario{})
+	s := reflector().Reflect(&Scenario{})
 	s.Title = "dqbench scenario"
 	s.Description = "A dqbench scenario: a broker, producer and consumer settings, faults to inject and the variants (consumer idempotency strategies) to compare."
 	b, err := json.MarshalIndent(s, "", "  ")
@@ -26,6 +25,118 @@ func Schema() ([]byte, error) {
 		return nil, err
 	}
 	return unescapeHTML(b), nil
+}
+
+func reflector() *jsonschema.Reflector {
+	return &jsonschema.Reflector{
+		ExpandedStruct:             true,
+		RequiredFromJSONSchemaTags: true,
+		Mapper:                     enumMapper,
+	}
+}
+
+// enumMapper gives each named string type with a closed set of values
+// (catalog's Allowed methods) its enum.
+func enumMapper(t reflect.Type) *jsonschema.Schema {
+	if t.Kind() != reflect.String {
+		return nil
+	}
+	a, ok := reflect.Zero(t).Interface().(allowedValues)
+	if !ok {
+		return nil
+	}
+	return &jsonschema.Schema{Type: "string", Enum: anySlice(a.Allowed())}
+}
+
+// paramProperties reflects a parameter struct into its properties and
+// required keys.
+func paramProperties(p any) (*jsonschema.Schema, bool) {
+	if p == nil {
+		return nil, false
+	}
+	r := reflector()
+	r.DoNotReference = true
+	return r.Reflect(p), true
+}
+
+// withParams turns s, an object schema of the common keys, into one branch
+// per kind: the common keys plus the kind's own (selected by the value of
+// key), each branch closed to other keys.
+func withParams(s *jsonschema.Schema, key string, kinds []string, params func(kind string) any) {
+	var branches []*jsonschema.Schema
+	for _, kind := range kinds {
+		props := jsonschema.NewProperties()
+		for pair := s.Properties.Oldest(); pair != nil; pair = pair.Next() {
+			props.Set(pair.Key, pair.Value)
+		}
+		props.Set(key, &jsonschema.Schema{Const: kind})
+		required := []string{key}
+		if ps, ok := paramProperties(params(kind)); ok {
+			for pair := ps.Properties.Oldest(); pair != nil; pair = pair.Next() {
+				props.Set(pair.Key, pair.Value)
+			}
+			required = append(required, ps.Required...)
+		}
+		branches = append(branches, &jsonschema.Schema{
+			Properties:           props,
+			Required:             required,
+			AdditionalProperties: jsonschema.FalseSchema,
+		})
+	}
+	s.OneOf = append(s.OneOf, branches...)
+	s.AdditionalProperties = nil // the branches close the object
+}
+
+// JSONSchemaExtend adds each broker kind's own settings and requires
+// addresses with mode external.
+func (Broker) JSONSchemaExtend(s *jsonschema.Schema) {
+	withParams(s, "kind", catalog.BrokerKind("").Allowed(), func(kind string) any {
+		b, _ := catalog.LookupBroker(catalog.BrokerKind(kind))
+		if b.NewSettings == nil {
+			return nil
+		}
+		return b.NewSettings()
+	})
+	s.If = propertyIs("mode", &jsonschema.Schema{Const: string(catalog.External)})
+	s.Then = &jsonschema.Schema{Required: []string{"addresses"}}
+}
+
+// JSONSchemaExtend adds each fault type's own parameters and requires
+// exactly one of every and probability.
+func (Fault) JSONSchemaExtend(s *jsonschema.Schema) {
+	withParams(s, "type", catalog.FaultType("").Allowed(), func(t string) any {
+		f, _ := catalog.LookupFault(catalog.FaultType(t))
+		if f.NewParams == nil {
+			return nil
+		}
+		return f.NewParams()
+	})
+	s.AllOf = append(s.AllOf, &jsonschema.Schema{OneOf: []*jsonschema.Schema{
+		{Required: []string{"every"}},
+		{Required: []string{"probability"}},
+	}})
+}
+
+// JSONSchemaExtend sets the strategies from the catalog and lists each count
+// expect may check, with its doc from the count table.
+func (Variant) JSONSchemaExtend(s *jsonschema.Schema) {
+	if p, ok := s.Properties.Get("strategy"); ok {
+		p.Enum = anySlice(catalog.StrategyNames())
+	}
+	expect, ok := s.Properties.Get("expect")
+	if !ok {
+		return
+	}
+	counts := jsonschema.NewProperties()
+	for _, c := range check.Table {
+		counts.Set(c.Name, &jsonschema.Schema{Ref: "#/$defs/Expectation", Description: c.Doc})
+	}
+	s.Properties.Set("expect", &jsonschema.Schema{
+		Type:                 "object",
+		Description:          expect.Description,
+		Properties:           counts,
+		AdditionalProperties: jsonschema.FalseSchema,
+	})
 }
 
 // unescapeHTML undoes encoding/json's escaping of <, > and &: the schema is
@@ -41,56 +152,6 @@ func unescapeHTML(b []byte) []byte {
 }
 
 var htmlUnescaper = strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&")
-
-// JSONSchemaExtend sets the broker kinds from BrokerKinds and requires
-// addresses with mode external.
-func (Broker) JSONSchemaExtend(s *jsonschema.Schema) {
-	setEnum(s, "kind", BrokerKinds)
-	s.If = propertyIs("mode", &jsonschema.Schema{Const: ModeExternal})
-	s.Then = &jsonschema.Schema{Required: []string{"addresses"}}
-}
-
-// JSONSchemaExtend sets the fault types and crash points from the faults
-// and strategy packages, requires exactly one of every and probability, and
-// at exactly for the fault types that take it.
-func (Fault) JSONSchemaExtend(s *jsonschema.Schema) {
-	setEnum(s, "type", faultTypes())
-	setEnum(s, "at", crashPoints())
-	s.OneOf = []*jsonschema.Schema{
-		{Required: []string{"every"}},
-		{Required: []string{"probability"}},
-	}
-	s.If = propertyIs("type", &jsonschema.Schema{Enum: anySlice(takesAt())})
-	s.Then = &jsonschema.Schema{Required: []string{atParam}}
-	s.Else = &jsonschema.Schema{Not: &jsonschema.Schema{Required: []string{atParam}}}
-}
-
-// JSONSchemaExtend sets the strategies from the strategy package and lists
-// each count expect may check, so that editors complete them.
-func (Variant) JSONSchemaExtend(s *jsonschema.Schema) {
-	setEnum(s, "strategy", strategy.Names())
-	expect, ok := s.Properties.Get("expect")
-	if !ok {
-		return
-	}
-	counts := jsonschema.NewProperties()
-	for _, name := range CountNames {
-		counts.Set(name, &jsonschema.Schema{Ref: "#/$defs/Expectation", Description: countDocs[name]})
-	}
-	s.Properties.Set("expect", &jsonschema.Schema{
-		Type:                 "object",
-		Description:          expect.Description,
-		Properties:           counts,
-		AdditionalProperties: jsonschema.FalseSchema,
-	})
-}
-
-// setEnum replaces the enum of property name of s.
-func setEnum(s *jsonschema.Schema, name string, values []string) {
-	if p, ok := s.Properties.Get(name); ok {
-		p.Enum = anySlice(values)
-	}
-}
 
 // propertyIs is a schema matching objects whose property name matches p.
 func propertyIs(name string, p *jsonschema.Schema) *jsonschema.Schema {

@@ -6,7 +6,11 @@
 // value is an *Error naming file:line:column, the key and what is allowed.
 package scenario
 
-import "time"
+import (
+	"time"
+
+	"github.com/dqbench/dqbench/catalog"
+)
 
 // Version is the only scenario format version this build reads.
 const Version = 1
@@ -34,35 +38,39 @@ type Scenario struct {
 
 // Broker says which broker to run against and where it is.
 type Broker struct {
-	Kind       string   `yaml:"kind" json:"kind" jsonschema:"required,enum=kafka,description=Broker kind."`
-	Mode       string   `yaml:"mode" json:"mode,omitempty" jsonschema:"enum=embedded,enum=external,description=embedded: an in-process broker (default); external: a running broker at addresses."`
-	Addresses  []string `yaml:"addresses" json:"addresses,omitempty" jsonschema:"description=host:port of the broker(s); required with mode external."`
-	Partitions int      `yaml:"partitions" json:"partitions,omitempty" jsonschema:"minimum=1,description=Partitions of each variant's topic (Kafka; default 1)."`
+	Kind      catalog.BrokerKind `yaml:"kind" json:"kind" jsonschema:"required,description=Broker kind."`
+	Mode      catalog.Mode       `yaml:"mode" json:"mode,omitempty" jsonschema:"description=embedded: an in-process broker (default); external: a running broker at addresses."`
+	Addresses []string           `yaml:"addresses" json:"addresses,omitempty" jsonschema:"description=host:port of the broker(s); required with mode external."`
+	// Settings is the kind's own settings (catalog.Broker.NewSettings),
+	// written beside kind in the same mapping.
+	Settings any `yaml:",params" json:"-"`
 }
 
 // Producer holds producer settings; a variant may override each one.
 type Producer struct {
-	Idempotent *bool  `yaml:"idempotent" json:"idempotent,omitempty" jsonschema:"description=Kafka idempotent producer (default true\\, as in kgo)."`
-	Acks       string `yaml:"acks" json:"acks,omitempty" jsonschema:"enum=all,enum=leader,enum=none,description=Broker acknowledgement the producer waits for (default all; leader and none need idempotent: false)."`
-	Window     int    `yaml:"window" json:"window,omitempty" jsonschema:"minimum=1,description=Most unacknowledged publishes in flight (default 256; 1 makes every request carry one intent)."`
+	Idempotent *bool        `yaml:"idempotent" json:"idempotent,omitempty" jsonschema:"description=Kafka idempotent producer (default true\\, as in kgo)."`
+	Acks       catalog.Acks `yaml:"acks" json:"acks,omitempty" jsonschema:"description=Broker acknowledgement the producer waits for (default all; leader and none need idempotent: false)."`
+	Window     int          `yaml:"window" json:"window,omitempty" jsonschema:"minimum=1,description=Most unacknowledged publishes in flight (default 256; 1 makes every request carry one intent)."`
 }
 
 // Consumer holds consumer settings; a variant may override each one.
 type Consumer struct {
-	Instances int    `yaml:"instances" json:"instances,omitempty" jsonschema:"minimum=1,description=Consumer processes sharing the subscription (default 1)."`
-	Ack       string `yaml:"ack" json:"ack,omitempty" jsonschema:"enum=after-process,enum=before-process,description=When the consumer acks/commits: after-process (at-least-once\\, default) or before-process (at-most-once)."`
-	Prefetch  int    `yaml:"prefetch" json:"prefetch,omitempty" jsonschema:"minimum=1,description=Messages fetched per poll / prefetch count (default 100)."`
+	Instances int             `yaml:"instances" json:"instances,omitempty" jsonschema:"minimum=1,description=Consumer processes sharing the subscription (default 1)."`
+	Ack       catalog.AckMode `yaml:"ack" json:"ack,omitempty" jsonschema:"description=When the consumer acks/commits: after-process (at-least-once\\, default) or before-process (at-most-once)."`
+	Prefetch  int             `yaml:"prefetch" json:"prefetch,omitempty" jsonschema:"minimum=1,description=Messages fetched per poll / prefetch count (default 100)."`
 }
 
 // Fault is one fault to inject. Type picks the fault; the schedule fields
-// (every, probability, max_attempt) say which intents it hits.
+// (every, probability, max_attempt) say which intents it hits; the fault
+// type's own parameters are written beside them and decoded into Params.
 type Fault struct {
-	Type        string  `yaml:"type" json:"type" jsonschema:"required,enum=consumer-crash,enum=produce-response-lost,description=Which fault to inject."`
-	Name        string  `yaml:"name" json:"name,omitempty" jsonschema:"description=Label in reports (default: type\\, plus the crash point)."`
-	Every       int     `yaml:"every" json:"every,omitempty" jsonschema:"minimum=1,description=Fire on every Nth intent (offset chosen from the seed). Exactly one of every and probability."`
-	Probability float64 `yaml:"probability" json:"probability,omitempty" jsonschema:"exclusiveMinimum=0,maximum=1,description=Fire on each intent with this probability\\, decided by a hash of (seed\\, fault\\, intent\\, attempt)."`
-	MaxAttempt  int     `yaml:"max_attempt" json:"max_attempt,omitempty" jsonschema:"minimum=1,description=Fire only on an intent's first N attempts/deliveries (default 1)\\, so a redelivery can get through."`
-	At          string  `yaml:"at" json:"at,omitempty" jsonschema:"enum=before-process,enum=after-effect-before-ack,enum=between-dedup-and-effect,description=consumer-crash only: where the consumer dies."`
+	Type        catalog.FaultType `yaml:"type" json:"type" jsonschema:"required,description=Which fault to inject."`
+	Name        string            `yaml:"name" json:"name,omitempty" jsonschema:"description=Label in reports (default: type\\, plus the crash point)."`
+	Every       int               `yaml:"every" json:"every,omitempty" jsonschema:"minimum=1,description=Fire on every Nth intent (offset chosen from the seed). Exactly one of every and probability."`
+	Probability float64           `yaml:"probability" json:"probability,omitempty" jsonschema:"exclusiveMinimum=0,maximum=1,description=Fire on each intent with this probability\\, decided by a hash of (seed\\, fault\\, intent\\, attempt)."`
+	MaxAttempt  int               `yaml:"max_attempt" json:"max_attempt,omitempty" jsonschema:"minimum=1,description=Fire only on an intent's first N attempts/deliveries (default 1)\\, so a redelivery can get through."`
+	// Params is the fault type's own parameters (catalog.Fault.NewParams).
+	Params any `yaml:",params" json:"-"`
 
 	// Line is the scenario line the fault starts on (for messages).
 	Line int `yaml:"-" json:"-"`
@@ -72,7 +80,7 @@ type Fault struct {
 // optional setting overrides and its expectations.
 type Variant struct {
 	Name     string                 `yaml:"name" json:"name" jsonschema:"required,description=Name used in reports and JSON output."`
-	Strategy string                 `yaml:"strategy" json:"strategy" jsonschema:"required,enum=none,enum=dedup-table,enum=dedup-table-split,description=Consumer idempotency strategy."`
+	Strategy string                 `yaml:"strategy" json:"strategy" jsonschema:"required,description=Consumer idempotency strategy."`
 	Producer *Producer              `yaml:"producer" json:"producer,omitempty" jsonschema:"description=Overrides of the scenario's producer settings."`
 	Consumer *Consumer              `yaml:"consumer" json:"consumer,omitempty" jsonschema:"description=Overrides of the scenario's consumer settings."`
 	Expect   map[string]Expectation `yaml:"expect" json:"expect,omitempty" jsonschema:"description=Checks on the variant's counts\\, e.g. duplicates: 0 or lost: '>0'."`

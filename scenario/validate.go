@@ -5,75 +5,8 @@ import (
 	"net"
 	"strings"
 
-	"github.com/dqbench/dqbench/faults"
-	"github.com/dqbench/dqbench/strategy"
+	"github.com/dqbench/dqbench/catalog"
 )
-
-// Allowed values of the enumerated settings.
-var (
-	// BrokerKinds are the brokers a scenario may name.
-	BrokerKinds  = []string{"kafka"}
-	brokerModes  = []string{ModeEmbedded, ModeExternal}
-	producerAcks = []string{AcksAll, AcksLeader, AcksNone}
-	consumerAcks = []string{AckAfterProcess, AckBeforeProcess}
-)
-
-// atParam is the fault parameter naming a crash point.
-const atParam = "at"
-
-// Enumerated setting values.
-const (
-	ModeEmbedded     = "embedded"
-	ModeExternal     = "external"
-	AcksAll          = "all"
-	AcksLeader       = "leader"
-	AcksNone         = "none"
-	AckAfterProcess  = "after-process"
-	AckBeforeProcess = "before-process"
-)
-
-// faultTypes lists the fault type names.
-func faultTypes() []string {
-	out := make([]string, len(faults.All))
-	for i, k := range faults.All {
-		out[i] = k.Name
-	}
-	return out
-}
-
-// crashPoints lists every crash point: the consumer loop's, then the
-// strategies' own.
-func crashPoints() []string {
-	var out []string
-	add := func(p faults.Point) {
-		if indexOf(out, string(p)) < 0 {
-			out = append(out, string(p))
-		}
-	}
-	for _, p := range faults.LoopPoints {
-		add(p)
-	}
-	add(faults.BetweenDedupAndEffect)
-	for _, s := range strategy.All {
-		if cp, ok := s.(strategy.CrashPointer); ok {
-			for _, p := range cp.CrashPoints() {
-				add(p)
-			}
-		}
-	}
-	return out
-}
-
-// takesAt lists the fault types that take an "at" crash point.
-func takesAt() []string {
-	var out []string
-	for _, k := range faults.All {
-		if indexOf(k.Params, atParam) >= 0 {
-			out = append(out, k.Name)
-		}
-	}
-	return out
-}
 
 // checker runs the checks that need more than one key, on a decoded
 // scenario, reporting through the decoder so that each problem points at
@@ -92,6 +25,7 @@ func (c *checker) check() {
 	c.variants()
 	c.acks()
 	c.faultPoints()
+	c.faultsAvailable()
 }
 
 func (c *checker) top() {
@@ -125,37 +59,63 @@ func (c *checker) top() {
 }
 
 func (c *checker) broker() {
+	kinds := catalog.BrokerKind("").Allowed()
 	if !c.d.has("broker") {
 		c.missing("broker", "add a broker section, e.g. broker: {kind: kafka}")
 		return
 	}
 	b := c.s.Broker
-	if c.d.has("broker.kind") {
-		c.oneOf("broker.kind", b.Kind, BrokerKinds)
-	} else {
-		c.missing("broker.kind", "add kind: one of "+strings.Join(BrokerKinds, ", "))
+	if !c.d.has("broker.kind") {
+		c.missing("broker.kind", "add kind: one of "+strings.Join(kinds, ", "))
 	}
 	mode := b.Mode
-	if c.d.has("broker.mode") {
-		if !c.oneOf("broker.mode", b.Mode, brokerModes) {
-			mode = ""
-		}
-	} else {
-		mode = ModeEmbedded
+	if !c.d.has("broker.mode") {
+		mode = catalog.Embedded
+	}
+	kind, known := catalog.LookupBroker(b.Kind)
+	if known && c.d.has("broker.mode") && indexOf(catalog.Strings(kind.Modes), string(mode)) < 0 {
+		c.errorf("broker.mode", "broker.mode: %s is not supported for %s (supported: %s)", mode, b.Kind, strings.Join(catalog.Strings(kind.Modes), ", "))
+	}
+	example := "host:port"
+	if known {
+		example = kind.ExampleAddress
 	}
 	switch {
-	case mode == ModeExternal && len(b.Addresses) == 0:
-		c.errorf("broker.mode", `broker: mode external needs addresses: add addresses: ["127.0.0.1:9092"] (host:port of each broker), or use mode: embedded`)
-	case mode == ModeEmbedded && len(b.Addresses) > 0:
+	case mode == catalog.External && len(b.Addresses) == 0:
+		c.errorf("broker.mode", `broker: mode external needs addresses: add addresses: ["%s"] (host:port of each broker), or use mode: embedded`, example)
+	case mode == catalog.Embedded && len(b.Addresses) > 0:
 		c.errorf("broker.addresses", "broker.addresses: only used with mode: external; add mode: external or remove addresses")
 	}
 	for i, a := range b.Addresses {
 		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
 			p := fmt.Sprintf("broker.addresses[%d]", i)
-			c.errorf(p, `%s: %q is not host:port (e.g. "127.0.0.1:9092")`, p, a)
+			c.errorf(p, `%s: %q is not host:port (e.g. "%s")`, p, a, example)
 		}
 	}
-	c.atLeast1("broker.partitions", b.Partitions)
+	if ks, ok := b.Settings.(*catalog.KafkaSettings); ok {
+		c.atLeast1("broker.partitions", ks.Partitions)
+	}
+	c.requiredParams("broker", b.Settings, string(b.Kind))
+}
+
+// requiredParams reports the required keys of a parameter struct that the
+// scenario leaves out.
+func (c *checker) requiredParams(path string, params any, owner string) {
+	if params == nil {
+		return
+	}
+	for _, key := range requiredParams(params) {
+		if !c.d.has(join(path, key)) {
+			hint := ""
+			if doc := paramDoc(params, key); doc != "" {
+				hint = " " + doc
+			}
+			if a, ok := fieldValue(params, key).(allowedValues); ok {
+				hint += fmt.Sprintf(" (allowed: %s)", strings.Join(a.Allowed(), ", "))
+			}
+			c.errorf(join(path, key), "%s: %s needs %s:%s", path, owner, key, hint)
+		}
+	}
 }
 
 // producer checks producer settings at path: the scenario's, or a
@@ -164,18 +124,12 @@ func (c *checker) producer(path string, p *Producer) {
 	if p == nil {
 		return
 	}
-	if c.d.has(path + ".acks") {
-		c.oneOf(path+".acks", p.Acks, producerAcks)
-	}
 	c.atLeast1(path+".window", p.Window)
 }
 
 func (c *checker) consumer(path string, cs *Consumer) {
 	if cs == nil {
 		return
-	}
-	if c.d.has(path + ".ack") {
-		c.oneOf(path+".ack", cs.Ack, consumerAcks)
 	}
 	c.atLeast1(path+".instances", cs.Instances)
 	c.atLeast1(path+".prefetch", cs.Prefetch)
@@ -185,12 +139,9 @@ func (c *checker) faults() {
 	names := map[string]string{} // fault name → path of the fault that has it
 	for i, f := range c.s.Faults {
 		fp := fmt.Sprintf("faults[%d]", i)
-		kind, known := faults.Lookup(f.Type)
-		switch {
-		case !c.d.has(fp + ".type"):
-			c.missing(fp+".type", "add type: one of "+strings.Join(faultTypes(), ", "))
-		case !known:
-			c.oneOf(fp+".type", f.Type, faultTypes())
+		_, known := catalog.LookupFault(f.Type)
+		if !c.d.has(fp + ".type") {
+			c.missing(fp+".type", "add type: one of "+strings.Join(f.Type.Allowed(), ", "))
 		}
 
 		every, prob := c.d.has(fp+".every"), c.d.has(fp+".probability")
@@ -207,44 +158,75 @@ func (c *checker) faults() {
 			c.errorf(fp+".probability", "%s.probability: must be more than 0 and at most 1, got %v", fp, f.Probability)
 		}
 		c.atLeast1(fp+".max_attempt", f.MaxAttempt)
-
-		if known && kind.Side == "broker" && c.s.Broker.Mode == ModeExternal {
-			c.errorf(fp+".type", "%s: %s is injected inside the embedded broker (kfake) and cannot be injected on an external one; use broker mode: embedded, or remove this fault", fp, f.Type)
+		if !known {
+			continue
 		}
-		if known {
-			hasAt := c.d.has(fp + ".at")
-			switch wantAt := indexOf(kind.Params, atParam) >= 0; {
-			case wantAt && !hasAt:
-				c.errorf(fp+".at", "%s: %s needs at: the crash point (allowed: %s)", fp, f.Type, strings.Join(crashPoints(), ", "))
-			case wantAt:
-				c.oneOf(fp+".at", f.At, crashPoints())
-			case hasAt:
-				c.errorf(fp+".at", "%s.at: %s takes no crash point (only %s does); remove it", fp, f.Type, strings.Join(takesAt(), ", "))
+		c.requiredParams(fp, f.Params, string(f.Type))
+		name := f.Name
+		if name == "" {
+			name = catalog.DefaultFaultName(f.Type, f.Params)
+		}
+		namePath := fp + ".name"
+		if !c.d.has(namePath) {
+			namePath = fp
+		}
+		if prev, dup := names[name]; dup {
+			c.errorf(namePath, "%s: name %q is already used by %s; add name: with a unique label to one of them", fp, name, prev)
+		} else {
+			names[name] = fp
+		}
+	}
+}
+
+// faultsAvailable checks that each fault can act with the broker and each
+// variant's producer settings (catalog.Fault.Available).
+func (c *checker) faultsAvailable() {
+	mode := c.s.Broker.Mode
+	if mode == "" {
+		mode = catalog.Embedded
+	}
+	for i, f := range c.s.Faults {
+		kind, ok := catalog.LookupFault(f.Type)
+		if !ok || kind.Available == nil {
+			continue
+		}
+		fp := fmt.Sprintf("faults[%d]", i)
+		where := catalog.Where{Broker: c.s.Broker.Kind, Mode: mode}
+		if why := kind.Available(where); why != "" {
+			c.errorf(fp+".type", "%s: %s cannot act here: %s", fp, f.Type, why)
+			continue
+		}
+		for j, v := range c.s.Variants {
+			where.Acks = c.s.ProducerFor(v).Acks
+			if where.Acks == "" {
+				where.Acks = catalog.AcksAll
 			}
-			name := f.Name
-			if name == "" {
-				name = defaultFaultName(f)
-			}
-			namePath := fp + ".name"
-			if !c.d.has(namePath) {
-				namePath = fp
-			}
-			if prev, dup := names[name]; dup {
-				c.errorf(namePath, "%s: name %q is already used by %s; add name: with a unique label to one of them", fp, name, prev)
-			} else {
-				names[name] = fp
+			if why := kind.Available(where); why != "" {
+				path := c.acksPath(j)
+				c.errorf(path, "%s: %s (%s) cannot act in variant %q: %s", path, f.Type, fp, v.Name, why)
 			}
 		}
 	}
 }
 
+// acksPath is where variant j's effective acks setting is written.
+func (c *checker) acksPath(j int) string {
+	if v := c.s.Variants[j]; v.Producer != nil && v.Producer.Acks != "" {
+		return fmt.Sprintf("variants[%d].producer.acks", j)
+	}
+	if c.d.has("producer.acks") {
+		return "producer.acks"
+	}
+	return fmt.Sprintf("variants[%d]", j)
+}
+
 func (c *checker) variants() {
 	if !c.d.has("variants") {
-		c.missing("variants", "add at least one variant with a name and a strategy ("+strings.Join(strategy.Names(), ", ")+")")
+		c.missing("variants", "add at least one variant with a name and a strategy ("+strings.Join(catalog.StrategyNames(), ", ")+")")
 		return
 	}
 	if len(c.s.Variants) == 0 {
-		c.errorf("variants", "variants: is empty; add at least one variant with a name and a strategy (%s)", strings.Join(strategy.Names(), ", "))
+		c.errorf("variants", "variants: is empty; add at least one variant with a name and a strategy (%s)", strings.Join(catalog.StrategyNames(), ", "))
 	}
 	names := map[string]string{} // variant name → path of the variant that has it
 	for i, v := range c.s.Variants {
@@ -260,9 +242,9 @@ func (c *checker) variants() {
 			names[v.Name] = vp
 		}
 		if c.d.has(vp + ".strategy") {
-			c.oneOf(vp+".strategy", v.Strategy, strategy.Names())
+			c.oneOf(vp+".strategy", v.Strategy, catalog.StrategyNames())
 		} else {
-			c.missing(vp+".strategy", "add strategy: one of "+strings.Join(strategy.Names(), ", "))
+			c.missing(vp+".strategy", "add strategy: one of "+strings.Join(catalog.StrategyNames(), ", "))
 		}
 		c.producer(vp+".producer", v.Producer)
 		c.consumer(vp+".consumer", v.Consumer)
@@ -274,7 +256,7 @@ func (c *checker) variants() {
 func (c *checker) acks() {
 	for i, v := range c.s.Variants {
 		p := c.s.ProducerFor(v)
-		if p.Acks == "" || p.Acks == AcksAll || indexOf(producerAcks, p.Acks) < 0 || !p.IsIdempotent() {
+		if p.Acks == "" || p.Acks == catalog.AcksAll || !p.IsIdempotent() {
 			continue
 		}
 		vp := fmt.Sprintf("variants[%d].producer", i)
@@ -296,9 +278,9 @@ func (c *checker) acks() {
 // faultPoints checks that each crash point a fault names exists in some
 // variant's strategy: otherwise the fault can never fire.
 func (c *checker) faultPoints() {
-	var used []strategy.Strategy
+	var used []catalog.Strategy
 	for _, v := range c.s.Variants {
-		if st, ok := strategy.Lookup(v.Strategy); ok {
+		if st, ok := catalog.LookupStrategy(v.Strategy); ok {
 			used = append(used, st)
 		}
 	}
@@ -306,26 +288,26 @@ func (c *checker) faultPoints() {
 		return
 	}
 	for i, f := range c.s.Faults {
-		if f.Type != faults.ConsumerCrash || indexOf(crashPoints(), f.At) < 0 {
+		p, ok := f.Params.(*catalog.ConsumerCrashParams)
+		if !ok || indexOf(p.At.Allowed(), string(p.At)) < 0 {
 			continue
 		}
-		p := faults.Point(f.At)
 		found := false
 		for _, st := range used {
-			found = found || strategy.HasPoint(st, p)
+			found = found || st.HasPoint(p.At)
 		}
 		if found {
 			continue
 		}
 		var with []string
-		for _, st := range strategy.All {
-			if strategy.HasPoint(st, p) {
-				with = append(with, st.Name())
+		for _, st := range catalog.Strategies {
+			if st.HasPoint(p.At) {
+				with = append(with, st.Name)
 			}
 		}
 		path := fmt.Sprintf("faults[%d].at", i)
 		c.errorf(path, "%s: no variant's strategy has the crash point %s, so the fault never fires; add a variant with strategy %s, or pick another point",
-			path, f.At, strings.Join(with, " or "))
+			path, p.At, strings.Join(with, " or "))
 	}
 }
 

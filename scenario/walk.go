@@ -3,9 +3,12 @@ package scenario
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/goccy/go-yaml/ast"
+
+	"github.com/dqbench/dqbench/check"
 )
 
 // decoder fills a Go value from the YAML syntax tree, walking the tree
@@ -97,6 +100,12 @@ func (d *decoder) value(path string, n, r ast.Node, tag string, v reflect.Value)
 		d.dict(path, n, r, v)
 	case reflect.String:
 		if s, ok := stringValue(r, tag); ok {
+			if a, ok := v.Interface().(allowedValues); ok {
+				if allowed := a.Allowed(); indexOf(allowed, s) < 0 {
+					d.fail(path, n, fmt.Sprintf("%s: %q is not allowed (allowed: %s)%s", path, s, strings.Join(allowed, ", "), didYouMean(s, allowed)))
+					return
+				}
+			}
 			v.SetString(s)
 			return
 		}
@@ -133,32 +142,73 @@ func (d *decoder) value(path string, n, r ast.Node, tag string, v reflect.Value)
 	}
 }
 
-// structure fills struct v from a mapping whose keys are v's yaml tags.
+// structure fills struct v from a mapping whose keys are v's yaml tags. A
+// field tagged `yaml:",params"` takes the keys of the parameter struct that
+// v (a paramser) gives once its own keys are read.
 func (d *decoder) structure(path string, n, r ast.Node, v reflect.Value) {
 	fields := yamlFields(v.Type())
 	names := make([]string, len(fields))
 	for i, f := range fields {
 		names[i] = f.name
 	}
+	params := paramsField(v.Type())
 	pairs, ok := d.mapping(path, n, r, fmt.Sprintf("a mapping (keys: %s)", strings.Join(names, ", ")))
 	if !ok {
 		return
 	}
-	var suggested []string
+	var rest []pair
 	for _, p := range pairs {
 		i := indexOf(names, p.name)
 		if i < 0 {
-			msg := fmt.Sprintf("unknown key %q %s (allowed: %s)", p.name, where(path), strings.Join(names, ", "))
-			if s, ok := suggest(p.name, names); ok {
-				msg += fmt.Sprintf("; did you mean %q?", s)
-				suggested = append(suggested, s)
-			}
-			d.errAt(p.key, msg)
+			rest = append(rest, p)
 			continue
 		}
 		fp := join(path, p.name)
 		d.keys[fp] = p.key
 		d.decode(fp, p.value, v.FieldByIndex(fields[i].index))
+	}
+
+	// The parameter struct, now that the keys deciding it are read.
+	var pv reflect.Value
+	var pfields []field
+	var ps paramser
+	known := true
+	if params != nil {
+		ps = v.Addr().Interface().(paramser)
+		var p any
+		if p, known = ps.newParams(); p != nil {
+			pv = reflect.ValueOf(p).Elem()
+			pfields = yamlFields(pv.Type())
+			v.FieldByIndex(params).Set(reflect.ValueOf(p))
+		}
+	}
+	allowed := slices.Clone(names)
+	for _, f := range pfields {
+		allowed = append(allowed, f.name)
+	}
+	var suggested []string
+	for _, p := range rest {
+		if i := slices.IndexFunc(pfields, func(f field) bool { return f.name == p.name }); i >= 0 {
+			fp := join(path, p.name)
+			d.keys[fp] = p.key
+			d.decode(fp, p.value, pv.FieldByIndex(pfields[i].index))
+			continue
+		}
+		if !known {
+			continue // which keys are allowed depends on a value already reported
+		}
+		if ps != nil {
+			if owners := ps.paramOwners(p.name); len(owners) > 0 {
+				d.errAt(p.key, fmt.Sprintf("%s: %s takes no %s (only %s does); remove it", join(path, p.name), ps.kindName(), p.name, strings.Join(owners, ", ")))
+				continue
+			}
+		}
+		msg := fmt.Sprintf("unknown key %q %s (allowed: %s)", p.name, where(path), strings.Join(allowed, ", "))
+		if s, ok := suggest(p.name, allowed); ok {
+			msg += fmt.Sprintf("; did you mean %q?", s)
+			suggested = append(suggested, s)
+		}
+		d.errAt(p.key, msg)
 	}
 	for _, s := range suggested {
 		if _, given := d.keys[join(path, s)]; !given {
@@ -167,13 +217,32 @@ func (d *decoder) structure(path string, n, r ast.Node, v reflect.Value) {
 	}
 }
 
+// paramsField is the index of t's `yaml:",params"` field, or nil.
+func paramsField(t reflect.Type) []int {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if _, opts, _ := strings.Cut(f.Tag.Get("yaml"), ","); opts == "params" && f.IsExported() {
+			return f.Index
+		}
+	}
+	return nil
+}
+
+func reflectType(p any) reflect.Type {
+	t := reflect.TypeOf(p)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t
+}
+
 // dict fills a map with string keys; a map of expectations only takes
 // CountNames as keys.
 func (d *decoder) dict(path string, n, r ast.Node, v reflect.Value) {
 	t := v.Type()
 	var allowed []string
 	if t.Elem() == expectationType {
-		allowed = CountNames
+		allowed = check.CountNames()
 	}
 	want := "a mapping"
 	if allowed != nil {
@@ -500,8 +569,8 @@ func yamlFields(t reflect.Type) []field {
 		if !f.IsExported() {
 			continue
 		}
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if name == "-" {
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "-" || opts == "params" {
 			continue
 		}
 		if name == "" {

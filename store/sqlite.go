@@ -1,96 +1,178 @@
-// Package store is the business database the consumer strategies write to,
-// and the final audit that counts, per intent, how often its effect applied.
-//
-// The business effect is "balance = balance + amount" on an account row plus
-// one ledger row per application, so the audit can count applications per
-// intent and cross-check the balances.
 package store
 
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
+	"sync"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/dqbench/dqbench/history"
 )
 
-// Accounts is how many account rows intents spread their amounts over.
-const Accounts = 16
-
-// Effect is one business effect: add Amount to Account, on behalf of Intent.
-type Effect struct {
-	Intent  int
-	Account int
-	Amount  int64
+// SQLitePragmas are the settings every dqbench SQLite store opens with:
+// WAL with synchronous=NORMAL survives a process crash (a killed consumer
+// loses nothing committed; only an OS crash could), the one connection holds
+// the database exclusively, and checkpoints run every 10,000 pages instead
+// of 1,000.
+var SQLitePragmas = []string{
+	"journal_mode(WAL)",
+	"synchronous(NORMAL)",
+	"busy_timeout(10000)",
+	"locking_mode(EXCLUSIVE)",
+	"wal_autocheckpoint(10000)",
 }
 
-// Open creates (or opens) the SQLite database at path in WAL mode with
-// synchronous=NORMAL (safe against a process crash), immediate write
-// transactions and a busy timeout, and creates the business tables.
-func Open(ctx context.Context, path string) (*sql.DB, error) {
+// SQLite is a store in one SQLite file, written through one connection with
+// prepared statements. Transactions from several consumer instances take
+// turns.
+type SQLite struct {
+	db   *sql.DB
+	conn *sql.Conn
+	path string
+
+	mu    sync.Mutex // one transaction at a time
+	stmts map[string]*sql.Stmt
+}
+
+var (
+	_ Store = (*SQLite)(nil)
+	_ Tx    = (*sqliteTx)(nil)
+)
+
+// OpenSQLite creates (or opens) the SQLite database at path and its business
+// tables.
+func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	q := url.Values{}
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(NORMAL)")
-	q.Add("_pragma", "busy_timeout(10000)")
-	q.Add("_txlock", "immediate")
+	for _, p := range SQLitePragmas {
+		q.Add("_pragma", p)
+	}
 	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	// One writer at a time is all SQLite allows; a single connection
-	// avoids busy retries between a variant's consumer instances.
 	db.SetMaxOpenConns(1)
-	stmts := []string{
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	s := &SQLite{db: db, conn: conn, path: path, stmts: map[string]*sql.Stmt{}}
+	err = s.Setup(ctx,
 		`CREATE TABLE IF NOT EXISTS accounts (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL)`,
 		`CREATE TABLE IF NOT EXISTS ledger (seq INTEGER PRIMARY KEY AUTOINCREMENT, intent INTEGER NOT NULL, account INTEGER NOT NULL, amount INTEGER NOT NULL)`,
+	)
+	if err == nil {
+		err = s.Tx(ctx, func(tx Tx) error {
+			for id := range Accounts {
+				if _, err := tx.Exec(`INSERT OR IGNORE INTO accounts (id, balance) VALUES (?, 0)`, id); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 	}
-	for _, s := range stmts {
-		if _, err := db.ExecContext(ctx, s); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("create store tables in %s: %w", path, err)
-		}
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("create store tables in %s: %w", path, err)
 	}
-	for id := 0; id < Accounts; id++ {
-		if _, err := db.ExecContext(ctx, `INSERT OR IGNORE INTO accounts (id, balance) VALUES (?, 0)`, id); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("seed accounts in %s: %w", path, err)
-		}
-	}
-	return db, nil
+	return s, nil
 }
 
-// Execer is what Apply needs: a *sql.Tx or a *sql.DB.
-type Execer interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+// Setup runs ddl on the store's connection.
+func (s *SQLite) Setup(ctx context.Context, ddl ...string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, q := range ddl {
+		if _, err := s.conn.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// Apply performs the business effect: the balance update and its ledger row.
-// It is not idempotent: every call adds the amount again.
-func Apply(ctx context.Context, x Execer, e Effect) error {
-	if _, err := x.ExecContext(ctx, `UPDATE accounts SET balance = balance + ? WHERE id = ?`, e.Amount, e.Account); err != nil {
+// Tx runs fn between BEGIN IMMEDIATE and COMMIT. Statements run with a
+// context that is never cancelled: the modernc driver would otherwise watch
+// each statement's context in a goroutine of its own.
+func (s *SQLite) Tx(ctx context.Context, fn func(Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	bg := context.Background()
+	if _, err := s.conn.ExecContext(bg, "BEGIN IMMEDIATE"); err != nil {
+		return err
+	}
+	if err := fn(&sqliteTx{s: s}); err != nil {
+		_, rerr := s.conn.ExecContext(bg, "ROLLBACK")
+		return errors.Join(err, rerr)
+	}
+	_, err := s.conn.ExecContext(bg, "COMMIT")
+	return err
+}
+
+type sqliteTx struct{ s *SQLite }
+
+func (t *sqliteTx) Exec(query string, args ...any) (int64, error) {
+	st, ok := t.s.stmts[query]
+	if !ok {
+		var err error
+		if st, err = t.s.conn.PrepareContext(context.Background(), query); err != nil {
+			return 0, err
+		}
+		t.s.stmts[query] = st
+	}
+	res, err := st.ExecContext(context.Background(), args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (t *sqliteTx) Apply(e Effect) error { return apply(t, e) }
+
+// apply is the business effect in portable SQL, for every store.
+func apply(tx Tx, e Effect) error {
+	if _, err := tx.Exec(`UPDATE accounts SET balance = balance + ? WHERE id = ?`, e.Amount, e.Account); err != nil {
 		return fmt.Errorf("apply effect of intent %d: %w", e.Intent, err)
 	}
-	if _, err := x.ExecContext(ctx, `INSERT INTO ledger (intent, account, amount) VALUES (?, ?, ?)`, e.Intent, e.Account, e.Amount); err != nil {
+	if _, err := tx.Exec(`INSERT INTO ledger (intent, account, amount) VALUES (?, ?, ?)`, e.Intent, e.Account, e.Amount); err != nil {
 		return fmt.Errorf("record effect of intent %d: %w", e.Intent, err)
 	}
 	return nil
 }
 
-// Audit is the final state of a store: how many times each intent's effect
-// applied, and whether the balances agree with the ledger.
-type Audit struct {
-	// Applied maps intent to the number of ledger rows it has.
-	Applied map[int]int `json:"applied"`
-	// BalanceMismatch lists accounts whose balance is not the sum of their
-	// ledger rows; empty when the store is consistent.
-	BalanceMismatch []int `json:"balance_mismatch,omitempty"`
+// Audit reads the ledger and checks the balances.
+func (s *SQLite) Audit(ctx context.Context) (history.Audit, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return audit(ctx, s.conn)
 }
 
-// ReadAudit reads the final audit of db.
-func ReadAudit(ctx context.Context, db *sql.DB) (Audit, error) {
-	a := Audit{Applied: map[int]int{}}
-	rows, err := db.QueryContext(ctx, `SELECT intent, COUNT(*) FROM ledger GROUP BY intent`)
+// Close releases the statements and the database.
+func (s *SQLite) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, st := range s.stmts {
+		st.Close()
+	}
+	s.stmts = nil
+	return errors.Join(s.conn.Close(), s.db.Close())
+}
+
+// querier is what the audit needs of a connection.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// audit reads the final state of the business tables (portable SQL).
+func audit(ctx context.Context, q querier) (history.Audit, error) {
+	a := history.Audit{Applied: map[int]int{}}
+	rows, err := q.QueryContext(ctx, `SELECT intent, COUNT(*) FROM ledger GROUP BY intent`)
 	if err != nil {
 		return a, fmt.Errorf("audit ledger: %w", err)
 	}
@@ -106,7 +188,7 @@ func ReadAudit(ctx context.Context, db *sql.DB) (Audit, error) {
 	if err := rows.Err(); err != nil {
 		return a, fmt.Errorf("audit ledger: %w", err)
 	}
-	rows, err = db.QueryContext(ctx, `SELECT a.id FROM accounts a
+	rows, err = q.QueryContext(ctx, `SELECT a.id FROM accounts a
 		LEFT JOIN (SELECT account, SUM(amount) AS total FROM ledger GROUP BY account) l ON l.account = a.id
 		WHERE a.balance != COALESCE(l.total, 0) ORDER BY a.id`)
 	if err != nil {

@@ -2,9 +2,8 @@ package strategy
 
 import (
 	"context"
-	"database/sql"
 
-	"github.com/dqbench/dqbench/faults"
+	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/store"
 )
 
@@ -14,26 +13,20 @@ type DedupTable struct{}
 
 var _ Strategy = DedupTable{}
 
-func (DedupTable) Name() string { return "dedup-table" }
-func (DedupTable) Doc() string {
-	return "dedup row and business update in one transaction; a conflict means already done"
+func (DedupTable) Setup(ctx context.Context, env Env) error {
+	return env.Store.Setup(ctx, createDedup)
 }
 
-func (DedupTable) Setup(ctx context.Context, db *sql.DB) error {
-	_, err := db.ExecContext(ctx, createDedup)
-	return err
-}
-
-func (DedupTable) Process(ctx context.Context, db *sql.DB, m Message, _ CrashHook) (Outcome, error) {
+func (DedupTable) Process(ctx context.Context, env Env, m Message, _ CrashHook) (Outcome, error) {
 	var out Outcome
-	err := inTx(ctx, db, func(tx *sql.Tx) error {
-		fresh, err := markProcessed(ctx, tx, m.ID)
+	err := env.Store.Tx(ctx, func(tx store.Tx) error {
+		fresh, err := markProcessed(tx, m.ID)
 		if err != nil || !fresh {
-			out.Reason = "duplicate: message id already in the dedup table"
+			out.Reason = skippedDuplicate
 			return err
 		}
 		out.Applied = true
-		return store.Apply(ctx, tx, m.Effect)
+		return tx.Apply(m.Effect)
 	})
 	if err != nil {
 		return Outcome{}, err
@@ -47,41 +40,28 @@ func (DedupTable) Process(ctx context.Context, db *sql.DB, m Message, _ CrashHoo
 // the effect is lost.
 type DedupTableSplit struct{}
 
-var (
-	_ Strategy     = DedupTableSplit{}
-	_ CrashPointer = DedupTableSplit{}
-)
+var _ Strategy = DedupTableSplit{}
 
-func (DedupTableSplit) Name() string { return "dedup-table-split" }
-func (DedupTableSplit) Doc() string {
-	return "dedup row committed in its own transaction before the business update (fake idempotency)"
+func (DedupTableSplit) Setup(ctx context.Context, env Env) error {
+	return env.Store.Setup(ctx, createDedup)
 }
 
-func (DedupTableSplit) CrashPoints() []faults.Point {
-	return []faults.Point{faults.BetweenDedupAndEffect}
-}
-
-func (DedupTableSplit) Setup(ctx context.Context, db *sql.DB) error {
-	_, err := db.ExecContext(ctx, createDedup)
-	return err
-}
-
-func (DedupTableSplit) Process(ctx context.Context, db *sql.DB, m Message, crash CrashHook) (Outcome, error) {
+func (DedupTableSplit) Process(ctx context.Context, env Env, m Message, crash CrashHook) (Outcome, error) {
 	var fresh bool
-	err := inTx(ctx, db, func(tx *sql.Tx) (err error) {
-		fresh, err = markProcessed(ctx, tx, m.ID)
+	err := env.Store.Tx(ctx, func(tx store.Tx) (err error) {
+		fresh, err = markProcessed(tx, m.ID)
 		return err
 	})
 	if err != nil {
 		return Outcome{}, err
 	}
 	if !fresh {
-		return Outcome{Reason: "duplicate: message id already in the dedup table"}, nil
+		return Outcome{Reason: skippedDuplicate}, nil
 	}
-	if err := crash(faults.BetweenDedupAndEffect); err != nil {
+	if err := crash(catalog.BetweenDedupAndEffect); err != nil {
 		return Outcome{}, err
 	}
-	if err := inTx(ctx, db, func(tx *sql.Tx) error { return store.Apply(ctx, tx, m.Effect) }); err != nil {
+	if err := env.Store.Tx(ctx, func(tx store.Tx) error { return tx.Apply(m.Effect) }); err != nil {
 		return Outcome{}, err
 	}
 	return Outcome{Applied: true}, nil

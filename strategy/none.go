@@ -2,7 +2,6 @@ package strategy
 
 import (
 	"context"
-	"database/sql"
 
 	"github.com/dqbench/dqbench/store"
 )
@@ -12,12 +11,9 @@ type None struct{}
 
 var _ Strategy = None{}
 
-func (None) Name() string { return "none" }
-func (None) Doc() string  { return "apply the effect on every delivery (no idempotency)" }
+func (None) Setup(context.Context, Env) error { return nil }
 
-func (None) Setup(context.Context, *sql.DB) error { return nil }
-
-func (None) Process(ctx context.Context, db *sql.DB, m Message, _ CrashHook) (Outcome, error) {
-	err := inTx(ctx, db, func(tx *sql.Tx) error { return store.Apply(ctx, tx, m.Effect) })
+func (None) Process(ctx context.Context, env Env, m Message, _ CrashHook) (Outcome, error) {
+	err := env.Store.Tx(ctx, func(tx store.Tx) error { return tx.Apply(m.Effect) })
 	return Outcome{Applied: err == nil}, err
 }

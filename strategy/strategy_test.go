@@ -7,16 +7,16 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/dqbench/dqbench/faults"
+	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/store"
 )
 
 var errCrash = errors.New("crash")
 
-func noCrash(faults.Point) error { return nil }
+func noCrash(catalog.CrashPoint) error { return nil }
 
-func crashAt(p faults.Point) CrashHook {
-	return func(at faults.Point) error {
+func crashAt(p catalog.CrashPoint) CrashHook {
+	return func(at catalog.CrashPoint) error {
 		if at == p {
 			return errCrash
 		}
@@ -32,35 +32,32 @@ func msg(intent int) Message {
 // checks how often the effect applied.
 func TestRedelivery(t *testing.T) {
 	for _, tc := range []struct {
-		strategy Strategy
+		strategy string
 		want     int // applications of one intent delivered twice
 	}{
-		{None{}, 2},
-		{DedupTable{}, 1},
-		{DedupTableSplit{}, 1},
+		{"none", 2},
+		{"dedup-table", 1},
+		{"dedup-table-split", 1},
 	} {
-		t.Run(tc.strategy.Name(), func(t *testing.T) {
+		t.Run(tc.strategy, func(t *testing.T) {
 			ctx := context.Background()
-			db, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-			if err != nil {
+			env := openEnv(t)
+			st := All[tc.strategy]
+			if err := st.Setup(ctx, env); err != nil {
 				t.Fatal(err)
 			}
-			defer db.Close()
-			if err := tc.strategy.Setup(ctx, db); err != nil {
-				t.Fatal(err)
-			}
-			first, err := tc.strategy.Process(ctx, db, msg(1), noCrash)
+			first, err := st.Process(ctx, env, msg(1), noCrash)
 			if err != nil || !first.Applied {
 				t.Fatalf("first delivery: %+v, %v", first, err)
 			}
-			second, err := tc.strategy.Process(ctx, db, msg(1), noCrash)
+			second, err := st.Process(ctx, env, msg(1), noCrash)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if second.Applied != (tc.want == 2) {
 				t.Errorf("second delivery applied = %v", second.Applied)
 			}
-			audit, err := store.ReadAudit(ctx, db)
+			audit, err := env.Store.Audit(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -75,23 +72,19 @@ func TestRedelivery(t *testing.T) {
 // marker, dies, and then skips the redelivery: the effect never applies.
 func TestSplitLosesOnCrashBetween(t *testing.T) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	env := openEnv(t)
 	s := DedupTableSplit{}
-	if err := s.Setup(ctx, db); err != nil {
+	if err := s.Setup(ctx, env); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Process(ctx, db, msg(1), crashAt(faults.BetweenDedupAndEffect)); !errors.Is(err, errCrash) {
+	if _, err := s.Process(ctx, env, msg(1), crashAt(catalog.BetweenDedupAndEffect)); !errors.Is(err, errCrash) {
 		t.Fatalf("want the crash, got %v", err)
 	}
-	out, err := s.Process(ctx, db, msg(1), noCrash)
+	out, err := s.Process(ctx, env, msg(1), noCrash)
 	if err != nil || out.Applied || out.Reason == "" {
 		t.Fatalf("redelivery: %+v, %v; want skipped with a reason", out, err)
 	}
-	audit, err := store.ReadAudit(ctx, db)
+	audit, err := env.Store.Audit(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,19 +93,54 @@ func TestSplitLosesOnCrashBetween(t *testing.T) {
 	}
 }
 
-func TestCrashPoints(t *testing.T) {
-	if !HasPoint(None{}, faults.AfterEffectBeforeAck) || !HasPoint(None{}, faults.BeforeProcess) {
-		t.Error("every strategy has the consumer loop's crash points")
-	}
-	if HasPoint(None{}, faults.BetweenDedupAndEffect) || HasPoint(DedupTable{}, faults.BetweenDedupAndEffect) {
-		t.Error("only the split strategy has a point between dedup and effect")
-	}
-	if !HasPoint(DedupTableSplit{}, faults.BetweenDedupAndEffect) {
-		t.Error("the split strategy must expose between-dedup-and-effect")
-	}
-	for _, s := range All {
-		if got, ok := Lookup(s.Name()); !ok || got.Name() != s.Name() {
-			t.Errorf("Lookup(%q) failed", s.Name())
+// Every strategy in the catalog has an implementation, and no other.
+func TestEveryCatalogStrategyIsImplemented(t *testing.T) {
+	for _, st := range catalog.Strategies {
+		if All[st.Name] == nil {
+			t.Errorf("strategy %s has no implementation in strategy.All", st.Name)
 		}
 	}
+	if len(All) != len(catalog.Strategies) {
+		t.Errorf("strategy.All has %d implementations for %d catalog strategies", len(All), len(catalog.Strategies))
+	}
+}
+
+// A strategy calls the crash hook exactly at the points the catalog lists
+// for it, besides the loop's.
+func TestCrashPointsMatchTheCatalog(t *testing.T) {
+	for _, st := range catalog.Strategies {
+		t.Run(st.Name, func(t *testing.T) {
+			var called []catalog.CrashPoint
+			env := openEnv(t)
+			impl := All[st.Name]
+			if err := impl.Setup(context.Background(), env); err != nil {
+				t.Fatal(err)
+			}
+			_, err := impl.Process(context.Background(), env, msg(1), func(p catalog.CrashPoint) error {
+				called = append(called, p)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(called) != len(st.CrashPoints) {
+				t.Fatalf("crash hook called at %v, catalog lists %v", called, st.CrashPoints)
+			}
+			for i := range called {
+				if called[i] != st.CrashPoints[i] {
+					t.Errorf("crash hook called at %v, catalog lists %v", called, st.CrashPoints)
+				}
+			}
+		})
+	}
+}
+
+func openEnv(t *testing.T) Env {
+	t.Helper()
+	st, err := store.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return Env{Store: st}
 }

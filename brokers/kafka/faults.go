@@ -20,7 +20,7 @@ import (
 // Only the embedded broker can do this (scenario validation rejects the
 // fault with mode: external); on an external cluster it would need a
 // network fault layer.
-func (c *channel) LoseProduceResponses(fires func(intent, attempt int) bool, fired func(intent, attempt int)) {
+func (c *topicDest) LoseProduceResponses(fires func(intent, attempt int) bool, lost func(intents []int)) {
 	if c.k.cluster == nil {
 		return
 	}
@@ -45,10 +45,10 @@ func (c *channel) LoseProduceResponses(fires func(intent, attempt int) bool, fir
 			hit := false
 			for _, in := range intents {
 				sightings[in]++
-				if fires(in, sightings[in]) {
-					hit = true
-					fired(in, sightings[in])
-				}
+				hit = fires(in, sightings[in]) || hit
+			}
+			if hit {
+				lost(intents)
 			}
 			last, lastHit = req, hit
 			return hit

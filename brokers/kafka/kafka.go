@@ -12,21 +12,45 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/dqbench/dqbench/brokers"
+	"github.com/dqbench/dqbench/catalog"
 )
 
 // Kafka is an embedded or external Kafka cluster.
 type Kafka struct {
-	cluster *kfake.Cluster // nil when external
-	seeds   []string
-	admin   *kgo.Client
-	adm     *kadm.Client
+	cluster    *kfake.Cluster // nil when external
+	seeds      []string
+	admin      *kgo.Client
+	adm        *kadm.Client
+	partitions int32
 }
 
 var _ brokers.Broker = (*Kafka)(nil)
+
+// Open starts or connects to the Kafka the scenario describes.
+func Open(ctx context.Context, cfg brokers.Config) (brokers.Broker, error) {
+	settings, _ := cfg.Settings.(*catalog.KafkaSettings)
+	if settings == nil {
+		settings = new(catalog.KafkaSettings)
+		settings.Defaults()
+	}
+	var k *Kafka
+	var err error
+	if cfg.Mode == catalog.External {
+		k, err = Connect(ctx, cfg.Addresses)
+	} else {
+		k, err = StartEmbedded()
+	}
+	if err != nil {
+		return nil, err
+	}
+	k.partitions = int32(settings.Partitions)
+	return k, nil
+}
 
 // StartEmbedded starts a one-broker kfake cluster on a loopback port.
 func StartEmbedded() (*Kafka, error) {
@@ -64,7 +88,7 @@ func connect(ctx context.Context, seeds []string) (*Kafka, error) {
 		return nil, fmt.Errorf("%w: cannot reach Kafka at %s: %v; start one with \"docker compose up -d kafka\" or use mode: embedded",
 			brokers.ErrUnreachable, strings.Join(seeds, ","), err)
 	}
-	return &Kafka{seeds: seeds, admin: cl, adm: kadm.NewClient(cl)}, nil
+	return &Kafka{seeds: seeds, admin: cl, adm: kadm.NewClient(cl), partitions: 1}, nil
 }
 
 // Name says which Kafka this is.
@@ -85,22 +109,22 @@ func (k *Kafka) Close() error {
 }
 
 // Open creates the variant's topic.
-func (k *Kafka) Open(ctx context.Context, spec brokers.ChannelSpec) (brokers.Channel, error) {
+func (k *Kafka) Open(ctx context.Context, spec brokers.DestinationSpec) (brokers.Destination, error) {
 	topic := "dqbench-" + spec.Name
-	resp, err := k.adm.CreateTopic(ctx, int32(spec.Partitions), 1, nil, topic)
+	resp, err := k.adm.CreateTopic(ctx, k.partitions, 1, nil, topic)
 	if err == nil {
 		err = resp.Err
 	}
 	if err != nil {
 		return nil, fmt.Errorf("create topic %s: %w", topic, err)
 	}
-	return &channel{k: k, spec: spec, topic: topic, group: topic + "-group", seen: map[int32]int64{}}, nil
+	return &topicDest{k: k, spec: spec, topic: topic, group: topic + "-group", seen: map[int32]int64{}}, nil
 }
 
-// channel is one variant's topic and consumer group.
-type channel struct {
+// topicDest is one variant's topic and consumer group.
+type topicDest struct {
 	k     *Kafka
-	spec  brokers.ChannelSpec
+	spec  brokers.DestinationSpec
 	topic string
 	group string
 
@@ -111,11 +135,11 @@ type channel struct {
 }
 
 var (
-	_ brokers.Channel              = (*channel)(nil)
-	_ brokers.ProduceResponseLoser = (*channel)(nil)
+	_ brokers.Destination          = (*topicDest)(nil)
+	_ brokers.ProduceResponseLoser = (*topicDest)(nil)
 )
 
-func (c *channel) Producer(ctx context.Context) (brokers.Producer, error) {
+func (c *topicDest) Producer(ctx context.Context) (brokers.Producer, error) {
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(c.k.seeds...),
 		kgo.DefaultProduceTopic(c.topic),
@@ -128,9 +152,9 @@ func (c *channel) Producer(ctx context.Context) (brokers.Producer, error) {
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
 	}
 	switch c.spec.Acks {
-	case "leader":
+	case catalog.AcksLeader:
 		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()))
-	case "none":
+	case catalog.AcksNone:
 		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()))
 	default:
 		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
@@ -142,7 +166,7 @@ func (c *channel) Producer(ctx context.Context) (brokers.Producer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka producer: %w", err)
 	}
-	return &producer{cl: cl, noAck: c.spec.Acks == "none"}, nil
+	return &producer{cl: cl, noAck: c.spec.Acks == catalog.AcksNone}, nil
 }
 
 type producer struct {
@@ -165,7 +189,7 @@ func (p *producer) Close(ctx context.Context) {
 	p.cl.Close()
 }
 
-func (c *channel) Consumer(ctx context.Context, gen int) (brokers.Consumer, error) {
+func (c *topicDest) Consumer(ctx context.Context, gen int) (brokers.Consumer, error) {
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(c.k.seeds...),
 		kgo.ConsumerGroup(c.group),
@@ -182,7 +206,7 @@ func (c *channel) Consumer(ctx context.Context, gen int) (brokers.Consumer, erro
 }
 
 type consumer struct {
-	c   *channel
+	c   *topicDest
 	cl  *kgo.Client
 	max int
 	buf []*kgo.Record
@@ -220,7 +244,7 @@ func (k *consumer) Next(ctx context.Context) (brokers.Delivery, error) {
 		return brokers.Delivery{}, fmt.Errorf("record %s[%d]@%d: %w", r.Topic, r.Partition, r.Offset, err)
 	}
 	return brokers.Delivery{
-		Intent: intent, Body: r.Value, Partition: r.Partition, Offset: r.Offset,
+		Intent: intent, Body: r.Value, Position: fmt.Sprintf("%d@%d", r.Partition, r.Offset),
 		Redelivered: redelivered, Handle: r,
 	}, nil
 }
@@ -251,42 +275,53 @@ func (k *consumer) leaveAndClose(limit time.Duration) {
 	k.cl.Close()
 }
 
-// Drained reports whether the group's committed offsets have reached the end
-// of every partition.
-func (c *channel) Drained(ctx context.Context) (bool, error) {
+// Backlog counts the records between the group's committed offsets and the
+// end of each partition.
+func (c *topicDest) Backlog(ctx context.Context) (int64, error) {
 	ends, err := c.k.adm.ListEndOffsets(ctx, c.topic)
 	if err != nil {
-		return false, err
+		return 0, err
 	}
 	committed, err := c.k.adm.FetchOffsets(ctx, c.group)
 	if err != nil {
-		return false, err
+		return 0, err
 	}
-	drained := true
+	var backlog int64
+	var lerr error
 	ends.Each(func(o kadm.ListedOffset) {
 		if o.Err != nil {
-			drained = false
+			lerr = o.Err
 			return
 		}
-		if o.Offset == 0 {
-			return
+		at := int64(0)
+		if got, ok := committed.Lookup(o.Topic, o.Partition); ok && got.Err == nil && got.At > 0 {
+			at = got.At
 		}
-		got, ok := committed.Lookup(o.Topic, o.Partition)
-		if !ok || got.Err != nil || got.At < o.Offset {
-			drained = false
-		}
+		backlog += max(o.Offset-at, 0)
 	})
-	return drained, nil
+	return backlog, lerr
 }
 
-func (c *channel) Close(ctx context.Context) error {
+func (c *topicDest) Close(ctx context.Context) error {
 	if c.fault != nil {
 		c.fault.Remove()
 	}
 	if c.k.cluster != nil {
 		return nil // the whole embedded cluster goes away with the run
 	}
-	_, _ = c.k.adm.DeleteGroups(ctx, c.group)
-	_, err := c.k.adm.DeleteTopics(ctx, c.topic)
-	return err
+	var errs []error
+	if resp, err := c.k.adm.DeleteGroups(ctx, c.group); err != nil {
+		errs = append(errs, fmt.Errorf("delete group %s: %w", c.group, err))
+	} else if err := resp.Error(); err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
+		errs = append(errs, fmt.Errorf("delete group %s: %w", c.group, err))
+	}
+	if resp, err := c.k.adm.DeleteTopics(ctx, c.topic); err != nil {
+		errs = append(errs, fmt.Errorf("delete topic %s: %w", c.topic, err))
+	} else if err := resp.Error(); err != nil {
+		errs = append(errs, fmt.Errorf("delete topic %s: %w", c.topic, err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w on %s: %v", brokers.ErrCleanup, c.k.Name(), err)
+	}
+	return nil
 }

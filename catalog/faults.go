@@ -1,0 +1,110 @@
+package catalog
+
+import "fmt"
+
+// FaultType names a kind of fault.
+type FaultType string
+
+// The fault types.
+const (
+	ConsumerCrash       FaultType = "consumer-crash"
+	ProduceResponseLost FaultType = "produce-response-lost"
+)
+
+// Fault describes one fault type.
+type Fault struct {
+	Type FaultType
+	// Doc says what the fault does, for docs and the schema.
+	Doc string
+	// Injection says what one count of faults_injected is for this fault.
+	Injection string
+	// NewParams returns a pointer to a zero value of the fault's own
+	// parameters (the scenario keys besides the common schedule keys), or
+	// nil when it takes none. Its fields are tagged like the scenario's.
+	NewParams func() any
+	// Available says why the fault cannot act where it would be used, or ""
+	// when it can. Validation rejects a fault that cannot act.
+	Available func(Where) string
+}
+
+// Where is what decides whether a fault can act: the broker and the
+// effective producer settings of one variant.
+type Where struct {
+	Broker BrokerKind
+	Mode   Mode
+	Acks   Acks
+}
+
+// ConsumerCrashParams are consumer-crash's own parameters.
+type ConsumerCrashParams struct {
+	At CrashPoint `yaml:"at" json:"at" jsonschema:"required,description=Where the consumer dies."`
+}
+
+// Faults lists every fault type, in the order docs list them. Each has an
+// implementation in faults/ under the same type.
+var Faults = []Fault{
+	{
+		Type:      ConsumerCrash,
+		Doc:       "the consumer dies at a crash point (connection closed, nothing acked); a replacement starts and the broker redelivers",
+		Injection: "one consumer killed at its crash point",
+		NewParams: func() any { return new(ConsumerCrashParams) },
+		Available: func(Where) string { return "" },
+	},
+	{
+		Type:      ProduceResponseLost,
+		Doc:       "the broker stores the publish but the producer never sees the response and retries",
+		Injection: "one produce response lost (a request that may carry several intents)",
+		Available: func(w Where) string {
+			switch {
+			case w.Broker != Kafka || w.Mode != Embedded:
+				return "it is injected inside the embedded Kafka broker (kfake); use broker kind: kafka, mode: embedded"
+			case w.Acks == AcksNone:
+				return "with acks: none the broker sends no response to lose; use acks: all or leader"
+			}
+			return ""
+		},
+	},
+}
+
+// LookupFault returns the fault type t.
+func LookupFault(t FaultType) (Fault, bool) {
+	for _, f := range Faults {
+		if f.Type == t {
+			return f, true
+		}
+	}
+	return Fault{}, false
+}
+
+// FaultTypes lists the fault type names.
+func FaultTypes() []FaultType {
+	out := make([]FaultType, len(Faults))
+	for i, f := range Faults {
+		out[i] = f.Type
+	}
+	return out
+}
+
+// Allowed lists the valid values, for strict decoding and the schema.
+func (FaultType) Allowed() []string { return Strings(FaultTypes()) }
+
+// Allowed lists the valid values, for strict decoding and the schema.
+func (CrashPoint) Allowed() []string { return Strings(CrashPoints()) }
+
+// Allowed lists the valid values, for strict decoding and the schema.
+func (Mode) Allowed() []string { return Strings(Modes) }
+
+// Allowed lists the valid values, for strict decoding and the schema.
+func (Acks) Allowed() []string { return Strings(AcksLevels) }
+
+// Allowed lists the valid values, for strict decoding and the schema.
+func (AckMode) Allowed() []string { return Strings(AckModes) }
+
+// DefaultFaultName is a fault's label when the scenario gives none: its
+// type, plus the crash point for a consumer crash.
+func DefaultFaultName(t FaultType, params any) string {
+	if p, ok := params.(*ConsumerCrashParams); ok && p.At != "" {
+		return fmt.Sprintf("%s@%s", t, p.At)
+	}
+	return string(t)
+}

@@ -1,0 +1,140 @@
+package check
+
+// Counts are the per-variant numbers dqbench reports. All but Effects and
+// FaultsInjected count intents. Every count is a row of Table, which the
+// report, the JSON output, expectations and the schema read.
+type Counts struct {
+	Attempted      int `json:"attempted"`
+	Acknowledged   int `json:"acknowledged"`
+	Indeterminate  int `json:"indeterminate"`
+	Delivered      int `json:"delivered"`
+	Redelivered    int `json:"redelivered"`
+	Effects        int `json:"effects"`
+	Duplicates     int `json:"duplicates"`
+	Lost           int `json:"lost"`
+	Unexpected     int `json:"unexpected"`
+	DeadLettered   int `json:"dead_lettered"`
+	FaultsInjected int `json:"faults_injected"`
+}
+
+// Count is one row of the count table.
+type Count struct {
+	// Name is the key in JSON output and in a variant's expect.
+	Name string
+	// Column is the report's column header.
+	Column string
+	// Doc says what is counted, for the schema and the docs.
+	Doc string
+	// field is where the count lives in Counts.
+	field func(*Counts) *int
+	// perIntent is what one intent adds to the count, given what the
+	// history and the audit say of it; nil for counts of whole events.
+	perIntent func(f *facts) int
+}
+
+// Table is every count, in report order.
+var Table = []Count{
+	{
+		Name: "attempted", Column: "attempted",
+		Doc:       "Intents the producer tried to publish.",
+		field:     func(c *Counts) *int { return &c.Attempted },
+		perIntent: func(f *facts) int { return b2i(f.has(published)) },
+	},
+	{
+		Name: "acknowledged", Column: "acked",
+		Doc:       "Intents the broker confirmed.",
+		field:     func(c *Counts) *int { return &c.Acknowledged },
+		perIntent: func(f *facts) int { return b2i(f.has(published) && f.has(confirmed)) },
+	},
+	{
+		Name: "indeterminate", Column: "indeterminate",
+		Doc:       "Intents attempted but never confirmed: the outcome is unknown (timed out, connection closed, fire and forget).",
+		field:     func(c *Counts) *int { return &c.Indeterminate },
+		perIntent: func(f *facts) int { return b2i(f.has(published) && !f.has(confirmed)) },
+	},
+	{
+		Name: "delivered", Column: "delivered",
+		Doc:       "Intents delivered to a consumer at least once.",
+		field:     func(c *Counts) *int { return &c.Delivered },
+		perIntent: func(f *facts) int { return b2i(f.has(published) && f.deliveries > 0) },
+	},
+	{
+		Name: "redelivered", Column: "redelivered",
+		Doc:       "Intents delivered more than once (a redelivery, or a second copy stored by the broker).",
+		field:     func(c *Counts) *int { return &c.Redelivered },
+		perIntent: func(f *facts) int { return b2i(f.has(published) && (f.deliveries > 1 || f.has(flagged))) },
+	},
+	{
+		Name: "effects", Column: "effects",
+		Doc:       "Business effects applied, in total (ledger rows), for every intent.",
+		field:     func(c *Counts) *int { return &c.Effects },
+		perIntent: func(f *facts) int { return int(f.applied) },
+	},
+	{
+		Name: "duplicates", Column: "duplicates",
+		Doc:       "Intents whose effect applied more than once.",
+		field:     func(c *Counts) *int { return &c.Duplicates },
+		perIntent: func(f *facts) int { return b2i(f.has(published) && f.applied > 1) },
+	},
+	{
+		Name: "lost", Column: "lost",
+		Doc:       "Intents the broker confirmed or delivered (so it had them) whose effect never applied after the drain.",
+		field:     func(c *Counts) *int { return &c.Lost },
+		perIntent: func(f *facts) int { return b2i(f.lost()) },
+	},
+	{
+		Name: "unexpected", Column: "unexpected",
+		Doc:       "Intents with effects that were never published.",
+		field:     func(c *Counts) *int { return &c.Unexpected },
+		perIntent: func(f *facts) int { return b2i(!f.has(published) && f.applied > 0) },
+	},
+	{
+		Name: "dead_lettered", Column: "dead-lettered",
+		Doc:       "Intents sent to a dead-letter queue at least once.",
+		field:     func(c *Counts) *int { return &c.DeadLettered },
+		perIntent: func(f *facts) int { return b2i(f.has(deadLettered)) },
+	},
+	{
+		Name: "faults_injected", Column: "faults",
+		Doc:   "Fault injections, in total (what one injection is depends on the fault; see docs/scenario.md).",
+		field: func(c *Counts) *int { return &c.FaultsInjected },
+	},
+}
+
+// CountNames lists the count names in report order.
+func CountNames() []string {
+	out := make([]string, len(Table))
+	for i, c := range Table {
+		out[i] = c.Name
+	}
+	return out
+}
+
+// LookupCount returns the count named name.
+func LookupCount(name string) (Count, bool) {
+	for _, c := range Table {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Count{}, false
+}
+
+// Get returns the count named as in JSON (and in scenario expectations).
+func (c Counts) Get(name string) (int, bool) {
+	row, ok := LookupCount(name)
+	if !ok {
+		return 0, false
+	}
+	return *row.field(&c), true
+}
+
+// Value returns this row's count in c.
+func (row Count) Value(c Counts) int { return *row.field(&c) }
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

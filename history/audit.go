@@ -1,0 +1,12 @@
+package history
+
+// Audit is the final state of one variant's business store: how many times
+// each intent's effect applied, and whether the balances agree with the
+// ledger. With the history it is the checker's only input.
+type Audit struct {
+	// Applied maps intent to the number of ledger rows it has.
+	Applied map[int]int `json:"applied"`
+	// BalanceMismatch lists accounts whose balance is not the sum of their
+	// ledger rows; empty when the store is consistent.
+	BalanceMismatch []int `json:"balance_mismatch,omitempty"`
+}

@@ -1,0 +1,186 @@
+// Package savedrun keeps a run on disk and reads it back, so that
+// "dqbench check DIR" can judge it again from its history alone.
+//
+// A run directory holds scenario.yaml (the scenario as it ran: defaults and
+// the --seed, --messages and --timeout overrides applied), history.jsonl
+// (every event, written as the run records it), audit.json (each variant's
+// final store audit), meta.json and result.json (the judgement at run time,
+// for people and scripts; check does not read it).
+package savedrun
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/dqbench/dqbench/check"
+	"github.com/dqbench/dqbench/history"
+	"github.com/dqbench/dqbench/scenario"
+)
+
+// File names inside a run directory.
+const (
+	ScenarioFile = "scenario.yaml"
+	HistoryFile  = "history.jsonl"
+	AuditFile    = "audit.json"
+	MetaFile     = "meta.json"
+	ResultFile   = "result.json"
+)
+
+// ErrExists is returned by Create for a directory that already holds a run.
+var ErrExists = errors.New("already holds a saved run")
+
+// CheckOut makes sure runs can be saved under out before anything runs: out
+// is (or can be made) a writable directory.
+func CheckOut(out string) error {
+	if fi, err := os.Stat(out); err == nil && !fi.IsDir() {
+		return fmt.Errorf("--out %s is a file, not a directory", out)
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return fmt.Errorf("--out %s: %w", out, err)
+	}
+	f, err := os.CreateTemp(out, ".dqbench-write-test-*")
+	if err != nil {
+		return fmt.Errorf("--out %s is not writable: %w", out, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
+// Dir is a run directory being written.
+type Dir struct {
+	Path    string
+	History *os.File
+}
+
+// Create makes out/name/ for a run and opens its history file. It refuses a
+// directory that holds a run already unless force is set.
+func Create(out, name string, force bool) (*Dir, error) {
+	path := filepath.Join(out, name)
+	if _, err := os.Stat(filepath.Join(path, HistoryFile)); err == nil && !force {
+		return nil, fmt.Errorf("%s %w; choose another --out, remove it, or add --force to overwrite it", path, ErrExists)
+	}
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		return nil, err
+	}
+	for _, f := range []string{ScenarioFile, AuditFile, MetaFile, ResultFile} {
+		if err := os.Remove(filepath.Join(path, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+	}
+	h, err := os.Create(filepath.Join(path, HistoryFile))
+	if err != nil {
+		return nil, err
+	}
+	return &Dir{Path: path, History: h}, nil
+}
+
+// Finish closes the history and writes the rest of the run.
+func (d *Dir) Finish(s *scenario.Scenario, meta check.Meta, audits map[string]history.Audit, judged *check.Run) error {
+	if err := d.History.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
+		return err
+	}
+	y, err := s.YAML()
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(d.Path, ScenarioFile), y, 0o644); err != nil {
+		return err
+	}
+	files := map[string]any{AuditFile: audits, MetaFile: meta}
+	if judged != nil {
+		files[ResultFile] = judged
+	}
+	for name, v := range files {
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(d.Path, name), append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Find returns the run directories at or under dir: dir itself if it holds a
+// history, else its subdirectories that do, sorted.
+func Find(dir string) ([]string, error) {
+	if _, err := os.Stat(filepath.Join(dir, HistoryFile)); err == nil {
+		return []string{dir}, nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w; give the directory a run was saved to with \"dqbench run SCENARIO --out DIR\"", err)
+	}
+	var out []string
+	for _, e := range entries {
+		sub := filepath.Join(dir, e.Name())
+		if _, err := os.Stat(filepath.Join(sub, HistoryFile)); e.IsDir() && err == nil {
+			out = append(out, sub)
+		}
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s holds no saved run (no %s in it or its subdirectories); save one with \"dqbench run SCENARIO --out %s\"", dir, HistoryFile, dir)
+	}
+	return out, nil
+}
+
+// Run is a saved run, read back.
+type Run struct {
+	Scenario    *scenario.Scenario
+	Meta        check.Meta
+	HistoryPath string
+	Audits      map[string]history.Audit
+}
+
+// Load reads the run saved in dir; the history stays on disk, to be read
+// in one pass (history.Scan).
+func Load(dir string) (Run, error) {
+	var r Run
+	s, err := scenario.Load(filepath.Join(dir, ScenarioFile))
+	if err != nil {
+		return r, err
+	}
+	r.Scenario = s
+	r.HistoryPath = filepath.Join(dir, HistoryFile)
+	if _, err := os.Stat(r.HistoryPath); err != nil {
+		return r, err
+	}
+	if err := readJSON(filepath.Join(dir, AuditFile), &r.Audits); err != nil {
+		return r, err
+	}
+	if err := readJSON(filepath.Join(dir, MetaFile), &r.Meta); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// Judge judges the saved run from its files alone.
+func (r Run) Judge() (check.Run, error) {
+	f, err := os.Open(r.HistoryPath)
+	if err != nil {
+		return check.Run{}, err
+	}
+	defer f.Close()
+	run, err := check.Judge(r.Scenario.Plan(), r.Meta, history.Scan(f), r.Audits)
+	if err != nil {
+		return run, fmt.Errorf("%s: %w", r.HistoryPath, err)
+	}
+	return run, nil
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return errors.Join(fmt.Errorf("%s: not valid JSON", path), err)
+	}
+	return nil
+}

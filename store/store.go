@@ -1,0 +1,48 @@
+// Package store is the business database the consumer strategies write to,
+// and the final audit that counts, per intent, how often its effect applied.
+//
+// The business effect is "balance = balance + amount" on an account row plus
+// one ledger row per application, so the audit can count applications per
+// intent and cross-check the balances. A Store hides the database: the
+// strategies write portable SQL with ? placeholders, and the audit reads the
+// ledger the same way on every store.
+package store
+
+import (
+	"context"
+
+	"github.com/dqbench/dqbench/history"
+)
+
+// Accounts is how many account rows intents spread their amounts over.
+const Accounts = 16
+
+// Effect is one business effect: add Amount to Account, on behalf of Intent.
+type Effect struct {
+	Intent  int
+	Account int
+	Amount  int64
+}
+
+// Store is one variant's business database.
+type Store interface {
+	// Setup runs statements that create a strategy's own tables.
+	Setup(ctx context.Context, ddl ...string) error
+	// Tx runs fn in one write transaction, committing if fn returns nil
+	// and rolling back otherwise. ctx is checked before the transaction
+	// starts, not inside it: a transaction that starts, finishes.
+	Tx(ctx context.Context, fn func(Tx) error) error
+	// Audit reads the final state: ledger rows per intent and the accounts
+	// whose balance disagrees with their ledger.
+	Audit(ctx context.Context) (history.Audit, error)
+	Close() error
+}
+
+// Tx is one open transaction.
+type Tx interface {
+	// Exec runs a statement (? placeholders) and returns the rows it changed.
+	Exec(query string, args ...any) (int64, error)
+	// Apply performs the business effect: the balance update and its ledger
+	// row. It is not idempotent: every call adds the amount again.
+	Apply(e Effect) error
+}
