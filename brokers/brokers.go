@@ -122,8 +122,8 @@ type Consumer interface {
 	// Abandon kills the consumer as a crash would: the connection closes
 	// and nothing more is acked, so the broker redelivers what was not.
 	Abandon()
-	// Close stops the consumer cleanly at the end of a run.
-	Close()
+	// Close stops the consumer cleanly at the end of a run, within ctx.
+	Close(ctx context.Context)
 }
 
 // ProduceResponseLoser is a destination that can make the broker store a

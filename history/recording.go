@@ -112,5 +112,5 @@ func (c *RecordingConsumer) Abandon(reason string) {
 	c.rec.Record(Event{Type: Crash, Consumer: c.gen, Reason: reason})
 }
 
-// Close stops the instance at the end of a run.
-func (c *RecordingConsumer) Close() { c.c.Close() }
+// Close stops the instance at the end of a run, within ctx.
+func (c *RecordingConsumer) Close(ctx context.Context) { c.c.Close(ctx) }

@@ -31,12 +31,12 @@ func (r *variantRun) consume(ctx context.Context, dest brokers.Destination, ackF
 		var fatal errFatal
 		switch {
 		case errors.As(err, &fatal):
-			c.Close()
+			r.closeConsumer(ctx, c)
 			return err
 		case errors.Is(err, errCrash):
 			c.Abandon("")
 		case ctx.Err() != nil:
-			c.Close()
+			r.closeConsumer(ctx, c)
 			return nil
 		default:
 			// A broken connection or a fetch error: start over, as a
@@ -66,6 +66,7 @@ func (r *variantRun) handle(ctx context.Context, c *history.RecordingConsumer, a
 		if err != nil {
 			return err
 		}
+		r.progress.heardFrom(r.start)
 		r.inflight.Add(1)
 		err = r.deliver(ctx, c, d, ackFirst)
 		r.inflight.Add(-1)
@@ -123,6 +124,13 @@ func (r *variantRun) ack(ctx context.Context, c *history.RecordingConsumer, d br
 		return fmt.Errorf("ack intent %d: %w", d.Intent, err)
 	}
 	r.progress.Consumed.Add(1)
+	r.progress.heardFrom(r.start)
 	r.progressOn(d.Intent, doneAck)
 	return nil
+}
+
+func (r *variantRun) closeConsumer(ctx context.Context, c *history.RecordingConsumer) {
+	sctx, cancel := r.shutdownCtx(ctx)
+	defer cancel()
+	c.Close(sctx)
 }

@@ -39,6 +39,19 @@ type Progress struct {
 	Published atomic.Int64 // publishes confirmed or failed
 	Consumed  atomic.Int64 // deliveries acked
 	Faults    atomic.Int64 // faults injected
+	// heard is when the broker last answered (a confirm, a delivery, an
+	// ack), in nanoseconds since the run's start.
+	heard atomic.Int64
+}
+
+// heardFrom notes that the broker answered.
+func (p *Progress) heardFrom(start time.Time) { p.heard.Store(int64(time.Since(start))) }
+
+// shutdownBudget is the part of a run's deadline kept for stopping the
+// clients, cleaning up on the broker and reading the stores, so that the
+// deadline is hard: the work stops this long before it.
+func shutdownBudget(deadline time.Duration) time.Duration {
+	return min(max(deadline/10, 200*time.Millisecond), 5*time.Second)
 }
 
 // Options are a run's outputs besides its result.
@@ -70,9 +83,10 @@ func Run(ctx context.Context, s *scenario.Scenario, opts Options) (*Result, erro
 	}
 	deadline := s.Deadline.D()
 	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, deadline)
-	defer cancel()
 	start := time.Now()
+	hard := start.Add(deadline)
+	ctx, cancel := context.WithDeadline(ctx, hard.Add(-shutdownBudget(deadline)))
+	defer cancel()
 
 	b, err := all.Open(ctx, brokers.Config{
 		Kind: s.Broker.Kind, Mode: s.Broker.Mode, Addresses: s.Broker.Addresses, Settings: s.Broker.Settings,
@@ -105,6 +119,7 @@ func Run(ctx context.Context, s *scenario.Scenario, opts Options) (*Result, erro
 			defer wg.Done()
 			vr := &variantRun{
 				s: s, v: v, broker: b, rec: rec.Variant(v.Name), progress: progress,
+				start: start, hard: hard,
 				dbPath: filepath.Join(dir, fmt.Sprintf("variant-%d.db", i)),
 				name:   fmt.Sprintf("%s-%d", runID, i),
 			}
@@ -135,7 +150,12 @@ func Run(ctx context.Context, s *scenario.Scenario, opts Options) (*Result, erro
 		err := fmt.Errorf("%w (%s): %d of %d publishes ended, %d deliveries acked, %d faults injected",
 			cause, deadline, progress.Published.Load(), progress.Total.Load(), progress.Consumed.Load(), progress.Faults.Load())
 		if errors.Is(cause, ErrDeadline) {
-			err = fmt.Errorf("%w; raise deadline in the scenario or --timeout", err)
+			silent := time.Since(start) - time.Duration(progress.heard.Load())
+			if silent > 2*time.Second && progress.Published.Load() < progress.Total.Load() || silent > 5*time.Second {
+				err = fmt.Errorf("%w; the broker stopped answering: nothing was confirmed, delivered or acked in the last %s", err, silent.Round(100*time.Millisecond))
+			} else {
+				err = fmt.Errorf("%w; raise deadline in the scenario or --timeout", err)
+			}
 		}
 		res.Meta.Incomplete = err.Error()
 		return res, err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -236,5 +237,64 @@ variants:
 		if strings.HasPrefix(name, "dqbench-") {
 			t.Errorf("topic %s left behind on the external broker", name)
 		}
+	}
+}
+
+// TestBrokerStopsAnswering: an external broker that goes away mid-run ends
+// the run at its deadline with a message that says so, and the run still
+// returns what it recorded.
+func TestBrokerStopsAnswering(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := parse(t, fmt.Sprintf(`
+version: 1
+name: gone
+messages: 2000000
+deadline: 4s
+drain: 1s
+broker: {kind: kafka, mode: external, addresses: [%q]}
+variants:
+  - {name: none, strategy: none}
+`, c.ListenAddrs()[0]))
+	go func() {
+		time.Sleep(700 * time.Millisecond)
+		c.Close()
+	}()
+	res, err := runJudged(t, context.Background(), s)
+	if !errors.Is(err, ErrDeadline) {
+		t.Fatalf("err = %v, want ErrDeadline", err)
+	}
+	if !strings.Contains(err.Error(), "the broker stopped answering") {
+		t.Errorf("err = %v, want it to say the broker stopped answering", err)
+	}
+	if res == nil || res.Meta.Incomplete == "" || res.Run.Valid() {
+		t.Fatalf("want an incomplete, judged result; got %+v", res)
+	}
+}
+
+// TestInterrupted: a cancelled run returns what it recorded, marked
+// incomplete, with ErrInterrupted.
+func TestInterrupted(t *testing.T) {
+	s := parse(t, `
+version: 1
+name: interrupted
+messages: 2000000
+broker: {kind: kafka}
+variants:
+  - {name: none, strategy: none}
+`)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		cancel()
+	}()
+	res, err := runJudged(t, ctx, s)
+	if !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("err = %v, want ErrInterrupted", err)
+	}
+	if res == nil || res.Run.Variants[0].Attempted == 0 || res.Run.Passed {
+		t.Fatalf("want a judged, failed result with what was published; got %+v", res)
 	}
 }

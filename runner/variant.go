@@ -28,6 +28,8 @@ type variantRun struct {
 	progress *Progress
 	dbPath   string
 	name     string
+	start    time.Time // the run's start
+	hard     time.Time // the run's hard deadline: shutdown ends by then
 
 	strat   strategy.Strategy
 	env     strategy.Env
@@ -87,7 +89,7 @@ func (r *variantRun) run(ctx context.Context) (*history.Audit, error, error) {
 	var cleanup error
 	defer func() {
 		// Clean up even after the deadline, but not forever.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		cctx, cancel := r.shutdownCtx(ctx)
 		defer cancel()
 		cleanup = dest.Close(cctx)
 	}()
@@ -136,9 +138,8 @@ func (r *variantRun) run(ctx context.Context) (*history.Audit, error, error) {
 
 	// The store is read even when the run was cut short, so that what was
 	// recorded can still be judged.
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	audit, err := st.Audit(actx)
+	// The store is local and cannot hang: its audit is not cut short.
+	audit, err := st.Audit(context.WithoutCancel(ctx))
 	if err != nil {
 		return nil, cleanup, errors.Join(runErr, err)
 	}
@@ -194,7 +195,10 @@ publish:
 		}
 		buf, _ = json.Marshal(body{Intent: intent, Account: intent % store.Accounts, Amount: seeded.Amount(r.s.Seed, intent)})
 		wg.Add(1)
-		p.Publish(ctx, brokers.Message{Intent: intent, Attempt: 1, Key: brokers.Key(intent), Body: buf}, func(error) {
+		p.Publish(ctx, brokers.Message{Intent: intent, Attempt: 1, Key: brokers.Key(intent), Body: buf}, func(err error) {
+			if err == nil {
+				r.progress.heardFrom(r.start)
+			}
 			r.progress.Published.Add(1)
 			<-sem
 			wg.Done()
@@ -209,9 +213,11 @@ publish:
 	// With ctx done, Close fails whatever is still unconfirmed, and each
 	// callback records it; a client that does not answer is not waited for.
 	p.Close(ctx)
+	sctx, cancel := r.shutdownCtx(ctx)
+	defer cancel()
 	select {
 	case <-confirmed:
-	case <-time.After(5 * time.Second):
+	case <-sctx.Done():
 	}
 	return ctx.Err()
 }
@@ -269,4 +275,15 @@ func (r *variantRun) progressOn(intent int, what uint8) {
 	if first {
 		r.progressed.Add(1)
 	}
+}
+
+// shutdownCtx bounds a shutdown step by the run's hard deadline; it is not
+// cancelled with ctx, so a run cut short still cleans up and reads its
+// store.
+func (r *variantRun) shutdownCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	hard := r.hard
+	if hard.IsZero() || time.Until(hard) < 200*time.Millisecond {
+		hard = time.Now().Add(200 * time.Millisecond) // past the deadline: a last short chance
+	}
+	return context.WithDeadline(context.WithoutCancel(ctx), hard)
 }

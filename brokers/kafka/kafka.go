@@ -260,17 +260,17 @@ func (k *consumer) Ack(ctx context.Context, d brokers.Delivery) error {
 // offset.
 func (k *consumer) Abandon() {
 	k.buf = nil
-	k.leaveAndClose(5 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	k.leaveAndClose(ctx)
 }
 
 // Close stops the consumer at the end of a run.
-func (k *consumer) Close() { k.leaveAndClose(time.Second) }
+func (k *consumer) Close(ctx context.Context) { k.leaveAndClose(ctx) }
 
-// leaveAndClose bounds the group leave, so a hung broker cannot keep a run
-// past its deadline.
-func (k *consumer) leaveAndClose(limit time.Duration) {
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	defer cancel()
+// leaveAndClose bounds the group leave by ctx, so a hung broker cannot keep
+// a run past its deadline.
+func (k *consumer) leaveAndClose(ctx context.Context) {
 	_ = k.cl.LeaveGroupContext(ctx)
 	k.cl.Close()
 }
