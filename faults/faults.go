@@ -124,6 +124,9 @@ func (c *Crashes) add(p catalog.CrashPoint, f Fault, fired func(history.Event)) 
 	c.at[p] = append(c.at[p], crash{f: f, fired: fired})
 }
 
+// Armed reports whether any fault can fire at point p.
+func (c *Crashes) Armed(p catalog.CrashPoint) bool { return len(c.at[p]) > 0 }
+
 // At reports whether a fault kills the consumer at point p while it handles
 // d (d.Attempt is the intent's delivery count), and records the injection.
 func (c *Crashes) At(p catalog.CrashPoint, d brokers.Delivery, consumer int) bool {

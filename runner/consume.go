@@ -60,7 +60,18 @@ func (e errFatal) Unwrap() error { return e.err }
 
 // handle processes deliveries on one consumer instance. It returns errCrash
 // when a fault kills the instance.
-func (r *variantRun) handle(ctx context.Context, c *history.RecordingConsumer, ackFirst bool) error {
+//
+// With ack after processing, a delivery's ack runs while the next delivery
+// is processed, and is waited for before anything that depends on it: the
+// next ack, any crash point where a fault is armed, and the end of the
+// instance. So a crash still redelivers exactly what was not acked.
+func (r *variantRun) handle(ctx context.Context, c *history.RecordingConsumer, ackFirst bool) (err error) {
+	var pending pendingAck
+	defer func() {
+		if werr := pending.wait(); werr != nil && err == nil {
+			err = werr
+		}
+	}()
 	for {
 		d, err := c.Next(ctx)
 		if err != nil {
@@ -68,18 +79,51 @@ func (r *variantRun) handle(ctx context.Context, c *history.RecordingConsumer, a
 		}
 		r.progress.heardFrom(r.start)
 		r.inflight.Add(1)
-		err = r.deliver(ctx, c, d, ackFirst)
-		r.inflight.Add(-1)
+		err = r.deliver(ctx, c, d, ackFirst, &pending)
 		if err != nil {
+			r.inflight.Add(-1)
 			return err
 		}
 	}
 }
 
+// pendingAck is an ack running in the background; until it is done, its
+// delivery still counts as in flight.
+type pendingAck struct {
+	done chan error
+}
+
+// start acks d in the background, taking over d's in-flight count; the
+// previous ack must have been waited for.
+func (p *pendingAck) start(ctx context.Context, r *variantRun, c *history.RecordingConsumer, d brokers.Delivery) {
+	p.done = make(chan error, 1)
+	go func() {
+		err := r.ack(ctx, c, d)
+		r.inflight.Add(-1)
+		p.done <- err
+	}()
+}
+
+// wait waits for the ack in flight, if any.
+func (p *pendingAck) wait() error {
+	if p.done == nil {
+		return nil
+	}
+	err := <-p.done
+	p.done = nil
+	return err
+}
+
 // deliver handles one delivery: ack (at-most-once), process, ack
 // (at-least-once), with the crash points in between.
-func (r *variantRun) deliver(ctx context.Context, c *history.RecordingConsumer, d brokers.Delivery, ackFirst bool) error {
+func (r *variantRun) deliver(ctx context.Context, c *history.RecordingConsumer, d brokers.Delivery, ackFirst bool, pending *pendingAck) error {
 	crash := func(p catalog.CrashPoint) error {
+		if !r.crashes.Armed(p) {
+			return nil
+		}
+		if err := pending.wait(); err != nil {
+			return err
+		}
 		if r.crashes.At(p, d, c.Gen()) {
 			return errCrash
 		}
@@ -113,9 +157,14 @@ func (r *variantRun) deliver(ctx context.Context, c *history.RecordingConsumer, 
 	if err := crash(catalog.AfterEffectBeforeAck); err != nil {
 		return err
 	}
-	if !ackFirst {
-		return r.ack(ctx, c, d)
+	if ackFirst {
+		r.inflight.Add(-1)
+		return nil
 	}
+	if err := pending.wait(); err != nil {
+		return err
+	}
+	pending.start(ctx, r, c, d) // in flight until its ack is done
 	return nil
 }
 
