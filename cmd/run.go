@@ -60,6 +60,11 @@ func runScenarios(ctx context.Context, s Streams, o runOptions, args []string, s
 	if o.messages < 0 || o.timeout < 0 {
 		return withCode(ExitUsage, errors.New("--messages and --timeout must not be negative"))
 	}
+	if o.messages > 0 {
+		if err := scenario.CheckMessages(o.messages); err != nil {
+			return withCode(ExitUsage, fmt.Errorf("--messages: %w", err))
+		}
+	}
 	// Every scenario must be valid before anything runs.
 	var scs []*scenario.Scenario
 	var problems []string

@@ -3,6 +3,7 @@ package scenario
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -98,10 +99,21 @@ var fixtures = []fixture{
 		`18:13: variants[2].producer.acks: acks none needs idempotent: false`,
 	}},
 	{"invalid/out-of-range.yaml", []string{
-		`3:11: messages: must be at least 1, got -5`,
-		`6:15: broker.partitions: must be at least 1, got 0`,
-		`8:13: consumer.prefetch: must be at least 1, got -1`,
+		`3:11: messages: must be from 1 to 10,000,000, got -5`,
+		`6:15: broker.partitions: must be from 1 to 1,000, got 0`,
+		`8:13: consumer.prefetch: must be from 1 to 100,000, got -1`,
 		`11:18: faults[0].probability: must be more than 0 and at most 1, got 1.5`,
+	}},
+	{"invalid/too-large.yaml", []string{
+		`3:11: messages: must be from 1 to 10,000,000, got 1,000,000,000,000`,
+		`4:11: deadline: must be at most 24h0m0s, got 48h0m0s`,
+		`7:15: broker.partitions: must be from 1 to 1,000, got 4,294,967,297`,
+		`9:11: producer.window: must be from 1 to 100,000, got 100,001`,
+		`11:14: consumer.instances: must be from 1 to 64, got 9,223,372,036,854,775,807`,
+		`12:13: consumer.prefetch: must be from 1 to 100,000, got 100,001`,
+		`15:12: faults[0].every: must be from 1 to 10,000,000, got 10,000,001`,
+		`16:18: faults[0].max_attempt: must be from 1 to 1,000, got 1,001`,
+		`20:27: variants[0].consumer.instances: must be from 1 to 64, got 65`,
 	}},
 	{"invalid/duplicate-fault-names.yaml", []string{
 		`9:5: faults[1]: name "consumer-crash@before-process" is already used by faults[0]`,
@@ -329,6 +341,59 @@ func TestErrorsAs(t *testing.T) {
 	}
 }
 
+// TestBounds accepts each number at its bound and rejects it one past.
+func TestBounds(t *testing.T) {
+	const base = "version: 1\nname: b\nbroker: {kind: kafka}\nvariants: [{name: v, strategy: none}]\n"
+	tests := []struct {
+		yaml string // with %d for the number
+		max  int
+		path string
+	}{
+		{"messages: %d\n", MaxMessages, "messages"},
+		{"broker: {kind: kafka, partitions: %d}\n", MaxPartitions, "broker.partitions"},
+		{"producer: {window: %d}\n", MaxWindow, "producer.window"},
+		{"consumer: {instances: %d}\n", MaxInstances, "consumer.instances"},
+		{"consumer: {prefetch: %d}\n", MaxPrefetch, "consumer.prefetch"},
+		{"faults: [{type: produce-response-lost, every: %d}]\n", MaxEvery, "faults[0].every"},
+		{"faults: [{type: produce-response-lost, every: 1, max_attempt: %d}]\n", MaxMaxAttempt, "faults[0].max_attempt"},
+	}
+	for _, tc := range tests {
+		doc := func(n int) []byte {
+			// A later key replaces base's broker: keep only one.
+			b := base
+			if strings.HasPrefix(tc.yaml, "broker:") {
+				b = strings.Replace(b, "broker: {kind: kafka}\n", "", 1)
+			}
+			return []byte(b + fmt.Sprintf(tc.yaml, n))
+		}
+		if _, err := Parse("b.yaml", doc(tc.max)); err != nil {
+			t.Errorf("%s = %d (the bound) rejected: %v", tc.path, tc.max, err)
+		}
+		_, err := Parse("b.yaml", doc(tc.max+1))
+		want := fmt.Sprintf("%s: must be from 1 to %s, got %s", tc.path, thousands(tc.max), thousands(tc.max+1))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s = %d: error %v, want %q", tc.path, tc.max+1, err, want)
+		}
+	}
+	if _, err := Parse("b.yaml", []byte(base+"deadline: 24h\n")); err != nil {
+		t.Errorf("deadline 24h rejected: %v", err)
+	}
+	if _, err := Parse("b.yaml", []byte(base+"seed: 9223372036854775807\n")); err != nil {
+		t.Errorf("seed max int64 rejected: %v", err)
+	}
+}
+
+func TestCheckMessages(t *testing.T) {
+	for n, ok := range map[int]bool{1: true, MaxMessages: true, 0: false, MaxMessages + 1: false, -1: false} {
+		if err := CheckMessages(n); (err == nil) != ok {
+			t.Errorf("CheckMessages(%d) = %v", n, err)
+		}
+	}
+	if err := CheckMessages(1_000_000_000_000); err == nil || err.Error() != "must be from 1 to 10,000,000, got 1,000,000,000,000" {
+		t.Errorf("CheckMessages message = %v", err)
+	}
+}
+
 func TestExpectation(t *testing.T) {
 	tests := []struct {
 		in      string
@@ -447,6 +512,44 @@ func TestSchema(t *testing.T) {
 	for _, want := range append([]string{`"variants"`, `"additionalProperties": false`, `"dedup-table-split"`, `"between-dedup-and-effect"`, `>0`}, CountNames...) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("schema does not mention %s", want)
+		}
+	}
+}
+
+// TestSchemaBounds keeps the schema's maximum= tags in step with the Max
+// constants.
+func TestSchemaBounds(t *testing.T) {
+	b, err := Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Properties map[string]struct{ Maximum float64 }
+		Defs       map[string]struct {
+			Properties map[string]struct{ Maximum float64 }
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		def, prop string
+		want      int
+	}{
+		{"", "messages", MaxMessages},
+		{"Broker", "partitions", MaxPartitions},
+		{"Producer", "window", MaxWindow},
+		{"Consumer", "instances", MaxInstances},
+		{"Consumer", "prefetch", MaxPrefetch},
+		{"Fault", "every", MaxEvery},
+		{"Fault", "max_attempt", MaxMaxAttempt},
+	} {
+		props := v.Properties
+		if tc.def != "" {
+			props = v.Defs[tc.def].Properties
+		}
+		if got := props[tc.prop].Maximum; got != float64(tc.want) {
+			t.Errorf("schema %s.%s maximum = %v, want %d", tc.def, tc.prop, got, tc.want)
 		}
 	}
 }

@@ -109,10 +109,11 @@ func (c *checker) top() {
 			c.missing("name", "add a short name, used in reports and topic names")
 		}
 	}
-	if c.d.has("messages") && s.Messages < 1 {
-		c.errorf("messages", "messages: must be at least 1, got %d", s.Messages)
-	}
+	c.inRange("messages", s.Messages, MaxMessages)
 	c.positive("deadline", s.Deadline)
+	if c.d.has("deadline") && s.Deadline > MaxDeadline {
+		c.errorf("deadline", "deadline: must be at most %s, got %s", MaxDeadline, s.Deadline)
+	}
 	c.positive("drain", s.Drain)
 	deadline, drain := orDefault(s.Deadline, DefaultDeadline), orDefault(s.Drain, DefaultDrain)
 	if deadline > 0 && drain >= deadline {
@@ -155,7 +156,7 @@ func (c *checker) broker() {
 			c.errorf(p, `%s: %q is not host:port (e.g. "127.0.0.1:9092")`, p, a)
 		}
 	}
-	c.atLeast1("broker.partitions", b.Partitions)
+	c.inRange("broker.partitions", b.Partitions, MaxPartitions)
 }
 
 // producer checks producer settings at path: the scenario's, or a
@@ -167,7 +168,7 @@ func (c *checker) producer(path string, p *Producer) {
 	if c.d.has(path + ".acks") {
 		c.oneOf(path+".acks", p.Acks, producerAcks)
 	}
-	c.atLeast1(path+".window", p.Window)
+	c.inRange(path+".window", p.Window, MaxWindow)
 }
 
 func (c *checker) consumer(path string, cs *Consumer) {
@@ -177,8 +178,8 @@ func (c *checker) consumer(path string, cs *Consumer) {
 	if c.d.has(path + ".ack") {
 		c.oneOf(path+".ack", cs.Ack, consumerAcks)
 	}
-	c.atLeast1(path+".instances", cs.Instances)
-	c.atLeast1(path+".prefetch", cs.Prefetch)
+	c.inRange(path+".instances", cs.Instances, MaxInstances)
+	c.inRange(path+".prefetch", cs.Prefetch, MaxPrefetch)
 }
 
 func (c *checker) faults() {
@@ -201,12 +202,12 @@ func (c *checker) faults() {
 			c.errorf(fp, "%s: needs a schedule: add every: N (fire on every Nth intent) or probability: P (0 < P <= 1)", fp)
 		}
 		if every {
-			c.atLeast1(fp+".every", f.Every)
+			c.inRange(fp+".every", f.Every, MaxEvery)
 		}
 		if prob && !(f.Probability > 0 && f.Probability <= 1) {
 			c.errorf(fp+".probability", "%s.probability: must be more than 0 and at most 1, got %v", fp, f.Probability)
 		}
-		c.atLeast1(fp+".max_attempt", f.MaxAttempt)
+		c.inRange(fp+".max_attempt", f.MaxAttempt, MaxMaxAttempt)
 
 		if known && kind.Side == "broker" && c.s.Broker.Mode == ModeExternal {
 			c.errorf(fp+".type", "%s: %s is injected inside the embedded broker (kfake) and cannot be injected on an external one; use broker mode: embedded, or remove this fault", fp, f.Type)
@@ -349,9 +350,13 @@ func (c *checker) positive(path string, d Duration) {
 	}
 }
 
-func (c *checker) atLeast1(path string, n int) {
-	if c.d.has(path) && n < 1 {
-		c.errorf(path, "%s: must be at least 1, got %d", path, n)
+// inRange reports n at path unless 1 <= n <= hi.
+func (c *checker) inRange(path string, n, hi int) {
+	if !c.d.has(path) {
+		return
+	}
+	if err := checkRange(n, 1, hi); err != nil {
+		c.errorf(path, "%s: %v", path, err)
 	}
 }
 
