@@ -1,8 +1,10 @@
 package scenario
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"reflect"
 	"strings"
@@ -33,7 +35,14 @@ func Resolve(arg string) (*Scenario, error) {
 
 // Load reads and parses the scenario file at path.
 func Load(path string) (*Scenario, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read scenario: %w", err)
+	}
+	defer f.Close()
+	// Read one byte past the limit, so that Parse can tell the file is too
+	// large without reading all of it.
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("read scenario: %w", err)
 	}
@@ -44,6 +53,9 @@ func Load(path string) (*Scenario, error) {
 // (used in messages). On failure the error is an Errors listing every
 // problem found, each at file:line:col.
 func Parse(file string, data []byte) (*Scenario, error) {
+	if err := prescan(file, data); err != nil {
+		return nil, err
+	}
 	root, err := parseYAML(file, data)
 	if err != nil {
 		return nil, err
@@ -108,4 +120,150 @@ func syntaxError(file string, err error) error {
 		}
 	}
 	return Errors{e}
+}
+
+// Bounds on the text given to the YAML parser, whose time and memory grow
+// with the square of the nesting depth (100 KB of nested [[[...]]] took a
+// minute and gigabytes) and are large even without nesting: 256 KiB of the
+// worst text within MaxNesting takes about a second and 110 MB. Scenario
+// files are a few KiB.
+const (
+	MaxFileSize = 256 << 10 // bytes
+	MaxNesting  = 64        // lists and mappings inside each other
+)
+
+// prescan rejects, before the YAML parser sees it, a scenario larger than
+// MaxFileSize or nested deeper than MaxNesting, counting flow collections
+// ([ and {) and block indentation levels in one cheap pass over the bytes.
+// It errs on the side of counting: a bracket it cannot tell apart from
+// structure (in a block scalar's text, say) counts as nesting.
+func prescan(file string, data []byte) error {
+	if len(data) > MaxFileSize {
+		return Errors{{File: file, Line: 1, Col: 1,
+			Msg: fmt.Sprintf("file is larger than %d KiB; a scenario file may be at most %d KiB", MaxFileSize>>10, MaxFileSize>>10)}}
+	}
+	var (
+		flow    int   // [ and { open
+		indents []int // columns of the enclosing block collections
+		quote   byte  // the quote a quoted scalar opened with, or 0
+		block   = -1  // indent of the line that started a | or > scalar, or -1
+	)
+	tooDeep := func(line, col int) error {
+		return Errors{{File: file, Line: line, Col: col,
+			Msg: fmt.Sprintf("nested too deeply: more than %d lists and mappings inside each other", MaxNesting)}}
+	}
+	for n, rest := 1, data; len(rest) > 0; n++ {
+		l := rest
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			l, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = nil
+		}
+		l = bytes.TrimSuffix(l, []byte("\r"))
+		indent := len(l) - len(bytes.TrimLeft(l, " "))
+		blank := indent == len(l) || l[indent] == '#'
+		if block >= 0 {
+			if blank || indent > block {
+				continue // a line of the block scalar's text
+			}
+			block = -1
+		}
+		j := 0
+		atStart := true // a node may start here, so a quote opens a quoted scalar
+		if quote == 0 && flow == 0 && !blank {
+			// Block structure: the line's indentation, then each "- " or "? "
+			// opens one more level.
+			j = indent
+			for {
+				for len(indents) > 0 && indents[len(indents)-1] >= j {
+					indents = indents[:len(indents)-1]
+				}
+				indents = append(indents, j)
+				if len(indents) > MaxNesting {
+					return tooDeep(n, j+1)
+				}
+				if j+1 >= len(l) || l[j] != '-' && l[j] != '?' || l[j+1] != ' ' {
+					break
+				}
+				j += 2
+				for j < len(l) && l[j] == ' ' {
+					j++
+				}
+			}
+		}
+		prop := false // in an anchor (&a) or tag (!t) that started a node
+		json := false // after a quoted scalar or a flow collection: "a":"b" is a pair
+		for k := j; k < len(l); k++ {
+			c := l[k]
+			switch {
+			case quote == '\'':
+				if c == '\'' && k+1 < len(l) && l[k+1] == '\'' {
+					k++
+				} else if c == '\'' {
+					quote, atStart, json = 0, false, true
+				}
+				continue
+			case quote == '"':
+				if c == '\\' {
+					k++
+				} else if c == '"' {
+					quote, atStart, json = 0, false, true
+				}
+				continue
+			}
+			switch c {
+			case ' ', '\t':
+				if prop {
+					prop, atStart = false, true
+				}
+				continue
+			case '#':
+				if k == 0 || l[k-1] == ' ' || l[k-1] == '\t' {
+					k = len(l) // a comment
+					continue
+				}
+			case '[', '{':
+				flow++
+				if len(indents)+flow > MaxNesting {
+					return tooDeep(n, k+1)
+				}
+				atStart = true
+				continue
+			case ']', '}':
+				flow = max(flow-1, 0)
+				atStart, json = false, true
+				continue
+			case ',':
+				if flow > 0 {
+					atStart = true
+					continue
+				}
+			case ':':
+				if json || k+1 == len(l) || l[k+1] == ' ' || l[k+1] == '\t' {
+					atStart = true
+					continue
+				}
+			case '\'', '"':
+				if atStart {
+					quote = c
+					continue
+				}
+			case '&', '!':
+				if atStart {
+					prop = true
+					continue
+				}
+			case '|', '>':
+				if atStart && flow == 0 {
+					block = indent
+					k = len(l) // the header; the text follows on the next lines
+					continue
+				}
+			}
+			if !prop {
+				atStart, json = false, false
+			}
+		}
+	}
+	return nil
 }

@@ -394,6 +394,66 @@ func TestCheckMessages(t *testing.T) {
 	}
 }
 
+// TestPrescan rejects deep nesting and huge files before the YAML parser,
+// whose time grows with the square of the depth, and passes what is only
+// quoted, commented or block text.
+func TestPrescan(t *testing.T) {
+	const valid = "version: 1\nname: p\nbroker: {kind: kafka}\nvariants: [{name: v, strategy: none}]\n"
+	deepBlock := func(prefix string) string {
+		var b strings.Builder
+		for i := range 70 {
+			b.WriteString(strings.Repeat(" ", i) + prefix + "\n")
+		}
+		return b.String()
+	}
+	const tooDeep = "nested too deeply: more than 64 lists and mappings inside each other"
+	tests := []struct {
+		name, in string
+		want     string // "" for no prescan error
+	}{
+		{"brackets 200 KB", "a: " + strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000), "1:67: " + tooDeep},
+		{"braces", "a: " + strings.Repeat("{b: ", 100) + strings.Repeat("}", 100), "1:256: " + tooDeep},
+		{"brackets over lines", "a:\n" + strings.Repeat("[\n", 100), "65:1: " + tooDeep},
+		{"after a quoted ]", "a: " + strings.Repeat(`["]", `, 100), "1:382: " + tooDeep},
+		{"after a quoted #", "a: " + strings.Repeat(`["x #", `, 100), "1:508: " + tooDeep},
+		{"after a quote in a word", "a: [don't, " + strings.Repeat("[", 100), "1:74: " + tooDeep},
+		{"after a JSON pair", `a: {"k":"x #", ` + strings.Repeat("[", 100), "1:78: " + tooDeep},
+		{"block mappings", deepBlock("a:"), "65:65: " + tooDeep},
+		{"compact lists", "a:\n" + strings.Repeat("- ", 100) + "x", "2:129: " + tooDeep},
+		{"too large", valid + "description: " + strings.Repeat("x", MaxFileSize), "1:1: file is larger than 256 KiB; a scenario file may be at most 256 KiB"},
+		{"quoted brackets", valid + `description: "` + strings.Repeat("[", 100) + `"` + "\n", ""},
+		{"single-quoted", valid + `description: 'it''s ` + strings.Repeat("{", 100) + `'` + "\n", ""},
+		{"comment", valid + "# " + strings.Repeat("[", 100) + "\n", ""},
+		{"block scalar", valid + "description: |\n  " + strings.Repeat("[", 100) + "\n", ""},
+		{"plain text", valid + "description: a [b] {c} d\n", ""},
+	}
+	for _, tc := range tests {
+		err := prescan("p.yaml", []byte(tc.in))
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (err == nil || err.Error() != "p.yaml:"+tc.want):
+			t.Errorf("%s: error %v\nwant p.yaml:%s", tc.name, err, tc.want)
+		}
+		if tc.want == "" {
+			if _, err := Parse("p.yaml", []byte(tc.in)); err != nil {
+				t.Errorf("%s: Parse: %v", tc.name, err)
+			}
+		}
+	}
+	// Through Parse and Load, too.
+	if _, err := Parse("p.yaml", []byte("a: "+strings.Repeat("[", 100_000))); err == nil || !strings.Contains(err.Error(), tooDeep) {
+		t.Errorf("Parse(deep) = %v", err)
+	}
+	big := filepath.Join(t.TempDir(), "big.yaml")
+	if err := os.WriteFile(big, make([]byte, 3*MaxFileSize), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(big); err == nil || !strings.Contains(err.Error(), "at most 256 KiB") {
+		t.Errorf("Load(big) = %v", err)
+	}
+}
+
 func TestExpectation(t *testing.T) {
 	tests := []struct {
 		in      string
