@@ -69,7 +69,10 @@ func runScenarios(ctx context.Context, s Streams, o runOptions, args []string, s
 	var scs []*scenario.Scenario
 	var problems []string
 	for _, arg := range args {
-		sc, err := scenario.Resolve(arg)
+		sc, err := scenario.ResolveContext(ctx, arg)
+		if err != nil && ctx.Err() != nil {
+			return withCode(ExitIncomplete, fmt.Errorf("interrupted: %w", ctx.Err()))
+		}
 		if err != nil {
 			problems = append(problems, err.Error())
 			continue

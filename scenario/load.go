@@ -2,11 +2,13 @@ package scenario
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"reflect"
+	"runtime/debug"
 	"strings"
 
 	"github.com/goccy/go-yaml"
@@ -31,6 +33,41 @@ func Resolve(arg string) (*Scenario, error) {
 	names := scenarios.Names()
 	return nil, fmt.Errorf("no scenario file or built-in named %q (built-ins: %s)%s",
 		arg, strings.Join(names, ", "), didYouMean(strings.TrimSuffix(arg, ".yaml"), names))
+}
+
+// ResolveContext is Resolve, but returns ctx.Err() as soon as ctx is done,
+// so that Ctrl-C is not held up by a slow file (a named pipe, a slow disk,
+// a large scenario). The abandoned read ends by itself.
+func ResolveContext(ctx context.Context, arg string) (*Scenario, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	type result struct {
+		s     *Scenario
+		err   error
+		panic any
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				// Panic again in the caller's goroutine, where dqbench's
+				// guard catches it.
+				done <- result{panic: fmt.Sprintf("%v\n\n%s", r, debug.Stack())}
+			}
+		}()
+		s, err := Resolve(arg)
+		done <- result{s: s, err: err}
+	}()
+	select {
+	case r := <-done:
+		if r.panic != nil {
+			panic(r.panic)
+		}
+		return r.s, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // Load reads and parses the scenario file at path.

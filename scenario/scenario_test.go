@@ -1,13 +1,16 @@
 package scenario
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -327,6 +330,43 @@ func TestResolve(t *testing.T) {
 	}
 	if _, err := Load("testdata/no-such-file.yaml"); err == nil || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Load(missing) error = %v", err)
+	}
+}
+
+// TestResolveContext returns at once when the context ends, even while the
+// file is still being read: here a named pipe nobody writes to.
+func TestResolveContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := ResolveContext(ctx, "quickstart"); !errors.Is(err, context.Canceled) {
+		t.Errorf("ResolveContext(cancelled) error = %v", err)
+	}
+	if s, err := ResolveContext(context.Background(), "quickstart"); err != nil || s.Name != "quickstart" {
+		t.Errorf("ResolveContext(quickstart) = %v, %v", s, err)
+	}
+
+	fifo := filepath.Join(t.TempDir(), "pipe.yaml")
+	if err := exec.Command("mkfifo", fifo).Run(); err != nil {
+		t.Skipf("cannot make a named pipe: %v", err)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := ResolveContext(ctx, fifo)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("ResolveContext(pipe) error = %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("ResolveContext did not return when its context ended")
+	}
+	// Let the abandoned read finish (without blocking if it never started).
+	if w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+		w.Close()
 	}
 }
 
