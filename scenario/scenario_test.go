@@ -494,6 +494,45 @@ func TestPrescan(t *testing.T) {
 	}
 }
 
+// TestNames allows only names that are safe as file, topic and group names.
+func TestNames(t *testing.T) {
+	const help = `is not allowed: use 1 to 64 letters, digits, ".", "_" or "-", starting with a letter or digit, without ".."`
+	doc := func(name, variants string) []byte {
+		return []byte("version: 1\nname: " + name + "\nbroker: {kind: kafka}\nvariants: " + variants + "\n")
+	}
+	const oneVariant = "[{name: v, strategy: none}]"
+	tests := []struct {
+		name, variants string
+		want           string // "" for valid
+	}{
+		{"a", oneVariant, ""},
+		{"My.scenario_2-b", oneVariant, ""},
+		{strings.Repeat("x", 64), oneVariant, ""},
+		{"a", "[{name: A.b_c-1, strategy: none}, {name: a.b_c-1x, strategy: none}]", ""},
+		{"../../x", oneVariant, `2:7: name: "../../x" ` + help},
+		{"a..b", oneVariant, `2:7: name: "a..b" ` + help},
+		{".hidden", oneVariant, `2:7: name: ".hidden" ` + help},
+		{"-x", oneVariant, `2:7: name: "-x" ` + help},
+		{"a/b", oneVariant, `2:7: name: "a/b" ` + help},
+		{`'a b'`, oneVariant, `2:7: name: "a b" ` + help},
+		{`"tab\there"`, oneVariant, `2:7: name: "tab\there" ` + help},
+		{"ünï", oneVariant, `2:7: name: "ünï" ` + help},
+		{strings.Repeat("x", 65), oneVariant, `2:7: name: "` + strings.Repeat("x", 65) + `" ` + help},
+		{"a", "[{name: ../v, strategy: none}]", `4:19: variants[0].name: "../v" ` + help},
+		{"a", "[{name: 'at most once', strategy: none}]", `4:19: variants[0].name: "at most once" ` + help},
+		{"a", "[{name: none, strategy: none}, {name: None, strategy: none}]", `4:49: variants[1].name: "None" is already the name of variants[0]; variant names must be unique (ignoring case)`},
+	}
+	for _, tc := range tests {
+		_, err := Parse("n.yaml", doc(tc.name, tc.variants))
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("name %s, variants %s: %v", tc.name, tc.variants, err)
+		case tc.want != "" && (err == nil || err.Error() != "n.yaml:"+tc.want):
+			t.Errorf("name %s, variants %s: error %v\nwant n.yaml:%s", tc.name, tc.variants, err, tc.want)
+		}
+	}
+}
+
 func TestExpectation(t *testing.T) {
 	tests := []struct {
 		in      string

@@ -3,6 +3,7 @@ package scenario
 import (
 	"fmt"
 	"net"
+	"regexp"
 	"strings"
 
 	"github.com/dqbench/dqbench/faults"
@@ -102,12 +103,13 @@ func (c *checker) top() {
 	case s.Version != Version:
 		c.errorf("version", "version: %d is not supported; this dqbench reads version %d", s.Version, Version)
 	}
-	if strings.TrimSpace(s.Name) == "" {
-		if c.d.has("name") {
-			c.errorf("name", "name: must not be empty")
-		} else {
-			c.missing("name", "add a short name, used in reports and topic names")
-		}
+	switch {
+	case strings.TrimSpace(s.Name) == "" && c.d.has("name"):
+		c.errorf("name", "name: must not be empty")
+	case strings.TrimSpace(s.Name) == "":
+		c.missing("name", "add a short name, used in reports and topic names")
+	case !isSafeName(s.Name):
+		c.errorf("name", "name: %q is not allowed: %s", s.Name, safeNameHelp)
 	}
 	c.inRange("messages", s.Messages, MaxMessages)
 	c.positive("deadline", s.Deadline)
@@ -247,7 +249,9 @@ func (c *checker) variants() {
 	if len(c.s.Variants) == 0 {
 		c.errorf("variants", "variants: is empty; add at least one variant with a name and a strategy (%s)", strings.Join(strategy.Names(), ", "))
 	}
-	names := map[string]string{} // variant name → path of the variant that has it
+	// Variant names become topic, group and file names, which may not tell
+	// case apart: "None" and "none" are the same name.
+	names := map[string]string{} // lower-case variant name → path of the variant that has it
 	for i, v := range c.s.Variants {
 		vp := fmt.Sprintf("variants[%d]", i)
 		switch name := strings.TrimSpace(v.Name); {
@@ -255,10 +259,12 @@ func (c *checker) variants() {
 			c.errorf(vp+".name", "%s.name: must not be empty", vp)
 		case name == "":
 			c.missing(vp+".name", "add a name, used in reports and JSON output")
-		case names[v.Name] != "":
-			c.errorf(vp+".name", "%s.name: %q is already the name of %s; variant names must be unique", vp, v.Name, names[v.Name])
+		case !isSafeName(v.Name):
+			c.errorf(vp+".name", "%s.name: %q is not allowed: %s", vp, v.Name, safeNameHelp)
+		case names[strings.ToLower(v.Name)] != "":
+			c.errorf(vp+".name", "%s.name: %q is already the name of %s; variant names must be unique (ignoring case)", vp, v.Name, names[strings.ToLower(v.Name)])
 		default:
-			names[v.Name] = vp
+			names[strings.ToLower(v.Name)] = vp
 		}
 		if c.d.has(vp + ".strategy") {
 			c.oneOf(vp+".strategy", v.Strategy, strategy.Names())
@@ -328,6 +334,17 @@ func (c *checker) faultPoints() {
 		c.errorf(path, "%s: no variant's strategy has the crash point %s, so the fault never fires; add a variant with strategy %s, or pick another point",
 			path, f.At, strings.Join(with, " or "))
 	}
+}
+
+// safeNameRE is what a scenario or variant name may be: it names files
+// (under --out), topics and consumer groups, so it must not be a path.
+var safeNameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._-]{0,63}$`)
+
+const safeNameHelp = `use 1 to 64 letters, digits, ".", "_" or "-", starting with a letter or digit, without ".."`
+
+// isSafeName reports whether name may name a scenario or a variant.
+func isSafeName(name string) bool {
+	return safeNameRE.MatchString(name) && !strings.Contains(name, "..")
 }
 
 // missing reports a required key that is absent (or null).
