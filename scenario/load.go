@@ -90,10 +90,11 @@ func Load(path string) (*Scenario, error) {
 // (used in messages). On failure the error is an Errors listing every
 // problem found, each at file:line:col.
 func Parse(file string, data []byte) (*Scenario, error) {
-	if err := prescan(file, data); err != nil {
+	text := bytes.TrimPrefix(data, []byte(byteOrderMark)) // editors on Windows write one
+	if err := prescan(file, text); err != nil {
 		return nil, err
 	}
-	root, err := parseYAML(file, data)
+	root, err := parseYAML(file, text)
 	if err != nil {
 		return nil, err
 	}
@@ -116,6 +117,10 @@ func Parse(file string, data []byte) (*Scenario, error) {
 	applyDefaults(&s)
 	return &s, nil
 }
+
+// byteOrderMark is the UTF-8 encoding of U+FEFF, which some editors write
+// at the start of a file.
+const byteOrderMark = "\ufeff"
 
 // parseYAML returns the body of the one YAML document in data.
 func parseYAML(file string, data []byte) (root ast.Node, err error) {

@@ -370,6 +370,19 @@ func TestResolveContext(t *testing.T) {
 	}
 }
 
+// TestByteOrderMark reads a file that starts with a UTF-8 byte-order mark,
+// with positions counted after it.
+func TestByteOrderMark(t *testing.T) {
+	const doc = "version: 1\nname: bom\nbroker: {kind: kafka}\nvariants: [{name: v, strategy: none}]\n"
+	if _, err := Parse("b.yaml", []byte("\ufeff"+doc)); err != nil {
+		t.Errorf("Parse(BOM + valid) = %v", err)
+	}
+	_, err := Parse("b.yaml", []byte("\ufeffversion: 2\n"+doc[len("version: 1\n"):]))
+	if err == nil || !strings.HasPrefix(err.Error(), "b.yaml:1:10: version: 2 is not supported") {
+		t.Errorf("Parse(BOM + version 2) = %v", err)
+	}
+}
+
 func TestErrorsAs(t *testing.T) {
 	_, err := Parse("x.yaml", []byte("version: 1\nname: x\nbroker: {kind: kafka}\nvariants: [{name: a, strategy: nope}]\n"))
 	var e *Error
