@@ -101,6 +101,9 @@ func Parse(file string, data []byte) (*Scenario, error) {
 	d := newDecoder(file, root)
 	var s Scenario
 	d.decode("", root, reflect.ValueOf(&s).Elem())
+	if d.overflow != nil {
+		return nil, Errors{d.overflow}
+	}
 	c := checker{d: d, s: &s}
 	c.check()
 	if len(d.errs) > 0 {

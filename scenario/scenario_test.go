@@ -383,6 +383,23 @@ func TestByteOrderMark(t *testing.T) {
 	}
 }
 
+// TestWorkLimit reports only the work limit once aliases expand past it,
+// not a false "missing" problem for every value left unread.
+func TestWorkLimit(t *testing.T) {
+	doc := "version: 1\nname: w\nbroker: {kind: kafka}\n" +
+		"x: &v {name: a, strategy: none, expect: {lost: 0, duplicates: 0}}\n" +
+		"variants: [" + strings.Repeat("*v, ", 30_000) + "*v]\n"
+	_, err := Parse("w.yaml", []byte(doc))
+	var errs Errors
+	if !errors.As(err, &errs) || len(errs) != 1 || !strings.Contains(errs[0].Msg, "too many values: more than 100,000") {
+		n := len(errs)
+		if n > 3 {
+			errs = errs[:3]
+		}
+		t.Errorf("got %d problem(s), want only the work limit; first: %v", n, errs)
+	}
+}
+
 func TestErrorsAs(t *testing.T) {
 	_, err := Parse("x.yaml", []byte("version: 1\nname: x\nbroker: {kind: kafka}\nvariants: [{name: a, strategy: nope}]\n"))
 	var e *Error

@@ -26,6 +26,9 @@ type decoder struct {
 	depth   int
 	work    int               // nodes visited, against aliases that expand without end
 	open    map[ast.Node]bool // mappings being read, against merge keys that loop
+	// overflow is the error reported when work reached maxWork: past it,
+	// the values left unread would only add false problems.
+	overflow *Error
 }
 
 // maxDepth bounds nesting, which the scenario types keep shallow; only an
@@ -347,7 +350,8 @@ func (d *decoder) enter(path string, n ast.Node) bool {
 	d.work++
 	switch {
 	case d.work == maxWork:
-		d.fail(path, n, "too many values: do aliases (*name) expand to thousands of nodes?")
+		d.fail(path, n, fmt.Sprintf("too many values: more than %s, counting each use of an alias (*name) or merge key (<<) in full; do aliases expand to thousands of nodes?", thousands(maxWork)))
+		d.overflow = d.errs[len(d.errs)-1]
 		return false
 	case d.work > maxWork:
 		return false
