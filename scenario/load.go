@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"runtime/debug"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
@@ -31,8 +33,8 @@ func Resolve(arg string) (*Scenario, error) {
 		return Parse("builtin:"+arg, data)
 	}
 	names := scenarios.Names()
-	return nil, fmt.Errorf("no scenario file or built-in named %q (built-ins: %s)%s",
-		arg, strings.Join(names, ", "), didYouMean(strings.TrimSuffix(arg, ".yaml"), names))
+	return nil, fmt.Errorf("no scenario file or built-in named %s (built-ins: %s)%s",
+		echo(arg), strings.Join(names, ", "), didYouMean(strings.TrimSuffix(arg, ".yaml"), names))
 }
 
 // ResolveContext is Resolve, but returns ctx.Err() as soon as ctx is done,
@@ -130,7 +132,7 @@ func parseYAML(file string, data []byte) (root ast.Node, err error) {
 	defer func() {
 		// The YAML parser is a dependency; a bug in it must not crash dqbench.
 		if r := recover(); r != nil {
-			root, err = nil, Errors{{File: file, Line: 1, Col: 1, Msg: fmt.Sprintf("cannot parse YAML: %v", r)}}
+			root, err = nil, Errors{{File: file, Line: 1, Col: 1, Msg: "cannot parse YAML: " + clip(fmt.Sprint(r))}}
 		}
 	}()
 	f, err := parser.ParseBytes(data, 0)
@@ -156,10 +158,11 @@ func parseYAML(file string, data []byte) (root ast.Node, err error) {
 
 // syntaxError turns the YAML parser's error into an Errors at its position.
 func syntaxError(file string, err error) error {
-	e := &Error{File: file, Line: 1, Col: 1, Msg: "YAML syntax error: " + err.Error()}
+	// The parser's messages are short, but may hold a character of the input.
+	e := &Error{File: file, Line: 1, Col: 1, Msg: "YAML syntax error: " + clip(err.Error())}
 	var ye yaml.Error
 	if errors.As(err, &ye) {
-		e.Msg = "YAML syntax error: " + ye.GetMessage()
+		e.Msg = "YAML syntax error: " + clip(ye.GetMessage())
 		if tk := ye.GetToken(); tk != nil && tk.Position != nil && tk.Position.Line > 0 {
 			e.Line, e.Col = tk.Position.Line, max(tk.Position.Column, 1)
 		}
@@ -186,6 +189,9 @@ func prescan(file string, data []byte) error {
 	if len(data) > MaxFileSize {
 		return Errors{{File: file, Line: 1, Col: 1,
 			Msg: fmt.Sprintf("file is larger than %d KiB; a scenario file may be at most %d KiB", MaxFileSize>>10, MaxFileSize>>10)}}
+	}
+	if err := checkText(file, data); err != nil {
+		return err
 	}
 	var (
 		flow    int   // [ and { open
@@ -309,6 +315,35 @@ func prescan(file string, data []byte) error {
 				atStart, json = false, false
 			}
 		}
+	}
+	return nil
+}
+
+// checkText rejects data that is not text, at the first byte that is not:
+// a NUL, bytes that are not UTF-8, or a control character (other than tab
+// and line ends), which YAML does not allow either. Otherwise the YAML
+// parser's message would repeat the binary.
+func checkText(file string, data []byte) error {
+	line, col := 1, 1
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		why := ""
+		switch {
+		case r == utf8.RuneError && size == 1:
+			why = "bytes that are not UTF-8"
+		case r == 0:
+			why = "a NUL byte"
+		case r == '\n':
+			line, col = line+1, 0
+		case r != '\t' && r != '\r' && unicode.IsControl(r):
+			why = fmt.Sprintf("the control character %U", r)
+		}
+		if why != "" {
+			return Errors{{File: file, Line: line, Col: col,
+				Msg: "not a text file: it holds " + why + "; a scenario is a YAML text file in UTF-8"}}
+		}
+		i += size
+		col++
 	}
 	return nil
 }

@@ -400,6 +400,74 @@ func TestWorkLimit(t *testing.T) {
 	}
 }
 
+// TestNotText says "not a text file" without repeating the binary.
+func TestNotText(t *testing.T) {
+	binary := make([]byte, 18_000)
+	for i := range binary {
+		binary[i] = byte(i * 7919 % 251)
+	}
+	tests := []struct {
+		name string
+		in   string
+		want string
+	}{
+		{"binary", string(binary), "1:1: not a text file: it holds a NUL byte"},
+		{"NUL", "version: 1\nname: a\x00b\n", "2:8: not a text file: it holds a NUL byte"},
+		{"Latin-1", "version: 1\nname: caf\xe9\n", "2:10: not a text file: it holds bytes that are not UTF-8"},
+		{"escape", "version: 1\nname: \x1b[31mred\n", "2:7: not a text file: it holds the control character U+001B"},
+	}
+	for _, tc := range tests {
+		_, err := Parse("t.yaml", []byte(tc.in))
+		var errs Errors
+		if !errors.As(err, &errs) || len(errs) != 1 || !strings.HasPrefix(errs[0].Error(), "t.yaml:"+tc.want) {
+			t.Errorf("%s: %.300v\nwant t.yaml:%s", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestEcho repeats at most about 80 characters of the input in a message,
+// with control characters escaped.
+func TestEcho(t *testing.T) {
+	long := strings.Repeat("x", 10_000)
+	const base = "version: 1\nname: e\nbroker: {kind: kafka}\n"
+	tests := []struct {
+		name, in string
+		want     string // part of the message
+	}{
+		{"unknown key", base + long + ": 1\nvariants: [{name: v, strategy: none}]\n", `unknown key "` + long[:80] + `"... at the top level`},
+		{"unknown expect key", base + "variants: [{name: v, strategy: none, expect: {" + long + ": 1}}]\n", `unknown key "` + long[:80] + `"... in variants[0].expect`},
+		{"name", "version: 1\nname: " + long + "\nbroker: {kind: kafka}\nvariants: [{name: v, strategy: none}]\n", `name: "` + long[:80] + `"... is not allowed`},
+		{"strategy", base + "variants: [{name: v, strategy: " + long + "}]\n", `variants[0].strategy: "` + long[:80] + `"... is not allowed`},
+		{"tab in a value", base + "variants: [{name: v, strategy: \"a\\tb\"}]\n", `variants[0].strategy: "a\tb" is not allowed`},
+		{"address", base[:len(base)-len("broker: {kind: kafka}\n")] + "broker: {kind: kafka, mode: external, addresses: [" + long + "]}\nvariants: [{name: v, strategy: none}]\n", `"` + long[:80] + `"... is not host:port`},
+		{"duration", base + "deadline: " + long + "\nvariants: [{name: v, strategy: none}]\n", `bad duration "` + long[:80] + `"...: write`},
+		{"expectation", base + "variants: [{name: v, strategy: none, expect: {lost: " + long + "}}]\n", `bad expectation "` + long[:80] + `"...: write`},
+		{"big number", base + "seed: " + strings.Repeat("9", 10_000) + "\nvariants: [{name: v, strategy: none}]\n", "seed: " + strings.Repeat("9", 80) + "... is too large"},
+		{"wrong type", base + "messages: " + long + "\nvariants: [{name: v, strategy: none}]\n", `messages: must be an integer, got string "` + long[:80] + `"...`},
+	}
+	for _, tc := range tests {
+		_, err := Parse("e.yaml", []byte(tc.in))
+		if err == nil {
+			t.Errorf("%s: no error", tc.name)
+			continue
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, tc.want) {
+			t.Errorf("%s: %.400s\nwant it to contain %s", tc.name, msg, tc.want)
+		}
+		if len(msg) > 600 {
+			t.Errorf("%s: message is %d bytes long: %.400s...", tc.name, len(msg), msg)
+		}
+	}
+	// A YAML syntax error's message escapes the tab it names.
+	if _, err := Parse("e.yaml", []byte("a: 1\n\tb")); err == nil || !strings.Contains(err.Error(), `found character '\t'`) {
+		t.Errorf("syntax error with a tab: %v", err)
+	}
+	if _, err := Resolve(long); err == nil || len(err.Error()) > 400 {
+		t.Errorf("Resolve(long name) error is %d bytes", len(err.Error()))
+	}
+}
+
 func TestErrorsAs(t *testing.T) {
 	_, err := Parse("x.yaml", []byte("version: 1\nname: x\nbroker: {kind: kafka}\nvariants: [{name: a, strategy: nope}]\n"))
 	var e *Error

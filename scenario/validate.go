@@ -109,7 +109,7 @@ func (c *checker) top() {
 	case strings.TrimSpace(s.Name) == "":
 		c.missing("name", "add a short name, used in reports and topic names")
 	case !isSafeName(s.Name):
-		c.errorf("name", "name: %q is not allowed: %s", s.Name, safeNameHelp)
+		c.errorf("name", "name: %s is not allowed: %s", echo(s.Name), safeNameHelp)
 	}
 	c.inRange("messages", s.Messages, MaxMessages)
 	c.positive("deadline", s.Deadline)
@@ -155,7 +155,7 @@ func (c *checker) broker() {
 	for i, a := range b.Addresses {
 		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
 			p := fmt.Sprintf("broker.addresses[%d]", i)
-			c.errorf(p, `%s: %q is not host:port (e.g. "127.0.0.1:9092")`, p, a)
+			c.errorf(p, `%s: %s is not host:port (e.g. "127.0.0.1:9092")`, p, echo(a))
 		}
 	}
 	c.inRange("broker.partitions", b.Partitions, MaxPartitions)
@@ -233,7 +233,7 @@ func (c *checker) faults() {
 				namePath = fp
 			}
 			if prev, dup := names[name]; dup {
-				c.errorf(namePath, "%s: name %q is already used by %s; add name: with a unique label to one of them", fp, name, prev)
+				c.errorf(namePath, "%s: name %s is already used by %s; add name: with a unique label to one of them", fp, echo(name), prev)
 			} else {
 				names[name] = fp
 			}
@@ -260,9 +260,9 @@ func (c *checker) variants() {
 		case name == "":
 			c.missing(vp+".name", "add a name, used in reports and JSON output")
 		case !isSafeName(v.Name):
-			c.errorf(vp+".name", "%s.name: %q is not allowed: %s", vp, v.Name, safeNameHelp)
+			c.errorf(vp+".name", "%s.name: %s is not allowed: %s", vp, echo(v.Name), safeNameHelp)
 		case names[strings.ToLower(v.Name)] != "":
-			c.errorf(vp+".name", "%s.name: %q is already the name of %s; variant names must be unique (ignoring case)", vp, v.Name, names[strings.ToLower(v.Name)])
+			c.errorf(vp+".name", "%s.name: %s is already the name of %s; variant names must be unique (ignoring case)", vp, echo(v.Name), names[strings.ToLower(v.Name)])
 		default:
 			names[strings.ToLower(v.Name)] = vp
 		}
@@ -382,7 +382,7 @@ func (c *checker) oneOf(path, value string, allowed []string) bool {
 	if indexOf(allowed, value) >= 0 {
 		return true
 	}
-	c.errorf(path, "%s: %q is not allowed (allowed: %s)%s", path, value, strings.Join(allowed, ", "), didYouMean(value, allowed))
+	c.errorf(path, "%s: %s is not allowed (allowed: %s)%s", path, echo(value), strings.Join(allowed, ", "), didYouMean(value, allowed))
 	return false
 }
 

@@ -105,7 +105,7 @@ func (d *decoder) value(path string, n, r ast.Node, tag string, v reflect.Value)
 		}
 		hint := ""
 		if isScalar(r) {
-			hint = fmt.Sprintf(" (put it in quotes: %q)", r.GetToken().Value)
+			hint = fmt.Sprintf(" (put it in quotes: %s)", echo(r.GetToken().Value))
 		}
 		d.wrongType(path, n, r, "a string", hint)
 	case reflect.Int, reflect.Int64:
@@ -151,7 +151,7 @@ func (d *decoder) structure(path string, n, r ast.Node, v reflect.Value) {
 	for _, p := range pairs {
 		i := indexOf(names, p.name)
 		if i < 0 {
-			msg := fmt.Sprintf("unknown key %q %s (allowed: %s)", p.name, where(path), strings.Join(names, ", "))
+			msg := fmt.Sprintf("unknown key %s %s (allowed: %s)", echo(p.name), where(path), strings.Join(names, ", "))
 			if s, ok := suggest(p.name, names); ok {
 				msg += fmt.Sprintf("; did you mean %q?", s)
 				suggested = append(suggested, s)
@@ -191,8 +191,8 @@ func (d *decoder) dict(path string, n, r ast.Node, v reflect.Value) {
 	}
 	for _, p := range pairs {
 		if allowed != nil && indexOf(allowed, p.name) < 0 {
-			d.errAt(p.key, fmt.Sprintf("unknown key %q %s (allowed: %s)%s",
-				p.name, where(path), strings.Join(allowed, ", "), didYouMean(p.name, allowed)))
+			d.errAt(p.key, fmt.Sprintf("unknown key %s %s (allowed: %s)%s",
+				echo(p.name), where(path), strings.Join(allowed, ", "), didYouMean(p.name, allowed)))
 			continue
 		}
 		kp := join(path, p.name)
@@ -230,10 +230,10 @@ func (d *decoder) integer(path string, n, r ast.Node, v reflect.Value) {
 			v.SetInt(i)
 			return
 		}
-		d.fail(path, n, fmt.Sprintf("%s: %s is too large", path, x.GetToken().Value))
+		d.fail(path, n, fmt.Sprintf("%s: %s is too large", path, clip(x.GetToken().Value)))
 	case *ast.StringNode:
 		if isPlain(x) && bigIntRE.MatchString(x.Value) {
-			d.fail(path, n, fmt.Sprintf("%s: %s is too large", path, x.Value))
+			d.fail(path, n, fmt.Sprintf("%s: %s is too large", path, clip(x.Value)))
 			return
 		}
 		d.wrongType(path, n, r, "an integer", "")
@@ -252,7 +252,7 @@ func (d *decoder) duration(path string, n, r ast.Node, v reflect.Value) {
 		}
 		v.Set(reflect.ValueOf(dur))
 	case *ast.IntegerNode:
-		d.wrongType(path, n, r, durationHelp, fmt.Sprintf("; add a unit, e.g. %ss", x.GetToken().Value))
+		d.wrongType(path, n, r, durationHelp, fmt.Sprintf("; add a unit, e.g. %ss", clip(x.GetToken().Value)))
 	default:
 		d.wrongType(path, n, r, durationHelp, "")
 	}
@@ -381,7 +381,7 @@ func (d *decoder) resolve(path string, n ast.Node) (ast.Node, string, bool) {
 		case *ast.AliasNode:
 			a := d.anchor(x)
 			if a == nil {
-				d.fail(path, n, fmt.Sprintf("%s: unknown alias %s; define the anchor (&name) before using it", orTop(path), x.String()))
+				d.fail(path, n, fmt.Sprintf("%s: unknown alias %s; define the anchor (&name) before using it", orTop(path), clip(x.String())))
 				return nil, "", false
 			}
 			n = a.Value
