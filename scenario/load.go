@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"reflect"
 	"runtime/debug"
 	"strings"
@@ -23,9 +25,10 @@ import (
 // Resolve finds a scenario by argument: an existing file path, or the name
 // of a built-in scenario.
 func Resolve(arg string) (*Scenario, error) {
-	if fi, err := os.Stat(arg); err == nil {
+	fi, err := os.Stat(arg)
+	if err == nil {
 		if fi.IsDir() {
-			return nil, fmt.Errorf("%s is a directory; give a scenario file (.yaml) or a built-in name (%s)", arg, strings.Join(scenarios.Names(), ", "))
+			return nil, fmt.Errorf("%s is a directory; give a scenario file (.yaml) or a built-in name (%s)", clip(arg), strings.Join(scenarios.Names(), ", "))
 		}
 		return Load(arg)
 	}
@@ -33,8 +36,21 @@ func Resolve(arg string) (*Scenario, error) {
 		return Parse("builtin:"+arg, data)
 	}
 	names := scenarios.Names()
-	return nil, fmt.Errorf("no scenario file or built-in named %s (built-ins: %s)%s",
-		echo(arg), strings.Join(names, ", "), didYouMean(strings.TrimSuffix(arg, ".yaml"), names))
+	builtins := fmt.Sprintf("(built-ins: %s)%s", strings.Join(names, ", "),
+		didYouMean(strings.TrimSuffix(strings.TrimSuffix(filepath.Base(arg), ".yaml"), ".yml"), names))
+	var pe *fs.PathError
+	switch {
+	case !errors.Is(err, fs.ErrNotExist) && errors.As(err, &pe):
+		return nil, fmt.Errorf("%s: %v", clip(arg), pe.Err) // the error without the path, which may be long
+	case looksLikePath(arg):
+		return nil, fmt.Errorf("%s: no such file; give an existing scenario file or a built-in name %s", clip(arg), builtins)
+	}
+	return nil, fmt.Errorf("no scenario file or built-in named %s %s", echo(arg), builtins)
+}
+
+// looksLikePath reports whether arg names a file rather than a built-in.
+func looksLikePath(arg string) bool {
+	return strings.ContainsAny(arg, `/\`) || strings.HasSuffix(arg, ".yaml") || strings.HasSuffix(arg, ".yml")
 }
 
 // ResolveContext is Resolve, but returns ctx.Err() as soon as ctx is done,

@@ -325,6 +325,16 @@ func TestResolve(t *testing.T) {
 		!strings.Contains(err.Error(), `did you mean "quickstart"?`) {
 		t.Errorf("Resolve(typo) error = %v", err)
 	}
+	for arg, want := range map[string]string{
+		"testdata/nope.yaml": "testdata/nope.yaml: no such file; give an existing scenario file or a built-in name (built-ins: delivery-guarantees, kafka-idempotent-producer, quickstart)",
+		"nope.yml":           "nope.yml: no such file; give an existing scenario file or a built-in name (built-ins:",
+		"dir/quickstart":     `dir/quickstart: no such file; give an existing scenario file or a built-in name (built-ins: delivery-guarantees, kafka-idempotent-producer, quickstart); did you mean "quickstart"?`,
+		"quickstrat.yaml":    `quickstrat.yaml: no such file; give an existing scenario file or a built-in name (built-ins: delivery-guarantees, kafka-idempotent-producer, quickstart); did you mean "quickstart"?`,
+	} {
+		if _, err := Resolve(arg); err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("Resolve(%q) error = %v\nwant %s", arg, err, want)
+		}
+	}
 	if _, err := Resolve("testdata"); err == nil || !strings.Contains(err.Error(), "is a directory") {
 		t.Errorf("Resolve(dir) error = %v", err)
 	}
