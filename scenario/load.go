@@ -112,11 +112,12 @@ func Parse(file string, data []byte) (*Scenario, error) {
 	if err := prescan(file, text); err != nil {
 		return nil, err
 	}
-	root, err := parseYAML(file, text)
+	root, problems, err := parseYAML(file, text)
 	if err != nil {
 		return nil, err
 	}
 	d := newDecoder(file, root)
+	d.errs = problems
 	var s Scenario
 	d.decode("", root, reflect.ValueOf(&s).Elem())
 	if d.overflow != nil {
@@ -143,17 +144,19 @@ func Parse(file string, data []byte) (*Scenario, error) {
 // at the start of a file.
 const byteOrderMark = "\ufeff"
 
-// parseYAML returns the body of the one YAML document in data.
-func parseYAML(file string, data []byte) (root ast.Node, err error) {
+// parseYAML returns the body of the first YAML document in data, and a
+// problem to report with the others if there is a second one. Duplicate
+// keys are left to the decoder, which reports them with the others too.
+func parseYAML(file string, data []byte) (root ast.Node, problems Errors, err error) {
 	defer func() {
 		// The YAML parser is a dependency; a bug in it must not crash dqbench.
 		if r := recover(); r != nil {
-			root, err = nil, Errors{{File: file, Line: 1, Col: 1, Msg: "cannot parse YAML: " + clip(fmt.Sprint(r))}}
+			root, problems, err = nil, nil, Errors{{File: file, Line: 1, Col: 1, Msg: "cannot parse YAML: " + clip(fmt.Sprint(r))}}
 		}
 	}()
-	f, err := parser.ParseBytes(data, 0)
+	f, err := parser.ParseBytes(data, 0, parser.AllowDuplicateMapKey())
 	if err != nil {
-		return nil, syntaxError(file, err)
+		return nil, nil, syntaxError(file, err)
 	}
 	var docs []ast.Node
 	for _, doc := range f.Docs {
@@ -161,15 +164,15 @@ func parseYAML(file string, data []byte) (root ast.Node, err error) {
 			docs = append(docs, doc.Body)
 		}
 	}
-	switch {
-	case len(docs) == 0:
-		return nil, Errors{{File: file, Line: 1, Col: 1, Msg: "empty scenario: start with version: 1, then name, broker and variants"}}
-	case len(docs) > 1:
+	if len(docs) == 0 {
+		return nil, nil, Errors{{File: file, Line: 1, Col: 1, Msg: "empty scenario: start with version: 1, then name, broker and variants"}}
+	}
+	if len(docs) > 1 {
 		line, col, _ := nodePos(docs[1])
-		return nil, Errors{{File: file, Line: max(line, 1), Col: max(col, 1),
+		problems = Errors{{File: file, Line: max(line, 1), Col: max(col, 1),
 			Msg: "a second YAML document (after ---): a file holds one scenario; remove the ---, or split the file"}}
 	}
-	return docs[0], nil
+	return docs[0], problems, nil
 }
 
 // syntaxError turns the YAML parser's error into an Errors at its position.

@@ -143,6 +143,15 @@ var fixtures = []fixture{
 	{"invalid/two-documents.yaml", []string{
 		`9:1: a second YAML document (after ---): a file holds one scenario`,
 	}},
+	{"invalid/two-documents-and-more.yaml", []string{
+		`4:9: broker.kind: "kafak" is not allowed (allowed: kafka); did you mean "kafka"?`,
+		`9:1: a second YAML document (after ---): a file holds one scenario`,
+	}},
+	{"invalid/duplicate-keys.yaml", []string{
+		`4:1: duplicate key "messages" at the top level (first on line 3); remove one of them`,
+		`5:23: duplicate key "kind" in broker (first on line 5); remove one of them`,
+		`8:15: variants[0].strategy: "nope" is not allowed`,
+	}},
 	{"invalid/merge-loop.yaml", []string{
 		`5:7: broker: a merge key (<<) refers to the mapping it is in`,
 	}},

@@ -301,6 +301,7 @@ func (d *decoder) mapping(path string, n, r ast.Node, want string) ([]pair, bool
 	d.open[r] = true
 	defer delete(d.open, r)
 	var merged, own []pair
+	seen := map[string]ast.Node{} // key name → its first key, against duplicates
 	for _, mv := range mvs {
 		if mv == nil || isNil(mv.Key) {
 			continue
@@ -314,6 +315,12 @@ func (d *decoder) mapping(path string, n, r ast.Node, want string) ([]pair, bool
 			d.errAt(mv.Key, fmt.Sprintf("%s: a key must be a plain name", orTop(path)))
 			continue
 		}
+		if first, dup := seen[name]; dup {
+			line, _, _ := nodePos(first)
+			d.errAt(mv.Key, fmt.Sprintf("duplicate key %s %s (first on line %d); remove one of them", echo(name), where(path), line))
+			continue
+		}
+		seen[name] = mv.Key
 		own = append(own, pair{name: name, key: mv.Key, value: mv.Value})
 	}
 	return append(merged, own...), true
