@@ -55,7 +55,8 @@ func looksLikePath(arg string) bool {
 
 // ResolveContext is Resolve, but returns ctx.Err() as soon as ctx is done,
 // so that Ctrl-C is not held up by a slow file (a named pipe, a slow disk,
-// a large scenario). The abandoned read ends by itself.
+// a large scenario). The abandoned read goes on in its goroutine until the
+// file gives way; the process is about to exit anyway.
 func ResolveContext(ctx context.Context, arg string) (*Scenario, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
