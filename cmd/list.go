@@ -16,10 +16,13 @@ func newListCmd(s Streams) *cobra.Command {
 		Short:   "List the built-in scenarios",
 		Example: "  dqbench list",
 		Args:    cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
+		RunE: func(c *cobra.Command, _ []string) error {
 			w := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
 			for _, name := range scenarios.Names() {
-				sc, err := scenario.Resolve(name)
+				sc, err := scenario.ResolveContext(c.Context(), name)
+				if err != nil && c.Context().Err() != nil {
+					return withCode(ExitIncomplete, fmt.Errorf("interrupted: %w", c.Context().Err()))
+				}
 				if err != nil {
 					return withCode(ExitUsage, fmt.Errorf("built-in scenario %s: %w", name, err))
 				}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
@@ -19,8 +20,11 @@ const (
 	ExitFail       = 1 // an expectation failed
 	ExitUsage      = 2 // invalid scenario, flags or usage
 	ExitIncomplete = 3 // the run could not be completed
-	ExitInternal   = 4 // dqbench itself failed (a bug): please report it
+	ExitInternal   = 4 // dqbench itself failed: a bug
 )
+
+// issuesURL is where to report a bug.
+const issuesURL = "https://github.com/dqbench/dqbench/issues"
 
 const exitCodesHelp = `Exit codes:
   0  every expectation held
@@ -28,7 +32,7 @@ const exitCodesHelp = `Exit codes:
   2  invalid scenario, flags or usage
   3  the run could not be completed (broker unreachable, deadline passed,
      a configured fault never fired, the drain gave up, interrupted)
-  4  internal error in dqbench: please report it`
+  4  internal error: a bug in dqbench (please report it)`
 
 // exitError carries an exit code out of a command.
 type exitError struct {
@@ -84,15 +88,22 @@ without each consumer idempotency strategy.
 	return root
 }
 
-// Execute runs dqbench with args and returns the process exit code.
-func Execute(ctx context.Context, args []string, s Streams) int {
+// Execute runs dqbench with args and returns the process exit code. A
+// panic becomes ExitInternal, with a request to report it.
+func Execute(ctx context.Context, args []string, s Streams) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(s.Err, "dqbench: internal error: %v; please report this at %s with the scenario file\n\n%s", r, issuesURL, debug.Stack())
+			code = ExitInternal
+		}
+	}()
 	root := NewRoot(s)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return ExitPass
 	}
-	code := ExitUsage // cobra's own errors: unknown command, bad args
+	code = ExitUsage // cobra's own errors: unknown command, bad args
 	var ee *exitError
 	if errors.As(err, &ee) {
 		code = ee.code

@@ -75,11 +75,19 @@ func runScenarios(ctx context.Context, s Streams, o runOptions, args []string) e
 	if o.messages < 0 || o.timeout < 0 {
 		return withCode(ExitUsage, errors.New("--messages and --timeout must not be negative"))
 	}
+	if o.messages > 0 {
+		if err := scenario.CheckMessages(o.messages); err != nil {
+			return withCode(ExitUsage, fmt.Errorf("--messages: %w", err))
+		}
+	}
 	// Every scenario must be valid before anything runs.
 	var scs []*scenario.Scenario
 	var problems []string
 	for _, arg := range args {
-		sc, err := scenario.Resolve(arg)
+		sc, err := scenario.ResolveContext(ctx, arg)
+		if err != nil && ctx.Err() != nil {
+			return withCode(ExitIncomplete, fmt.Errorf("interrupted: %w", ctx.Err()))
+		}
 		if err != nil {
 			problems = append(problems, err.Error())
 			continue

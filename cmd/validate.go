@@ -17,10 +17,14 @@ bad value is reported as FILE:LINE:COL with what is allowed. Built-in names
 are accepted too. Exit code 2 if any file is invalid.`,
 		Example: "  dqbench validate my-scenario.yaml\n  dqbench validate scenarios/*.yaml",
 		Args:    cobra.MinimumNArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(c *cobra.Command, args []string) error {
 			bad := 0
 			for _, arg := range args {
-				if _, err := scenario.Resolve(arg); err != nil {
+				_, err := scenario.ResolveContext(c.Context(), arg)
+				if err != nil && c.Context().Err() != nil {
+					return withCode(ExitIncomplete, fmt.Errorf("interrupted: %w", c.Context().Err()))
+				}
+				if err != nil {
 					bad++
 					fmt.Fprintln(s.Err, err)
 					continue

@@ -1,6 +1,8 @@
 package scenario
 
 import (
+	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/dqbench/dqbench/catalog"
@@ -18,6 +20,46 @@ const (
 	DefaultPrefetch   = 100
 	DefaultMaxAttempt = 1
 )
+
+// Upper bounds of the numeric settings: past them a run would exhaust memory
+// or time, or overflow a broker's own types. The JSON schema's maximum= tags
+// in types.go say the same (TestSchemaBounds keeps them in step).
+const (
+	MaxMessages   = 10_000_000
+	MaxWindow     = 100_000
+	MaxInstances  = 64
+	MaxPrefetch   = 100_000
+	MaxEvery      = MaxMessages
+	MaxMaxAttempt = 1_000
+	MaxDeadline   = Duration(24 * time.Hour)
+)
+
+// CheckMessages checks a number of messages given outside a scenario file
+// (the --messages flag) against the same bounds as messages: in a file.
+func CheckMessages(n int) error {
+	return checkRange(n, 1, MaxMessages)
+}
+
+// checkRange says what is wrong with n unless lo <= n <= hi.
+func checkRange(n, lo, hi int) error {
+	if n < lo || n > hi {
+		return fmt.Errorf("must be from %s to %s, got %s", thousands(lo), thousands(hi), thousands(n))
+	}
+	return nil
+}
+
+// thousands renders n with commas between groups of three digits: 10,000,000.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	sign := ""
+	if s[0] == '-' {
+		sign, s = "-", s[1:]
+	}
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return sign + s
+}
 
 // applyDefaults fills in every setting s leaves out. A variant's overrides
 // stay as written: ProducerFor and ConsumerFor merge them.

@@ -30,7 +30,7 @@ const durationHelp = `a duration such as "30s", "2m" or "1m30s" (units: ms, s, m
 func parseDuration(s string) (Duration, error) {
 	x, err := time.ParseDuration(s)
 	if err != nil {
-		return 0, fmt.Errorf("bad duration %q: write %s", s, durationHelp)
+		return 0, fmt.Errorf("bad duration %s: write %s", echo(s), durationHelp)
 	}
 	return Duration(x), nil
 }

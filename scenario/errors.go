@@ -3,7 +3,10 @@ package scenario
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Error is one problem in a scenario file, at the position of the offending
@@ -56,6 +59,41 @@ func (es Errors) sorted() Errors {
 		}
 	}
 	return out
+}
+
+// maxEcho is the most characters of the input that a message repeats: a
+// value can be a whole file long.
+const maxEcho = 80
+
+// echo renders input for a message: quoted, with control characters
+// escaped, and cut to maxEcho characters ("..." after the quote says so).
+func echo(s string) string {
+	short, cut := cutEcho(s)
+	q := strconv.Quote(short)
+	if cut {
+		q += "..."
+	}
+	return q
+}
+
+// clip is echo without the quotes, for input shown as it is (a number).
+func clip(s string) string {
+	short, cut := cutEcho(s)
+	if strings.ContainsFunc(short, unicode.IsControl) || !utf8.ValidString(short) {
+		q := strconv.Quote(short)
+		short = q[1 : len(q)-1]
+	}
+	if cut {
+		short += "..."
+	}
+	return short
+}
+
+func cutEcho(s string) (string, bool) {
+	if utf8.RuneCountInString(s) <= maxEcho {
+		return s, false
+	}
+	return string([]rune(s)[:maxEcho]), true
 }
 
 // suggest returns the candidate nearest to s by edit distance, if it is

@@ -29,11 +29,11 @@ const expectationHelp = `write a count like 0, or a comparison like ">0", ">= 3"
 func ParseExpectation(s string) (Expectation, error) {
 	m := expectationRE.FindStringSubmatch(s)
 	if m == nil {
-		return Expectation{}, fmt.Errorf("bad expectation %q: %s", s, expectationHelp)
+		return Expectation{}, fmt.Errorf("bad expectation %s: %s", echo(s), expectationHelp)
 	}
 	n, err := strconv.Atoi(m[2])
 	if err != nil {
-		return Expectation{}, fmt.Errorf("bad expectation %q: the number is too large", s)
+		return Expectation{}, fmt.Errorf("bad expectation %s: the number is too large", echo(s))
 	}
 	op := m[1]
 	if op == "" {

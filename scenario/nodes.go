@@ -3,7 +3,6 @@ package scenario
 // Helpers that read goccy/go-yaml syntax nodes.
 
 import (
-	"fmt"
 	"math"
 	"reflect"
 	"regexp"
@@ -93,15 +92,15 @@ func describe(n ast.Node) string {
 	}
 	switch x := n.(type) {
 	case *ast.StringNode:
-		return fmt.Sprintf("string %q", x.Value)
+		return "string " + echo(x.Value)
 	case *ast.LiteralNode:
 		return "a text block"
 	case *ast.IntegerNode:
-		return "integer " + x.GetToken().Value
+		return "integer " + clip(x.GetToken().Value)
 	case *ast.FloatNode, *ast.InfinityNode, *ast.NanNode:
-		return "number " + x.GetToken().Value
+		return "number " + clip(x.GetToken().Value)
 	case *ast.BoolNode:
-		return "boolean " + x.GetToken().Value
+		return "boolean " + clip(x.GetToken().Value)
 	case *ast.MappingNode, *ast.MappingValueNode:
 		return "a mapping"
 	case *ast.SequenceNode:

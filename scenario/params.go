@@ -1,8 +1,10 @@
 package scenario
 
 import (
+	"math"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/dqbench/dqbench/catalog"
@@ -138,4 +140,35 @@ func fieldValue(p any, key string) any {
 		}
 	}
 	return nil
+}
+
+// bound is one integer parameter and its allowed range.
+type bound struct {
+	key           string
+	value, lo, hi int
+}
+
+// paramBounds lists the integer fields of the struct p points to with the
+// range their jsonschema tags give (minimum=, maximum=), so that a kind's
+// own settings are checked where they are declared.
+func paramBounds(p any) []bound {
+	v := reflect.ValueOf(p).Elem()
+	var out []bound
+	for _, f := range yamlFields(v.Type()) {
+		fv := v.FieldByIndex(f.index)
+		if fv.Kind() != reflect.Int {
+			continue
+		}
+		b := bound{key: f.name, value: int(fv.Int()), lo: math.MinInt, hi: math.MaxInt}
+		for _, part := range strings.Split(v.Type().FieldByIndex(f.index).Tag.Get("jsonschema"), ",") {
+			if x, ok := strings.CutPrefix(part, "minimum="); ok {
+				b.lo, _ = strconv.Atoi(x)
+			}
+			if x, ok := strings.CutPrefix(part, "maximum="); ok {
+				b.hi, _ = strconv.Atoi(x)
+			}
+		}
+		out = append(out, b)
+	}
+	return out
 }

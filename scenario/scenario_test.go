@@ -1,13 +1,17 @@
 package scenario
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -101,10 +105,21 @@ var fixtures = []fixture{
 		`18:13: variants[2].producer.acks: acks none needs idempotent: false`,
 	}},
 	{"invalid/out-of-range.yaml", []string{
-		`3:11: messages: must be at least 1, got -5`,
-		`6:15: broker.partitions: must be at least 1, got 0`,
-		`8:13: consumer.prefetch: must be at least 1, got -1`,
+		`3:11: messages: must be from 1 to 10,000,000, got -5`,
+		`6:15: broker.partitions: must be from 1 to 1,000, got 0`,
+		`8:13: consumer.prefetch: must be from 1 to 100,000, got -1`,
 		`11:18: faults[0].probability: must be more than 0 and at most 1, got 1.5`,
+	}},
+	{"invalid/too-large.yaml", []string{
+		`3:11: messages: must be from 1 to 10,000,000, got 1,000,000,000,000`,
+		`4:11: deadline: must be at most 24h0m0s, got 48h0m0s`,
+		`7:15: broker.partitions: must be from 1 to 1,000, got 4,294,967,297`,
+		`9:11: producer.window: must be from 1 to 100,000, got 100,001`,
+		`11:14: consumer.instances: must be from 1 to 64, got 9,223,372,036,854,775,807`,
+		`12:13: consumer.prefetch: must be from 1 to 100,000, got 100,001`,
+		`15:12: faults[0].every: must be from 1 to 10,000,000, got 10,000,001`,
+		`16:18: faults[0].max_attempt: must be from 1 to 1,000, got 1,001`,
+		`20:27: variants[0].consumer.instances: must be from 1 to 64, got 65`,
 	}},
 	{"invalid/duplicate-fault-names.yaml", []string{
 		`9:5: faults[1]: name "consumer-crash@before-process" is already used by faults[0]`,
@@ -130,6 +145,15 @@ var fixtures = []fixture{
 	}},
 	{"invalid/two-documents.yaml", []string{
 		`9:1: a second YAML document (after ---): a file holds one scenario`,
+	}},
+	{"invalid/two-documents-and-more.yaml", []string{
+		`4:9: broker.kind: "kafak" is not allowed (allowed: kafka); did you mean "kafka"?`,
+		`9:1: a second YAML document (after ---): a file holds one scenario`,
+	}},
+	{"invalid/duplicate-keys.yaml", []string{
+		`4:1: duplicate key "messages" at the top level (first on line 3); remove one of them`,
+		`5:23: duplicate key "kind" in broker (first on line 5); remove one of them`,
+		`8:15: variants[0].strategy: "nope" is not allowed`,
 	}},
 	{"invalid/merge-loop.yaml", []string{
 		`5:7: broker: a merge key (<<) refers to the mapping it is in`,
@@ -316,11 +340,156 @@ func TestResolve(t *testing.T) {
 		!strings.Contains(err.Error(), `did you mean "quickstart"?`) {
 		t.Errorf("Resolve(typo) error = %v", err)
 	}
+	for arg, want := range map[string]string{
+		"testdata/nope.yaml": "testdata/nope.yaml: no such file; give an existing scenario file or a built-in name (built-ins: delivery-guarantees, kafka-idempotent-producer, quickstart)",
+		"nope.yml":           "nope.yml: no such file; give an existing scenario file or a built-in name (built-ins:",
+		"dir/quickstart":     `dir/quickstart: no such file; give an existing scenario file or a built-in name (built-ins: delivery-guarantees, kafka-idempotent-producer, quickstart); did you mean "quickstart"?`,
+		"quickstrat.yaml":    `quickstrat.yaml: no such file; give an existing scenario file or a built-in name (built-ins: delivery-guarantees, kafka-idempotent-producer, quickstart); did you mean "quickstart"?`,
+	} {
+		if _, err := Resolve(arg); err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("Resolve(%q) error = %v\nwant %s", arg, err, want)
+		}
+	}
 	if _, err := Resolve("testdata"); err == nil || !strings.Contains(err.Error(), "is a directory") {
 		t.Errorf("Resolve(dir) error = %v", err)
 	}
 	if _, err := Load("testdata/no-such-file.yaml"); err == nil || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Load(missing) error = %v", err)
+	}
+}
+
+// TestResolveContext returns at once when the context ends, even while the
+// file is still being read: here a named pipe nobody writes to.
+func TestResolveContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := ResolveContext(ctx, "quickstart"); !errors.Is(err, context.Canceled) {
+		t.Errorf("ResolveContext(cancelled) error = %v", err)
+	}
+	if s, err := ResolveContext(context.Background(), "quickstart"); err != nil || s.Name != "quickstart" {
+		t.Errorf("ResolveContext(quickstart) = %v, %v", s, err)
+	}
+
+	fifo := filepath.Join(t.TempDir(), "pipe.yaml")
+	if err := exec.Command("mkfifo", fifo).Run(); err != nil {
+		t.Skipf("cannot make a named pipe: %v", err)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := ResolveContext(ctx, fifo)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("ResolveContext(pipe) error = %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("ResolveContext did not return when its context ended")
+	}
+	// Let the abandoned read finish (without blocking if it never started).
+	if w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+		w.Close()
+	}
+}
+
+// TestByteOrderMark reads a file that starts with a UTF-8 byte-order mark,
+// with positions counted after it.
+func TestByteOrderMark(t *testing.T) {
+	const doc = "version: 1\nname: bom\nbroker: {kind: kafka}\nvariants: [{name: v, strategy: none}]\n"
+	if _, err := Parse("b.yaml", []byte("\ufeff"+doc)); err != nil {
+		t.Errorf("Parse(BOM + valid) = %v", err)
+	}
+	_, err := Parse("b.yaml", []byte("\ufeffversion: 2\n"+doc[len("version: 1\n"):]))
+	if err == nil || !strings.HasPrefix(err.Error(), "b.yaml:1:10: version: 2 is not supported") {
+		t.Errorf("Parse(BOM + version 2) = %v", err)
+	}
+}
+
+// TestWorkLimit reports only the work limit once aliases expand past it,
+// not a false "missing" problem for every value left unread.
+func TestWorkLimit(t *testing.T) {
+	doc := "version: 1\nname: w\nbroker: {kind: kafka}\n" +
+		"x: &v {name: a, strategy: none, expect: {lost: 0, duplicates: 0}}\n" +
+		"variants: [" + strings.Repeat("*v, ", 30_000) + "*v]\n"
+	_, err := Parse("w.yaml", []byte(doc))
+	var errs Errors
+	if !errors.As(err, &errs) || len(errs) != 1 || !strings.Contains(errs[0].Msg, "too many values: more than 100,000") {
+		n := len(errs)
+		if n > 3 {
+			errs = errs[:3]
+		}
+		t.Errorf("got %d problem(s), want only the work limit; first: %v", n, errs)
+	}
+}
+
+// TestNotText says "not a text file" without repeating the binary.
+func TestNotText(t *testing.T) {
+	binary := make([]byte, 18_000)
+	for i := range binary {
+		binary[i] = byte(i * 7919 % 251)
+	}
+	tests := []struct {
+		name string
+		in   string
+		want string
+	}{
+		{"binary", string(binary), "1:1: not a text file: it holds a NUL byte"},
+		{"NUL", "version: 1\nname: a\x00b\n", "2:8: not a text file: it holds a NUL byte"},
+		{"Latin-1", "version: 1\nname: caf\xe9\n", "2:10: not a text file: it holds bytes that are not UTF-8"},
+		{"escape", "version: 1\nname: \x1b[31mred\n", "2:7: not a text file: it holds the control character U+001B"},
+	}
+	for _, tc := range tests {
+		_, err := Parse("t.yaml", []byte(tc.in))
+		var errs Errors
+		if !errors.As(err, &errs) || len(errs) != 1 || !strings.HasPrefix(errs[0].Error(), "t.yaml:"+tc.want) {
+			t.Errorf("%s: %.300v\nwant t.yaml:%s", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestEcho repeats at most about 80 characters of the input in a message,
+// with control characters escaped.
+func TestEcho(t *testing.T) {
+	long := strings.Repeat("x", 10_000)
+	const base = "version: 1\nname: e\nbroker: {kind: kafka}\n"
+	tests := []struct {
+		name, in string
+		want     string // part of the message
+	}{
+		{"unknown key", base + long + ": 1\nvariants: [{name: v, strategy: none}]\n", `unknown key "` + long[:80] + `"... at the top level`},
+		{"unknown expect key", base + "variants: [{name: v, strategy: none, expect: {" + long + ": 1}}]\n", `unknown key "` + long[:80] + `"... in variants[0].expect`},
+		{"name", "version: 1\nname: " + long + "\nbroker: {kind: kafka}\nvariants: [{name: v, strategy: none}]\n", `name: "` + long[:80] + `"... is not allowed`},
+		{"strategy", base + "variants: [{name: v, strategy: " + long + "}]\n", `variants[0].strategy: "` + long[:80] + `"... is not allowed`},
+		{"tab in a value", base + "variants: [{name: v, strategy: \"a\\tb\"}]\n", `variants[0].strategy: "a\tb" is not allowed`},
+		{"address", base[:len(base)-len("broker: {kind: kafka}\n")] + "broker: {kind: kafka, mode: external, addresses: [" + long + "]}\nvariants: [{name: v, strategy: none}]\n", `"` + long[:80] + `"... is not host:port`},
+		{"duration", base + "deadline: " + long + "\nvariants: [{name: v, strategy: none}]\n", `bad duration "` + long[:80] + `"...: write`},
+		{"expectation", base + "variants: [{name: v, strategy: none, expect: {lost: " + long + "}}]\n", `bad expectation "` + long[:80] + `"...: write`},
+		{"big number", base + "seed: " + strings.Repeat("9", 10_000) + "\nvariants: [{name: v, strategy: none}]\n", "seed: " + strings.Repeat("9", 80) + "... is too large"},
+		{"wrong type", base + "messages: " + long + "\nvariants: [{name: v, strategy: none}]\n", `messages: must be an integer, got string "` + long[:80] + `"...`},
+	}
+	for _, tc := range tests {
+		_, err := Parse("e.yaml", []byte(tc.in))
+		if err == nil {
+			t.Errorf("%s: no error", tc.name)
+			continue
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, tc.want) {
+			t.Errorf("%s: %.400s\nwant it to contain %s", tc.name, msg, tc.want)
+		}
+		if len(msg) > 600 {
+			t.Errorf("%s: message is %d bytes long: %.400s...", tc.name, len(msg), msg)
+		}
+	}
+	// A YAML syntax error's message escapes the tab it names.
+	if _, err := Parse("e.yaml", []byte("a: 1\n\tb")); err == nil || !strings.Contains(err.Error(), `found character '\t'`) {
+		t.Errorf("syntax error with a tab: %v", err)
+	}
+	if _, err := Resolve(long); err == nil || len(err.Error()) > 400 {
+		t.Errorf("Resolve(long name) error is %d bytes", len(err.Error()))
 	}
 }
 
@@ -332,6 +501,158 @@ func TestErrorsAs(t *testing.T) {
 	}
 	if e.File != "x.yaml" || e.Line != 4 || e.Col != 32 {
 		t.Errorf("error at %s:%d:%d", e.File, e.Line, e.Col)
+	}
+}
+
+// TestBounds accepts each number at its bound and rejects it one past.
+func TestBounds(t *testing.T) {
+	const base = "version: 1\nname: b\nbroker: {kind: kafka}\nvariants: [{name: v, strategy: none}]\n"
+	tests := []struct {
+		yaml string // with %d for the number
+		max  int
+		path string
+	}{
+		{"messages: %d\n", MaxMessages, "messages"},
+		{"broker: {kind: kafka, partitions: %d}\n", 1000, "broker.partitions"}, // catalog.KafkaSettings' maximum
+		{"producer: {window: %d}\n", MaxWindow, "producer.window"},
+		{"consumer: {instances: %d}\n", MaxInstances, "consumer.instances"},
+		{"consumer: {prefetch: %d}\n", MaxPrefetch, "consumer.prefetch"},
+		{"faults: [{type: produce-response-lost, every: %d}]\n", MaxEvery, "faults[0].every"},
+		{"faults: [{type: produce-response-lost, every: 1, max_attempt: %d}]\n", MaxMaxAttempt, "faults[0].max_attempt"},
+	}
+	for _, tc := range tests {
+		doc := func(n int) []byte {
+			// A later key replaces base's broker: keep only one.
+			b := base
+			if strings.HasPrefix(tc.yaml, "broker:") {
+				b = strings.Replace(b, "broker: {kind: kafka}\n", "", 1)
+			}
+			return []byte(b + fmt.Sprintf(tc.yaml, n))
+		}
+		if _, err := Parse("b.yaml", doc(tc.max)); err != nil {
+			t.Errorf("%s = %d (the bound) rejected: %v", tc.path, tc.max, err)
+		}
+		_, err := Parse("b.yaml", doc(tc.max+1))
+		want := fmt.Sprintf("%s: must be from 1 to %s, got %s", tc.path, thousands(tc.max), thousands(tc.max+1))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s = %d: error %v, want %q", tc.path, tc.max+1, err, want)
+		}
+	}
+	if _, err := Parse("b.yaml", []byte(base+"deadline: 24h\n")); err != nil {
+		t.Errorf("deadline 24h rejected: %v", err)
+	}
+	if _, err := Parse("b.yaml", []byte(base+"seed: 9223372036854775807\n")); err != nil {
+		t.Errorf("seed max int64 rejected: %v", err)
+	}
+}
+
+func TestCheckMessages(t *testing.T) {
+	for n, ok := range map[int]bool{1: true, MaxMessages: true, 0: false, MaxMessages + 1: false, -1: false} {
+		if err := CheckMessages(n); (err == nil) != ok {
+			t.Errorf("CheckMessages(%d) = %v", n, err)
+		}
+	}
+	if err := CheckMessages(1_000_000_000_000); err == nil || err.Error() != "must be from 1 to 10,000,000, got 1,000,000,000,000" {
+		t.Errorf("CheckMessages message = %v", err)
+	}
+}
+
+// TestPrescan rejects deep nesting and huge files before the YAML parser,
+// whose time grows with the square of the depth, and passes what is only
+// quoted, commented or block text.
+func TestPrescan(t *testing.T) {
+	const valid = "version: 1\nname: p\nbroker: {kind: kafka}\nvariants: [{name: v, strategy: none}]\n"
+	deepBlock := func(prefix string) string {
+		var b strings.Builder
+		for i := range 70 {
+			b.WriteString(strings.Repeat(" ", i) + prefix + "\n")
+		}
+		return b.String()
+	}
+	const tooDeep = "nested too deeply: more than 64 lists and mappings inside each other"
+	tests := []struct {
+		name, in string
+		want     string // "" for no prescan error
+	}{
+		{"brackets 200 KB", "a: " + strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000), "1:67: " + tooDeep},
+		{"braces", "a: " + strings.Repeat("{b: ", 100) + strings.Repeat("}", 100), "1:256: " + tooDeep},
+		{"brackets over lines", "a:\n" + strings.Repeat("[\n", 100), "65:1: " + tooDeep},
+		{"after a quoted ]", "a: " + strings.Repeat(`["]", `, 100), "1:382: " + tooDeep},
+		{"after a quoted #", "a: " + strings.Repeat(`["x #", `, 100), "1:508: " + tooDeep},
+		{"after a quote in a word", "a: [don't, " + strings.Repeat("[", 100), "1:74: " + tooDeep},
+		{"after a JSON pair", `a: {"k":"x #", ` + strings.Repeat("[", 100), "1:78: " + tooDeep},
+		{"block mappings", deepBlock("a:"), "65:65: " + tooDeep},
+		{"compact lists", "a:\n" + strings.Repeat("- ", 100) + "x", "2:129: " + tooDeep},
+		{"too large", valid + "description: " + strings.Repeat("x", MaxFileSize), "1:1: file is larger than 256 KiB; a scenario file may be at most 256 KiB"},
+		{"quoted brackets", valid + `description: "` + strings.Repeat("[", 100) + `"` + "\n", ""},
+		{"single-quoted", valid + `description: 'it''s ` + strings.Repeat("{", 100) + `'` + "\n", ""},
+		{"comment", valid + "# " + strings.Repeat("[", 100) + "\n", ""},
+		{"block scalar", valid + "description: |\n  " + strings.Repeat("[", 100) + "\n", ""},
+		{"plain text", valid + "description: a [b] {c} d\n", ""},
+	}
+	for _, tc := range tests {
+		err := prescan("p.yaml", []byte(tc.in))
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (err == nil || err.Error() != "p.yaml:"+tc.want):
+			t.Errorf("%s: error %v\nwant p.yaml:%s", tc.name, err, tc.want)
+		}
+		if tc.want == "" {
+			if _, err := Parse("p.yaml", []byte(tc.in)); err != nil {
+				t.Errorf("%s: Parse: %v", tc.name, err)
+			}
+		}
+	}
+	// Through Parse and Load, too.
+	if _, err := Parse("p.yaml", []byte("a: "+strings.Repeat("[", 100_000))); err == nil || !strings.Contains(err.Error(), tooDeep) {
+		t.Errorf("Parse(deep) = %v", err)
+	}
+	big := filepath.Join(t.TempDir(), "big.yaml")
+	if err := os.WriteFile(big, make([]byte, 3*MaxFileSize), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(big); err == nil || !strings.Contains(err.Error(), "at most 256 KiB") {
+		t.Errorf("Load(big) = %v", err)
+	}
+}
+
+// TestNames allows only names that are safe as file, topic and group names.
+func TestNames(t *testing.T) {
+	const help = `is not allowed: use 1 to 64 letters, digits, ".", "_" or "-", starting with a letter or digit, without ".."`
+	doc := func(name, variants string) []byte {
+		return []byte("version: 1\nname: " + name + "\nbroker: {kind: kafka}\nvariants: " + variants + "\n")
+	}
+	const oneVariant = "[{name: v, strategy: none}]"
+	tests := []struct {
+		name, variants string
+		want           string // "" for valid
+	}{
+		{"a", oneVariant, ""},
+		{"My.scenario_2-b", oneVariant, ""},
+		{strings.Repeat("x", 64), oneVariant, ""},
+		{"a", "[{name: A.b_c-1, strategy: none}, {name: a.b_c-1x, strategy: none}]", ""},
+		{"../../x", oneVariant, `2:7: name: "../../x" ` + help},
+		{"a..b", oneVariant, `2:7: name: "a..b" ` + help},
+		{".hidden", oneVariant, `2:7: name: ".hidden" ` + help},
+		{"-x", oneVariant, `2:7: name: "-x" ` + help},
+		{"a/b", oneVariant, `2:7: name: "a/b" ` + help},
+		{`'a b'`, oneVariant, `2:7: name: "a b" ` + help},
+		{`"tab\there"`, oneVariant, `2:7: name: "tab\there" ` + help},
+		{"ünï", oneVariant, `2:7: name: "ünï" ` + help},
+		{strings.Repeat("x", 65), oneVariant, `2:7: name: "` + strings.Repeat("x", 65) + `" ` + help},
+		{"a", "[{name: ../v, strategy: none}]", `4:19: variants[0].name: "../v" ` + help},
+		{"a", "[{name: 'at most once', strategy: none}]", `4:19: variants[0].name: "at most once" ` + help},
+		{"a", "[{name: none, strategy: none}, {name: None, strategy: none}]", `4:49: variants[1].name: "None" is already the name of variants[0]; variant names must be unique (ignoring case)`},
+	}
+	for _, tc := range tests {
+		_, err := Parse("n.yaml", doc(tc.name, tc.variants))
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("name %s, variants %s: %v", tc.name, tc.variants, err)
+		case tc.want != "" && (err == nil || err.Error() != "n.yaml:"+tc.want):
+			t.Errorf("name %s, variants %s: error %v\nwant n.yaml:%s", tc.name, tc.variants, err, tc.want)
+		}
 	}
 }
 
@@ -453,6 +774,43 @@ func TestSchema(t *testing.T) {
 	for _, want := range append([]string{`"variants"`, `"additionalProperties": false`, `"dedup-table-split"`, `"between-dedup-and-effect"`, `>0`}, check.CountNames()...) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("schema does not mention %s", want)
+		}
+	}
+}
+
+// TestSchemaBounds keeps the schema's maximum= tags in step with the Max
+// constants.
+func TestSchemaBounds(t *testing.T) {
+	b, err := Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Properties map[string]struct{ Maximum float64 }
+		Defs       map[string]struct {
+			Properties map[string]struct{ Maximum float64 }
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		def, prop string
+		want      int
+	}{
+		{"", "messages", MaxMessages},
+		{"Producer", "window", MaxWindow},
+		{"Consumer", "instances", MaxInstances},
+		{"Consumer", "prefetch", MaxPrefetch},
+		{"Fault", "every", MaxEvery},
+		{"Fault", "max_attempt", MaxMaxAttempt},
+	} {
+		props := v.Properties
+		if tc.def != "" {
+			props = v.Defs[tc.def].Properties
+		}
+		if got := props[tc.prop].Maximum; got != float64(tc.want) {
+			t.Errorf("schema %s.%s maximum = %v, want %d", tc.def, tc.prop, got, tc.want)
 		}
 	}
 }

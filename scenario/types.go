@@ -21,8 +21,8 @@ type Scenario struct {
 	Name        string    `yaml:"name" json:"name" jsonschema:"required,description=Short name; used in reports and topic names."`
 	Description string    `yaml:"description" json:"description,omitempty" jsonschema:"description=One line shown by dqbench list."`
 	Seed        int64     `yaml:"seed" json:"seed,omitempty" jsonschema:"description=Seed of the fault schedule and message amounts (default 1; --seed overrides)."`
-	Messages    int       `yaml:"messages" json:"messages,omitempty" jsonschema:"minimum=1,description=Business intents to publish per variant (default 1000; --messages overrides)."`
-	Deadline    Duration  `yaml:"deadline" json:"deadline,omitempty" jsonschema:"description=Hard limit for the whole run\\, e.g. 60s (default 2m; --timeout overrides)."`
+	Messages    int       `yaml:"messages" json:"messages,omitempty" jsonschema:"minimum=1,maximum=10000000,description=Business intents to publish per variant (default 1000; --messages overrides)."`
+	Deadline    Duration  `yaml:"deadline" json:"deadline,omitempty" jsonschema:"description=Hard limit for the whole run\\, e.g. 60s (default 2m\\, at most 24h; --timeout overrides)."`
 	Drain       Duration  `yaml:"drain" json:"drain,omitempty" jsonschema:"description=After publishing\\, how long the consumers may go without progress (no delivery\\, no ack) before the drain gives up; the drain ends at once when the broker has nothing left to deliver (default 10s)."`
 	Broker      Broker    `yaml:"broker" json:"broker" jsonschema:"required"`
 	Producer    Producer  `yaml:"producer" json:"producer,omitempty"`
@@ -50,14 +50,14 @@ type Broker struct {
 type Producer struct {
 	Idempotent *bool        `yaml:"idempotent" json:"idempotent,omitempty" jsonschema:"description=Kafka idempotent producer (default true\\, as in kgo)."`
 	Acks       catalog.Acks `yaml:"acks" json:"acks,omitempty" jsonschema:"description=Broker acknowledgement the producer waits for (default all; leader and none need idempotent: false)."`
-	Window     int          `yaml:"window" json:"window,omitempty" jsonschema:"minimum=1,description=Most unacknowledged publishes in flight (default 256; 1 makes every request carry one intent)."`
+	Window     int          `yaml:"window" json:"window,omitempty" jsonschema:"minimum=1,maximum=100000,description=Most unacknowledged publishes in flight (default 256; 1 makes every request carry one intent)."`
 }
 
 // Consumer holds consumer settings; a variant may override each one.
 type Consumer struct {
-	Instances int             `yaml:"instances" json:"instances,omitempty" jsonschema:"minimum=1,description=Consumer processes sharing the subscription (default 1)."`
+	Instances int             `yaml:"instances" json:"instances,omitempty" jsonschema:"minimum=1,maximum=64,description=Consumer processes sharing the subscription (default 1)."`
 	Ack       catalog.AckMode `yaml:"ack" json:"ack,omitempty" jsonschema:"description=When the consumer acks/commits: after-process (at-least-once\\, default) or before-process (at-most-once)."`
-	Prefetch  int             `yaml:"prefetch" json:"prefetch,omitempty" jsonschema:"minimum=1,description=Messages fetched per poll / prefetch count (default 100)."`
+	Prefetch  int             `yaml:"prefetch" json:"prefetch,omitempty" jsonschema:"minimum=1,maximum=100000,description=Messages fetched per poll / prefetch count (default 100)."`
 }
 
 // Fault is one fault to inject. Type picks the fault; the schedule fields
@@ -66,9 +66,9 @@ type Consumer struct {
 type Fault struct {
 	Type        catalog.FaultType `yaml:"type" json:"type" jsonschema:"required,description=Which fault to inject."`
 	Name        string            `yaml:"name" json:"name,omitempty" jsonschema:"description=Label in reports (default: type\\, plus the crash point)."`
-	Every       int               `yaml:"every" json:"every,omitempty" jsonschema:"minimum=1,description=Fire on every Nth intent (offset chosen from the seed). Exactly one of every and probability."`
+	Every       int               `yaml:"every" json:"every,omitempty" jsonschema:"minimum=1,maximum=10000000,description=Fire on every Nth intent (offset chosen from the seed). Exactly one of every and probability."`
 	Probability float64           `yaml:"probability" json:"probability,omitempty" jsonschema:"exclusiveMinimum=0,maximum=1,description=Fire on each intent with this probability\\, decided by a hash of (seed\\, fault\\, intent\\, attempt)."`
-	MaxAttempt  int               `yaml:"max_attempt" json:"max_attempt,omitempty" jsonschema:"minimum=1,description=Fire only on an intent's first N attempts/deliveries (default 1)\\, so a redelivery can get through."`
+	MaxAttempt  int               `yaml:"max_attempt" json:"max_attempt,omitempty" jsonschema:"minimum=1,maximum=1000,description=Fire only on an intent's first N attempts/deliveries (default 1)\\, so a redelivery can get through."`
 	// Params is the fault type's own parameters (catalog.Fault.NewParams).
 	Params any `yaml:",params" json:"-"`
 

@@ -3,6 +3,7 @@ package scenario
 import (
 	"fmt"
 	"net"
+	"regexp"
 	"strings"
 
 	"github.com/dqbench/dqbench/catalog"
@@ -36,17 +37,19 @@ func (c *checker) top() {
 	case s.Version != Version:
 		c.errorf("version", "version: %d is not supported; this dqbench reads version %d", s.Version, Version)
 	}
-	if strings.TrimSpace(s.Name) == "" {
-		if c.d.has("name") {
-			c.errorf("name", "name: must not be empty")
-		} else {
-			c.missing("name", "add a short name, used in reports and topic names")
-		}
+	switch {
+	case strings.TrimSpace(s.Name) == "" && c.d.has("name"):
+		c.errorf("name", "name: must not be empty")
+	case strings.TrimSpace(s.Name) == "":
+		c.missing("name", "add a short name, used in reports and topic names")
+	case !isSafeName(s.Name):
+		c.errorf("name", "name: %s is not allowed: %s", echo(s.Name), safeNameHelp)
 	}
-	if c.d.has("messages") && s.Messages < 1 {
-		c.errorf("messages", "messages: must be at least 1, got %d", s.Messages)
-	}
+	c.inRange("messages", s.Messages, MaxMessages)
 	c.positive("deadline", s.Deadline)
+	if c.d.has("deadline") && s.Deadline > MaxDeadline {
+		c.errorf("deadline", "deadline: must be at most %s, got %s", MaxDeadline, s.Deadline)
+	}
 	c.positive("drain", s.Drain)
 	deadline, drain := orDefault(s.Deadline, DefaultDeadline), orDefault(s.Drain, DefaultDrain)
 	if deadline > 0 && drain >= deadline {
@@ -89,20 +92,23 @@ func (c *checker) broker() {
 	for i, a := range b.Addresses {
 		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
 			p := fmt.Sprintf("broker.addresses[%d]", i)
-			c.errorf(p, `%s: %q is not host:port (e.g. "%s")`, p, a, example)
+			c.errorf(p, `%s: %s is not host:port (e.g. "%s")`, p, echo(a), example)
 		}
 	}
-	if ks, ok := b.Settings.(*catalog.KafkaSettings); ok {
-		c.atLeast1("broker.partitions", ks.Partitions)
-	}
-	c.requiredParams("broker", b.Settings, string(b.Kind))
+	c.params("broker", b.Settings, string(b.Kind))
 }
 
-// requiredParams reports the required keys of a parameter struct that the
-// scenario leaves out.
-func (c *checker) requiredParams(path string, params any, owner string) {
+// params checks a parameter struct: its required keys, and its numbers
+// against the minimum and maximum of their jsonschema tags.
+func (c *checker) params(path string, params any, owner string) {
 	if params == nil {
 		return
+	}
+	for _, b := range paramBounds(params) {
+		kp := join(path, b.key)
+		if c.d.has(kp) && (b.value < b.lo || b.value > b.hi) {
+			c.errorf(kp, "%s: %v", kp, checkRange(b.value, b.lo, b.hi))
+		}
 	}
 	for _, key := range requiredParams(params) {
 		if !c.d.has(join(path, key)) {
@@ -124,15 +130,15 @@ func (c *checker) producer(path string, p *Producer) {
 	if p == nil {
 		return
 	}
-	c.atLeast1(path+".window", p.Window)
+	c.inRange(path+".window", p.Window, MaxWindow)
 }
 
 func (c *checker) consumer(path string, cs *Consumer) {
 	if cs == nil {
 		return
 	}
-	c.atLeast1(path+".instances", cs.Instances)
-	c.atLeast1(path+".prefetch", cs.Prefetch)
+	c.inRange(path+".instances", cs.Instances, MaxInstances)
+	c.inRange(path+".prefetch", cs.Prefetch, MaxPrefetch)
 }
 
 func (c *checker) faults() {
@@ -152,16 +158,16 @@ func (c *checker) faults() {
 			c.errorf(fp, "%s: needs a schedule: add every: N (fire on every Nth intent) or probability: P (0 < P <= 1)", fp)
 		}
 		if every {
-			c.atLeast1(fp+".every", f.Every)
+			c.inRange(fp+".every", f.Every, MaxEvery)
 		}
 		if prob && !(f.Probability > 0 && f.Probability <= 1) {
 			c.errorf(fp+".probability", "%s.probability: must be more than 0 and at most 1, got %v", fp, f.Probability)
 		}
-		c.atLeast1(fp+".max_attempt", f.MaxAttempt)
+		c.inRange(fp+".max_attempt", f.MaxAttempt, MaxMaxAttempt)
 		if !known {
 			continue
 		}
-		c.requiredParams(fp, f.Params, string(f.Type))
+		c.params(fp, f.Params, string(f.Type))
 		name := f.Name
 		if name == "" {
 			name = catalog.DefaultFaultName(f.Type, f.Params)
@@ -171,7 +177,7 @@ func (c *checker) faults() {
 			namePath = fp
 		}
 		if prev, dup := names[name]; dup {
-			c.errorf(namePath, "%s: name %q is already used by %s; add name: with a unique label to one of them", fp, name, prev)
+			c.errorf(namePath, "%s: name %s is already used by %s; add name: with a unique label to one of them", fp, echo(name), prev)
 		} else {
 			names[name] = fp
 		}
@@ -203,7 +209,7 @@ func (c *checker) faultsAvailable() {
 			}
 			if why := kind.Available(where); why != "" {
 				path := c.acksPath(j)
-				c.errorf(path, "%s: %s (%s) cannot act in variant %q: %s", path, f.Type, fp, v.Name, why)
+				c.errorf(path, "%s: %s (%s) cannot act in variant %s: %s", path, f.Type, fp, echo(v.Name), why)
 			}
 		}
 	}
@@ -228,7 +234,9 @@ func (c *checker) variants() {
 	if len(c.s.Variants) == 0 {
 		c.errorf("variants", "variants: is empty; add at least one variant with a name and a strategy (%s)", strings.Join(catalog.StrategyNames(), ", "))
 	}
-	names := map[string]string{} // variant name → path of the variant that has it
+	// Variant names become topic, group and file names, which may not tell
+	// case apart: "None" and "none" are the same name.
+	names := map[string]string{} // lower-case variant name → path of the variant that has it
 	for i, v := range c.s.Variants {
 		vp := fmt.Sprintf("variants[%d]", i)
 		switch name := strings.TrimSpace(v.Name); {
@@ -236,10 +244,12 @@ func (c *checker) variants() {
 			c.errorf(vp+".name", "%s.name: must not be empty", vp)
 		case name == "":
 			c.missing(vp+".name", "add a name, used in reports and JSON output")
-		case names[v.Name] != "":
-			c.errorf(vp+".name", "%s.name: %q is already the name of %s; variant names must be unique", vp, v.Name, names[v.Name])
+		case !isSafeName(v.Name):
+			c.errorf(vp+".name", "%s.name: %s is not allowed: %s", vp, echo(v.Name), safeNameHelp)
+		case names[strings.ToLower(v.Name)] != "":
+			c.errorf(vp+".name", "%s.name: %s is already the name of %s; variant names must be unique (ignoring case)", vp, echo(v.Name), names[strings.ToLower(v.Name)])
 		default:
-			names[v.Name] = vp
+			names[strings.ToLower(v.Name)] = vp
 		}
 		if c.d.has(vp + ".strategy") {
 			c.oneOf(vp+".strategy", v.Strategy, catalog.StrategyNames())
@@ -311,6 +321,17 @@ func (c *checker) faultPoints() {
 	}
 }
 
+// safeNameRE is what a scenario or variant name may be: it names files
+// (under --out), topics and consumer groups, so it must not be a path.
+var safeNameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._-]{0,63}$`)
+
+const safeNameHelp = `use 1 to 64 letters, digits, ".", "_" or "-", starting with a letter or digit, without ".."`
+
+// isSafeName reports whether name may name a scenario or a variant.
+func isSafeName(name string) bool {
+	return safeNameRE.MatchString(name) && !strings.Contains(name, "..")
+}
+
 // missing reports a required key that is absent (or null).
 func (c *checker) missing(path, hint string) {
 	key := path[len(parent(path)):]
@@ -331,9 +352,13 @@ func (c *checker) positive(path string, d Duration) {
 	}
 }
 
-func (c *checker) atLeast1(path string, n int) {
-	if c.d.has(path) && n < 1 {
-		c.errorf(path, "%s: must be at least 1, got %d", path, n)
+// inRange reports n at path unless 1 <= n <= hi.
+func (c *checker) inRange(path string, n, hi int) {
+	if !c.d.has(path) {
+		return
+	}
+	if err := checkRange(n, 1, hi); err != nil {
+		c.errorf(path, "%s: %v", path, err)
 	}
 }
 
@@ -342,7 +367,7 @@ func (c *checker) oneOf(path, value string, allowed []string) bool {
 	if indexOf(allowed, value) >= 0 {
 		return true
 	}
-	c.errorf(path, "%s: %q is not allowed (allowed: %s)%s", path, value, strings.Join(allowed, ", "), didYouMean(value, allowed))
+	c.errorf(path, "%s: %s is not allowed (allowed: %s)%s", path, echo(value), strings.Join(allowed, ", "), didYouMean(value, allowed))
 	return false
 }
 

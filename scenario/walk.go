@@ -29,6 +29,9 @@ type decoder struct {
 	depth   int
 	work    int               // nodes visited, against aliases that expand without end
 	open    map[ast.Node]bool // mappings being read, against merge keys that loop
+	// overflow is the error reported when work reached maxWork: past it,
+	// the values left unread would only add false problems.
+	overflow *Error
 }
 
 // maxDepth bounds nesting, which the scenario types keep shallow; only an
@@ -102,7 +105,7 @@ func (d *decoder) value(path string, n, r ast.Node, tag string, v reflect.Value)
 		if s, ok := stringValue(r, tag); ok {
 			if a, ok := v.Interface().(allowedValues); ok {
 				if allowed := a.Allowed(); indexOf(allowed, s) < 0 {
-					d.fail(path, n, fmt.Sprintf("%s: %q is not allowed (allowed: %s)%s", path, s, strings.Join(allowed, ", "), didYouMean(s, allowed)))
+					d.fail(path, n, fmt.Sprintf("%s: %s is not allowed (allowed: %s)%s", path, echo(s), strings.Join(allowed, ", "), didYouMean(s, allowed)))
 					return
 				}
 			}
@@ -111,7 +114,7 @@ func (d *decoder) value(path string, n, r ast.Node, tag string, v reflect.Value)
 		}
 		hint := ""
 		if isScalar(r) {
-			hint = fmt.Sprintf(" (put it in quotes: %q)", r.GetToken().Value)
+			hint = fmt.Sprintf(" (put it in quotes: %s)", echo(r.GetToken().Value))
 		}
 		d.wrongType(path, n, r, "a string", hint)
 	case reflect.Int, reflect.Int64:
@@ -203,7 +206,7 @@ func (d *decoder) structure(path string, n, r ast.Node, v reflect.Value) {
 				continue
 			}
 		}
-		msg := fmt.Sprintf("unknown key %q %s (allowed: %s)", p.name, where(path), strings.Join(allowed, ", "))
+		msg := fmt.Sprintf("unknown key %s %s (allowed: %s)", echo(p.name), where(path), strings.Join(allowed, ", "))
 		if s, ok := suggest(p.name, allowed); ok {
 			msg += fmt.Sprintf("; did you mean %q?", s)
 			suggested = append(suggested, s)
@@ -257,8 +260,8 @@ func (d *decoder) dict(path string, n, r ast.Node, v reflect.Value) {
 	}
 	for _, p := range pairs {
 		if allowed != nil && indexOf(allowed, p.name) < 0 {
-			d.errAt(p.key, fmt.Sprintf("unknown key %q %s (allowed: %s)%s",
-				p.name, where(path), strings.Join(allowed, ", "), didYouMean(p.name, allowed)))
+			d.errAt(p.key, fmt.Sprintf("unknown key %s %s (allowed: %s)%s",
+				echo(p.name), where(path), strings.Join(allowed, ", "), didYouMean(p.name, allowed)))
 			continue
 		}
 		kp := join(path, p.name)
@@ -296,10 +299,10 @@ func (d *decoder) integer(path string, n, r ast.Node, v reflect.Value) {
 			v.SetInt(i)
 			return
 		}
-		d.fail(path, n, fmt.Sprintf("%s: %s is too large", path, x.GetToken().Value))
+		d.fail(path, n, fmt.Sprintf("%s: %s is too large", path, clip(x.GetToken().Value)))
 	case *ast.StringNode:
 		if isPlain(x) && bigIntRE.MatchString(x.Value) {
-			d.fail(path, n, fmt.Sprintf("%s: %s is too large", path, x.Value))
+			d.fail(path, n, fmt.Sprintf("%s: %s is too large", path, clip(x.Value)))
 			return
 		}
 		d.wrongType(path, n, r, "an integer", "")
@@ -318,7 +321,7 @@ func (d *decoder) duration(path string, n, r ast.Node, v reflect.Value) {
 		}
 		v.Set(reflect.ValueOf(dur))
 	case *ast.IntegerNode:
-		d.wrongType(path, n, r, durationHelp, fmt.Sprintf("; add a unit, e.g. %ss", x.GetToken().Value))
+		d.wrongType(path, n, r, durationHelp, fmt.Sprintf("; add a unit, e.g. %ss", clip(x.GetToken().Value)))
 	default:
 		d.wrongType(path, n, r, durationHelp, "")
 	}
@@ -367,6 +370,7 @@ func (d *decoder) mapping(path string, n, r ast.Node, want string) ([]pair, bool
 	d.open[r] = true
 	defer delete(d.open, r)
 	var merged, own []pair
+	seen := map[string]ast.Node{} // key name → its first key, against duplicates
 	for _, mv := range mvs {
 		if mv == nil || isNil(mv.Key) {
 			continue
@@ -380,6 +384,12 @@ func (d *decoder) mapping(path string, n, r ast.Node, want string) ([]pair, bool
 			d.errAt(mv.Key, fmt.Sprintf("%s: a key must be a plain name", orTop(path)))
 			continue
 		}
+		if first, dup := seen[name]; dup {
+			line, _, _ := nodePos(first)
+			d.errAt(mv.Key, fmt.Sprintf("duplicate key %s %s (first on line %d); remove one of them", echo(name), where(path), line))
+			continue
+		}
+		seen[name] = mv.Key
 		own = append(own, pair{name: name, key: mv.Key, value: mv.Value})
 	}
 	return append(merged, own...), true
@@ -416,7 +426,8 @@ func (d *decoder) enter(path string, n ast.Node) bool {
 	d.work++
 	switch {
 	case d.work == maxWork:
-		d.fail(path, n, "too many values: do aliases (*name) expand to thousands of nodes?")
+		d.fail(path, n, fmt.Sprintf("too many values: more than %s, counting each use of an alias (*name) or merge key (<<) in full; do aliases expand to thousands of nodes?", thousands(maxWork)))
+		d.overflow = d.errs[len(d.errs)-1]
 		return false
 	case d.work > maxWork:
 		return false
@@ -446,7 +457,7 @@ func (d *decoder) resolve(path string, n ast.Node) (ast.Node, string, bool) {
 		case *ast.AliasNode:
 			a := d.anchor(x)
 			if a == nil {
-				d.fail(path, n, fmt.Sprintf("%s: unknown alias %s; define the anchor (&name) before using it", orTop(path), x.String()))
+				d.fail(path, n, fmt.Sprintf("%s: unknown alias %s; define the anchor (&name) before using it", orTop(path), clip(x.String())))
 				return nil, "", false
 			}
 			n = a.Value
