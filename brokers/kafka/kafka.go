@@ -283,6 +283,11 @@ func (c *topicDest) Backlog(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	committed, err := c.k.adm.FetchOffsets(ctx, c.group)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		// No consumer has joined or committed yet (kfake says so; a real
+		// broker answers with no offsets): everything is backlog.
+		committed, err = nil, nil
+	}
 	if err != nil {
 		return 0, err
 	}
