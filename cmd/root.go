@@ -86,7 +86,13 @@ without each consumer idempotency strategy.
 
 // Execute runs dqbench with args and returns the process exit code.
 func Execute(ctx context.Context, args []string, s Streams) int {
-	root := NewRoot(s)
+	return execute(ctx, args, s, runner.Run)
+}
+
+// execute is Execute with runF running each scenario, so that tests get
+// exit codes without a broker.
+func execute(ctx context.Context, args []string, s Streams, runF runFunc) int {
+	root := newRoot(s, runF)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
