@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/history"
 	"github.com/dqbench/dqbench/runner"
@@ -338,5 +339,23 @@ func TestRunOutIsAFile(t *testing.T) {
 	r := run(t, nil, "run", cli, "--out", filepath.Join(file, "sub"))
 	if r.code != ExitUsage || len(r.fake.calls) != 0 {
 		t.Errorf("--out under a file: exit %d after %d runs, want %d before any", r.code, len(r.fake.calls), ExitUsage)
+	}
+}
+
+// TestRunOutAfterAFailedRun: a run with nothing to judge (broker
+// unreachable) leaves no half-saved run behind, so the same command can be
+// run again and "dqbench check" does not trip over it.
+func TestRunOutAfterAFailedRun(t *testing.T) {
+	cli, _ := scenarioFiles(t)
+	out := t.TempDir()
+	failed := run(t, &fakeRunner{err: fmt.Errorf("%w: cannot reach Kafka at 127.0.0.1:1", brokers.ErrUnreachable)}, "run", cli, "--out", out)
+	if failed.code != ExitIncomplete {
+		t.Fatalf("unreachable broker: exit %d, want %d\n%s", failed.code, ExitIncomplete, failed.err)
+	}
+	if entries, _ := os.ReadDir(out); len(entries) != 0 {
+		t.Errorf("a run with nothing to judge left %v in %s", entries, out)
+	}
+	if again := run(t, nil, "run", cli, "--out", out); again.code != ExitPass {
+		t.Errorf("rerun after a failed run: exit %d, want 0\n%s", again.code, again.err)
 	}
 }

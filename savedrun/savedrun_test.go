@@ -290,3 +290,39 @@ func TestFind(t *testing.T) {
 		t.Errorf("Find(missing dir) = %v, want an error naming %s", err, missing)
 	}
 }
+
+func TestDiscard(t *testing.T) {
+	out := t.TempDir()
+	d, err := savedrun.Create(out, "run", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Discard(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(d.Path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Discard left %s behind (%v)", d.Path, err)
+	}
+	if _, err := savedrun.Create(out, "run", false); err != nil {
+		t.Errorf("Create after Discard: %v", err)
+	}
+
+	// A directory that holds something else stays, without the history.
+	d, err = savedrun.Create(out, "kept", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := filepath.Join(d.Path, "notes.txt")
+	if err := os.WriteFile(mine, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Discard(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(mine); err != nil {
+		t.Errorf("Discard removed a file it did not make: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(d.Path, savedrun.HistoryFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Discard kept the history file (%v)", err)
+	}
+}
