@@ -88,16 +88,22 @@ without each consumer idempotency strategy.
 	return root
 }
 
-// Execute runs dqbench with args and returns the process exit code. A
-// panic becomes ExitInternal, with a request to report it.
-func Execute(ctx context.Context, args []string, s Streams) (code int) {
+// Execute runs dqbench with args and returns the process exit code.
+func Execute(ctx context.Context, args []string, s Streams) int {
+	return execute(ctx, args, s, runner.Run)
+}
+
+// execute is Execute with runF running each scenario, so that tests get
+// exit codes without a broker. A panic becomes ExitInternal, with a request
+// to report it.
+func execute(ctx context.Context, args []string, s Streams, runF runFunc) (code int) {
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(s.Err, "dqbench: internal error: %v; please report this at %s with the scenario file\n\n%s", r, issuesURL, debug.Stack())
 			code = ExitInternal
 		}
 	}()
-	root := NewRoot(s)
+	root := newRoot(s, runF)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {

@@ -170,6 +170,11 @@ func runOne(ctx context.Context, s Streams, o runOptions, sc *scenario.Scenario,
 	res, runErr := o.run(ctx, sc, runner.Options{History: hist, Progress: progress})
 	close(done)
 	if res == nil {
+		if dir != nil {
+			if err := dir.Discard(); err != nil {
+				fmt.Fprintf(s.Err, "warning: scenario %s: remove the unused run directory %s: %v\n", sc.Name, dir.Path, err)
+			}
+		}
 		return nil, runErr
 	}
 	for _, c := range res.Cleanup {

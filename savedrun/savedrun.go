@@ -106,6 +106,23 @@ func (d *Dir) Finish(s *scenario.Scenario, meta check.Meta, audits map[string]hi
 	return nil
 }
 
+// Discard removes what Create made for a run that produced nothing to save
+// (the broker was unreachable): the history file, and the directory if
+// nothing else is in it. The same --out can then be used again without
+// --force, and Find does not list a run that cannot be loaded.
+func (d *Dir) Discard() error {
+	if err := d.History.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
+		return err
+	}
+	if err := os.Remove(filepath.Join(d.Path, HistoryFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if entries, err := os.ReadDir(d.Path); err == nil && len(entries) == 0 {
+		return os.Remove(d.Path)
+	}
+	return nil
+}
+
 // Find returns the run directories at or under dir: dir itself if it holds a
 // history, else its subdirectories that do, sorted.
 func Find(dir string) ([]string, error) {

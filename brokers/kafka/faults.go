@@ -17,13 +17,10 @@ import (
 // producer the broker recognises the retry by its sequence number and drops
 // it; without, the retry is appended again.
 //
-// Only the embedded broker can do this (scenario validation rejects the
-// fault with mode: external); on an external cluster it would need a
-// network fault layer.
-func (c *topicDest) LoseProduceResponses(fires func(intent, attempt int) bool, lost func(intents []int)) {
-	if c.k.cluster == nil {
-		return
-	}
+// Only the embedded broker can do this, so only its destinations have the
+// method (scenario validation rejects the fault with mode: external); on an
+// external cluster it would need a network fault layer.
+func (c embeddedDest) LoseProduceResponses(fires func(intent, attempt int) bool, lost func(intents []int)) {
 	var mu sync.Mutex
 	sightings := map[int]int{} // intent → produce requests that carried it
 	// kfake asks When once per partition of a request; decide once per

@@ -118,7 +118,11 @@ func (k *Kafka) Open(ctx context.Context, spec brokers.DestinationSpec) (brokers
 	if err != nil {
 		return nil, fmt.Errorf("create topic %s: %w", topic, err)
 	}
-	return &topicDest{k: k, spec: spec, topic: topic, group: topic + "-group", seen: map[int32]int64{}}, nil
+	d := &topicDest{k: k, spec: spec, topic: topic, group: topic + "-group", seen: map[int32]int64{}}
+	if k.cluster != nil {
+		return embeddedDest{d}, nil
+	}
+	return d, nil
 }
 
 // topicDest is one variant's topic and consumer group.
@@ -134,9 +138,16 @@ type topicDest struct {
 	fault *kfake.FaultHandle
 }
 
+var _ brokers.Destination = (*topicDest)(nil)
+
+// embeddedDest is a topic on the embedded broker, which can also inject
+// faults inside kfake (faults.go). A topic on an external cluster lacks
+// these powers, so a type assertion for them fails there.
+type embeddedDest struct{ *topicDest }
+
 var (
-	_ brokers.Destination          = (*topicDest)(nil)
-	_ brokers.ProduceResponseLoser = (*topicDest)(nil)
+	_ brokers.Destination          = embeddedDest{}
+	_ brokers.ProduceResponseLoser = embeddedDest{}
 )
 
 func (c *topicDest) Producer(ctx context.Context) (brokers.Producer, error) {
@@ -283,6 +294,11 @@ func (c *topicDest) Backlog(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	committed, err := c.k.adm.FetchOffsets(ctx, c.group)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		// No consumer has joined or committed yet (kfake says so; a real
+		// broker answers with no offsets): everything is backlog.
+		committed, err = nil, nil
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -1,0 +1,328 @@
+package savedrun_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dqbench/dqbench/check"
+	"github.com/dqbench/dqbench/history"
+	"github.com/dqbench/dqbench/savedrun"
+	"github.com/dqbench/dqbench/scenario"
+)
+
+func TestCheckOut(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "somefile")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	readOnly := filepath.Join(dir, "ro")
+	if err := os.Mkdir(readOnly, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		out     string
+		wantErr string // empty: no error
+		root    bool   // the case needs permissions to be enforced
+	}{
+		{name: "fresh nested dir", out: filepath.Join(dir, "runs", "new")},
+		{name: "existing dir", out: dir},
+		{name: "a file", out: file, wantErr: "is a file, not a directory"},
+		{name: "under a file", out: filepath.Join(file, "sub"), wantErr: "--out " + filepath.Join(file, "sub")},
+		{name: "read-only dir", out: readOnly, wantErr: "is not writable", root: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.root && os.Geteuid() == 0 {
+				t.Skip("running as root: permissions are not enforced")
+			}
+			err := savedrun.CheckOut(tc.out)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("CheckOut(%s): %v", tc.out, err)
+				}
+				entries, err := os.ReadDir(tc.out)
+				if err != nil {
+					t.Fatalf("CheckOut did not leave a directory at %s: %v", tc.out, err)
+				}
+				for _, e := range entries {
+					if strings.HasPrefix(e.Name(), ".dqbench-write-test") {
+						t.Errorf("CheckOut left its write test %s behind", e.Name())
+					}
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("CheckOut(%s) = %v, want an error containing %q", tc.out, err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestCreateRefusesASavedRunUnlessForced(t *testing.T) {
+	out := t.TempDir()
+	d, err := savedrun.Create(out, "run", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.History.WriteString("{}\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Finish(parse(t), check.Meta{Scenario: "saved"}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	_, err = savedrun.Create(out, "run", false)
+	if !errors.Is(err, savedrun.ErrExists) {
+		t.Fatalf("Create over a saved run = %v, want ErrExists", err)
+	}
+	if !strings.Contains(err.Error(), "--force") || !strings.Contains(err.Error(), filepath.Join(out, "run")) {
+		t.Errorf("error %q should name the directory and --force", err)
+	}
+	// Another name under the same out is fine.
+	other, err := savedrun.Create(out, "run-2", false)
+	if err != nil {
+		t.Fatalf("Create of a new name: %v", err)
+	}
+	other.History.Close()
+
+	forced, err := savedrun.Create(out, "run", true)
+	if err != nil {
+		t.Fatalf("Create with force: %v", err)
+	}
+	defer forced.History.Close()
+	left, err := os.ReadDir(forced.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range left {
+		names = append(names, e.Name())
+	}
+	if !slices.Equal(names, []string{savedrun.HistoryFile}) {
+		t.Errorf("after a forced Create, %s holds %v, want only a fresh %s", forced.Path, names, savedrun.HistoryFile)
+	}
+	if fi, err := os.Stat(filepath.Join(forced.Path, savedrun.HistoryFile)); err != nil || fi.Size() != 0 {
+		t.Errorf("forced Create kept the old history (%v, %v)", fi, err)
+	}
+}
+
+const savedYAML = `version: 1
+name: saved
+seed: 3
+messages: 3
+broker:
+  kind: kafka
+variants:
+  - name: none
+    strategy: none
+    expect:
+      duplicates: ">0"
+      lost: 0
+  - name: dedup
+    strategy: dedup-table
+    expect:
+      duplicates: 0
+`
+
+func parse(t *testing.T) *scenario.Scenario {
+	t.Helper()
+	s, err := scenario.Parse("saved.yaml", []byte(savedYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// events: intents 1..3 published and confirmed in both variants; in none,
+// intent 2 is delivered twice and applied twice; in dedup the redelivery
+// of intent 2 is skipped.
+func events() []history.Event {
+	var out []history.Event
+	for _, v := range []string{"none", "dedup"} {
+		for i := 1; i <= 3; i++ {
+			out = append(out,
+				history.Event{Variant: v, Type: history.Publish, Intent: i, Attempt: 1},
+				history.Event{Variant: v, Type: history.Confirm, Intent: i, Attempt: 1},
+				history.Event{Variant: v, Type: history.Deliver, Intent: i, Attempt: 1, Consumer: 1, Position: "0@" + string(rune('0'+i))},
+				history.Event{Variant: v, Type: history.Effect, Intent: i, Applied: true},
+			)
+		}
+		out = append(out,
+			history.Event{Variant: v, Type: history.Deliver, Intent: 2, Attempt: 2, Consumer: 2, Position: "0@2", Redelivered: true},
+			history.Event{Variant: v, Type: history.Effect, Intent: 2, Applied: v == "none", Reason: "seen"},
+			history.Event{Variant: v, Type: history.Drain, Drained: true},
+		)
+	}
+	return out
+}
+
+func TestRoundTrip(t *testing.T) {
+	out := t.TempDir()
+	s := parse(t)
+	d, err := savedrun.Create(out, s.Name, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := history.Write(d.History, events()); err != nil {
+		t.Fatal(err)
+	}
+	meta := check.Meta{Scenario: s.Name, Seed: s.Seed, Messages: s.Messages, Broker: "kafka (test)", Duration: 1500 * time.Millisecond}
+	audits := map[string]history.Audit{
+		"none":  {Applied: map[int]int{1: 1, 2: 2, 3: 1}},
+		"dedup": {Applied: map[int]int{1: 1, 2: 1, 3: 1}},
+	}
+	judged := check.Run{Meta: meta, Passed: true}
+	if err := d.Finish(s, meta, audits, &judged); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{savedrun.ScenarioFile, savedrun.HistoryFile, savedrun.AuditFile, savedrun.MetaFile, savedrun.ResultFile} {
+		if _, err := os.Stat(filepath.Join(d.Path, f)); err != nil {
+			t.Errorf("saved run lacks %s: %v", f, err)
+		}
+	}
+
+	r, err := savedrun.Load(d.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Scenario.Name != s.Name || r.Scenario.Seed != s.Seed || r.Scenario.Messages != s.Messages || len(r.Scenario.Variants) != 2 {
+		t.Errorf("scenario read back as %s seed %d messages %d, %d variants; want %s seed %d messages %d, 2 variants",
+			r.Scenario.Name, r.Scenario.Seed, r.Scenario.Messages, len(r.Scenario.Variants), s.Name, s.Seed, s.Messages)
+	}
+	if r.Meta != meta {
+		t.Errorf("meta read back as %+v, want %+v", r.Meta, meta)
+	}
+	if !reflect.DeepEqual(r.Audits, audits) {
+		t.Errorf("audits read back as %v, want %v", r.Audits, audits)
+	}
+
+	run, err := r.Judge()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]check.Counts{
+		"none":  {Attempted: 3, Acknowledged: 3, Delivered: 3, Redelivered: 1, Effects: 4, Duplicates: 1},
+		"dedup": {Attempted: 3, Acknowledged: 3, Delivered: 3, Redelivered: 1, Effects: 3},
+	}
+	if len(run.Variants) != 2 {
+		t.Fatalf("judged %d variants, want 2", len(run.Variants))
+	}
+	for _, v := range run.Variants {
+		if v.Counts != want[v.Name] {
+			t.Errorf("variant %s: counts %+v, want %+v", v.Name, v.Counts, want[v.Name])
+		}
+		if !v.Passed || len(v.Invalid) > 0 {
+			t.Errorf("variant %s: passed %v, invalid %v; want a pass", v.Name, v.Passed, v.Invalid)
+		}
+	}
+	if !run.Passed || run.Meta != meta {
+		t.Errorf("run passed %v meta %+v, want a pass with the saved meta", run.Passed, run.Meta)
+	}
+}
+
+func TestLoadBrokenRun(t *testing.T) {
+	out := t.TempDir()
+	d, err := savedrun.Create(out, "run", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Finish(parse(t), check.Meta{}, map[string]history.Audit{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	audit := filepath.Join(d.Path, savedrun.AuditFile)
+	if err := os.WriteFile(audit, []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := savedrun.Load(d.Path); err == nil || !strings.Contains(err.Error(), audit) {
+		t.Errorf("Load with a broken %s = %v, want an error naming it", audit, err)
+	}
+	if err := os.Remove(filepath.Join(d.Path, savedrun.ScenarioFile)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := savedrun.Load(d.Path); err == nil {
+		t.Error("Load without scenario.yaml succeeded")
+	}
+}
+
+func TestFind(t *testing.T) {
+	parent := t.TempDir()
+	for _, name := range []string{"b", "a"} {
+		d, err := savedrun.Create(parent, name, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.History.Close()
+	}
+	// Neither a directory without a history nor a file is a run.
+	if err := os.Mkdir(filepath.Join(parent, "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(parent, "notes.txt"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := savedrun.Find(parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{filepath.Join(parent, "a"), filepath.Join(parent, "b")}; !slices.Equal(got, want) {
+		t.Errorf("Find(parent) = %v, want %v", got, want)
+	}
+
+	// A run directory is itself.
+	one := filepath.Join(parent, "a")
+	if got, err := savedrun.Find(one); err != nil || !slices.Equal(got, []string{one}) {
+		t.Errorf("Find(run dir) = %v, %v; want [%s]", got, err, one)
+	}
+
+	none := filepath.Join(parent, "empty")
+	if _, err := savedrun.Find(none); err == nil || !strings.Contains(err.Error(), none) || !strings.Contains(err.Error(), "no saved run") {
+		t.Errorf("Find(dir without runs) = %v, want an error naming %s", err, none)
+	}
+	missing := filepath.Join(parent, "missing")
+	if _, err := savedrun.Find(missing); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Errorf("Find(missing dir) = %v, want an error naming %s", err, missing)
+	}
+}
+
+func TestDiscard(t *testing.T) {
+	out := t.TempDir()
+	d, err := savedrun.Create(out, "run", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Discard(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(d.Path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Discard left %s behind (%v)", d.Path, err)
+	}
+	if _, err := savedrun.Create(out, "run", false); err != nil {
+		t.Errorf("Create after Discard: %v", err)
+	}
+
+	// A directory that holds something else stays, without the history.
+	d, err = savedrun.Create(out, "kept", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := filepath.Join(d.Path, "notes.txt")
+	if err := os.WriteFile(mine, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Discard(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(mine); err != nil {
+		t.Errorf("Discard removed a file it did not make: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(d.Path, savedrun.HistoryFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Discard kept the history file (%v)", err)
+	}
+}
