@@ -1,8 +1,13 @@
 # dqbench: common tasks. `make help` lists them.
 GO ?= go
 PKGS := ./...
+# make bench BENCH_INTENTS=5000 BENCH_PAIRS=3 for a quicker look
+BENCH_INTENTS ?= 20000
+BENCH_PAIRS ?= 5
+# make bench-scale SCALE_SIZES=10000,100000 skips the 1M run (minutes, ~4 GiB)
+SCALE_SIZES ?= 10000,100000,1000000
 
-.PHONY: help build test race lint bench demo schema compose-check
+.PHONY: help build test race lint bench bench-scale demo schema compose-check
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -20,8 +25,12 @@ lint: ## gofmt, go vet
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet $(PKGS)
 
-bench: ## pipeline vs raw kgo+SQLite loop on the embedded broker
-	$(GO) test -run '^$$' -bench . -benchtime 3x ./bench/
+bench: ## pipeline vs raw kgo+SQLite loop: median ratio of interleaved pairs, tx and commit bounds
+	$(GO) test -run '^$$' -bench PipelineVsRaw -benchtime 1x -timeout 60m ./bench/ \
+		-args -bench.intents=$(BENCH_INTENTS) -bench.pairs=$(BENCH_PAIRS)
+
+bench-scale: ## wall time and peak RSS of the dqbench binary at 10k, 100k, 1M intents, 1 and 3 variants
+	$(GO) run ./bench/scale -sizes $(SCALE_SIZES)
 
 demo: ## run the built-in scenarios on the embedded broker
 	$(GO) run . run quickstart kafka-idempotent-producer delivery-guarantees
