@@ -1,8 +1,9 @@
 package scenario
 
 import (
+	"github.com/dqbench/dqbench/internal/strictyaml"
+
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/dqbench/dqbench/catalog"
@@ -43,22 +44,9 @@ func CheckMessages(n int) error {
 // checkRange says what is wrong with n unless lo <= n <= hi.
 func checkRange(n, lo, hi int) error {
 	if n < lo || n > hi {
-		return fmt.Errorf("must be from %s to %s, got %s", thousands(lo), thousands(hi), thousands(n))
+		return fmt.Errorf("must be from %s to %s, got %s", strictyaml.Thousands(lo), strictyaml.Thousands(hi), strictyaml.Thousands(n))
 	}
 	return nil
-}
-
-// thousands renders n with commas between groups of three digits: 10,000,000.
-func thousands(n int) string {
-	s := strconv.Itoa(n)
-	sign := ""
-	if s[0] == '-' {
-		sign, s = "-", s[1:]
-	}
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return sign + s
 }
 
 // applyDefaults fills in every setting s leaves out. A variant's overrides
@@ -69,7 +57,7 @@ func applyDefaults(s *Scenario) {
 	setIfZero(&s.Drain, DefaultDrain)
 	setIfZero(&s.Broker.Mode, catalog.Embedded)
 	if s.Broker.Settings == nil {
-		s.Broker.Settings, _ = s.Broker.newParams()
+		s.Broker.Settings, _ = s.Broker.NewParams()
 	}
 	if d, ok := s.Broker.Settings.(defaulter); ok {
 		d.Defaults()
@@ -86,7 +74,7 @@ func applyDefaults(s *Scenario) {
 		f := &s.Faults[i]
 		setIfZero(&f.MaxAttempt, DefaultMaxAttempt)
 		if f.Params == nil {
-			f.Params, _ = f.newParams()
+			f.Params, _ = f.NewParams()
 		}
 		if d, ok := f.Params.(defaulter); ok {
 			d.Defaults()

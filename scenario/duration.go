@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/invopop/jsonschema"
+
+	"github.com/dqbench/dqbench/internal/strictyaml"
 )
 
 // D returns d as a time.Duration.
@@ -45,4 +47,21 @@ func (Duration) JSONSchema() *jsonschema.Schema {
 		Pattern:  durationPattern,
 		Examples: []any{"30s", "2m", "1m30s"},
 	}
+}
+
+// UnmarshalYAMLScalar reads a duration for the strict decoder: a string
+// such as "30s"; a bare number is an error that suggests a unit.
+func (d *Duration) UnmarshalYAMLScalar(v strictyaml.ScalarValue) error {
+	switch {
+	case v.IsString:
+		x, err := parseDuration(v.Text)
+		if err != nil {
+			return err
+		}
+		*d = x
+		return nil
+	case v.IsInt:
+		return &strictyaml.WrongType{Want: durationHelp, Hint: fmt.Sprintf("; add a unit, e.g. %ss", strictyaml.Clip(v.Text))}
+	}
+	return &strictyaml.WrongType{Want: durationHelp}
 }

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/invopop/jsonschema"
 
 	"github.com/dqbench/dqbench/check"
+	"github.com/dqbench/dqbench/internal/strictyaml"
 )
 
 // Expectation is a check on one count: Op is one of ==, !=, >, >=, <, <=.
@@ -152,4 +154,26 @@ func (s *Scenario) Plan() check.Plan {
 		p.Variants = append(p.Variants, pv)
 	}
 	return p
+}
+
+// UnmarshalYAMLScalar reads an expectation for the strict decoder: an
+// integer or a comparison string.
+func (e *Expectation) UnmarshalYAMLScalar(v strictyaml.ScalarValue) error {
+	if !v.IsString && !v.IsInt {
+		return &strictyaml.WrongType{Want: `a count or a comparison (e.g. 0, ">0", "<= 5")`}
+	}
+	x, err := ParseExpectation(v.Text)
+	if err != nil {
+		return err
+	}
+	*e = x
+	return nil
+}
+
+// YAMLMapKeys says that a map of expectations takes the count names (from
+// the count table) as keys.
+func (Expectation) YAMLMapKeys() (keys []string, want, nullHint string) {
+	keys = check.CountNames()
+	want = fmt.Sprintf(`a mapping of counts to expectations (e.g. duplicates: 0, lost: ">0"; counts: %s)`, strings.Join(keys, ", "))
+	return keys, want, expectationHelp
 }

@@ -1,6 +1,8 @@
 package scenario
 
 import (
+	"github.com/dqbench/dqbench/internal/strictyaml"
+
 	"math"
 	"reflect"
 	"slices"
@@ -10,25 +12,13 @@ import (
 	"github.com/dqbench/dqbench/catalog"
 )
 
-// A struct with a `yaml:",params"` field takes, beside its own keys, the
-// keys of a parameter struct that depends on one of its own values (a
-// fault's type, a broker's kind). The decoder reads the struct's own keys
-// first, then asks it for the parameter struct.
-type paramser interface {
-	// newParams returns a pointer to a fresh parameter struct, or nil when
-	// there is none; known is false when the deciding value is unknown (its
-	// own error is reported, and the other keys are not judged).
-	newParams() (params any, known bool)
-	// paramOwners names the other kinds that take key, for a hint.
-	paramOwners(key string) []string
-	// kindName is the deciding value, e.g. the fault's type.
-	kindName() string
-}
+// The fault's type decides its own keys (strictyaml.Params).
 
-func (f *Fault) kindName() string  { return string(f.Type) }
-func (b *Broker) kindName() string { return string(b.Kind) }
+// KindName is the fault's type.
+func (f *Fault) KindName() string { return string(f.Type) }
 
-func (f *Fault) newParams() (any, bool) {
+// NewParams returns the fault type's own parameter struct.
+func (f *Fault) NewParams() (any, bool) {
 	k, ok := catalog.LookupFault(f.Type)
 	if !ok {
 		return nil, false
@@ -39,7 +29,8 @@ func (f *Fault) newParams() (any, bool) {
 	return k.NewParams(), true
 }
 
-func (f *Fault) paramOwners(key string) []string {
+// ParamOwners names the fault types that take key.
+func (f *Fault) ParamOwners(key string) []string {
 	var out []string
 	for _, k := range catalog.Faults {
 		if k.NewParams != nil && slices.Contains(yamlNames(k.NewParams()), key) {
@@ -49,7 +40,11 @@ func (f *Fault) paramOwners(key string) []string {
 	return out
 }
 
-func (b *Broker) newParams() (any, bool) {
+// KindName is the broker's kind.
+func (b *Broker) KindName() string { return string(b.Kind) }
+
+// NewParams returns the broker kind's own settings struct.
+func (b *Broker) NewParams() (any, bool) {
 	k, ok := catalog.LookupBroker(b.Kind)
 	if !ok {
 		return nil, false
@@ -60,7 +55,8 @@ func (b *Broker) newParams() (any, bool) {
 	return k.NewSettings(), true
 }
 
-func (b *Broker) paramOwners(key string) []string {
+// ParamOwners names the broker kinds that take key.
+func (b *Broker) ParamOwners(key string) []string {
 	var out []string
 	for _, k := range catalog.Brokers {
 		if k.NewSettings != nil && slices.Contains(yamlNames(k.NewSettings()), key) {
@@ -73,21 +69,18 @@ func (b *Broker) paramOwners(key string) []string {
 // defaulter is a parameter struct that fills in what a scenario leaves out.
 type defaulter interface{ Defaults() }
 
-// allowedValues is a named string type with a closed set of values.
-type allowedValues interface{ Allowed() []string }
-
 var (
-	_ paramser      = (*Fault)(nil)
-	_ paramser      = (*Broker)(nil)
-	_ allowedValues = catalog.Mode("")
-	_ defaulter     = (*catalog.KafkaSettings)(nil)
+	_ strictyaml.Params  = (*Fault)(nil)
+	_ strictyaml.Params  = (*Broker)(nil)
+	_ strictyaml.Allowed = catalog.Mode("")
+	_ defaulter          = (*catalog.KafkaSettings)(nil)
 )
 
 // yamlNames lists the keys of the struct p points to.
 func yamlNames(p any) []string {
 	var out []string
-	for _, f := range yamlFields(reflectType(p)) {
-		out = append(out, f.name)
+	for _, f := range strictyaml.Fields(strictyaml.ReflectType(p)) {
+		out = append(out, f.Name)
 	}
 	return out
 }
@@ -95,12 +88,12 @@ func yamlNames(p any) []string {
 // paramDoc is the description of key in the struct p points to, as a
 // phrase: "where the consumer dies".
 func paramDoc(p any, key string) string {
-	t := reflectType(p)
-	for _, f := range yamlFields(t) {
-		if f.name != key {
+	t := strictyaml.ReflectType(p)
+	for _, f := range strictyaml.Fields(t) {
+		if f.Name != key {
 			continue
 		}
-		for _, part := range strings.Split(t.FieldByIndex(f.index).Tag.Get("jsonschema"), ",") {
+		for _, part := range strings.Split(t.FieldByIndex(f.Index).Tag.Get("jsonschema"), ",") {
 			if d, ok := strings.CutPrefix(part, "description="); ok {
 				d = strings.TrimSuffix(d, ".")
 				if d != "" {
@@ -117,11 +110,11 @@ func paramDoc(p any, key string) string {
 // jsonschema tags mark required.
 func requiredParams(p any) []string {
 	var out []string
-	t := reflectType(p)
-	for _, f := range yamlFields(t) {
-		tag := t.FieldByIndex(f.index).Tag.Get("jsonschema")
+	t := strictyaml.ReflectType(p)
+	for _, f := range strictyaml.Fields(t) {
+		tag := t.FieldByIndex(f.Index).Tag.Get("jsonschema")
 		if slices.Contains(strings.Split(tag, ","), "required") {
-			out = append(out, f.name)
+			out = append(out, f.Name)
 		}
 	}
 	return out
@@ -134,9 +127,9 @@ func fieldValue(p any, key string) any {
 	if v.Kind() == reflect.Pointer {
 		v = v.Elem()
 	}
-	for _, f := range yamlFields(v.Type()) {
-		if f.name == key {
-			return v.FieldByIndex(f.index).Interface()
+	for _, f := range strictyaml.Fields(v.Type()) {
+		if f.Name == key {
+			return v.FieldByIndex(f.Index).Interface()
 		}
 	}
 	return nil
@@ -154,13 +147,13 @@ type bound struct {
 func paramBounds(p any) []bound {
 	v := reflect.ValueOf(p).Elem()
 	var out []bound
-	for _, f := range yamlFields(v.Type()) {
-		fv := v.FieldByIndex(f.index)
+	for _, f := range strictyaml.Fields(v.Type()) {
+		fv := v.FieldByIndex(f.Index)
 		if fv.Kind() != reflect.Int {
 			continue
 		}
-		b := bound{key: f.name, value: int(fv.Int()), lo: math.MinInt, hi: math.MaxInt}
-		for _, part := range strings.Split(v.Type().FieldByIndex(f.index).Tag.Get("jsonschema"), ",") {
+		b := bound{key: f.Name, value: int(fv.Int()), lo: math.MinInt, hi: math.MaxInt}
+		for _, part := range strings.Split(v.Type().FieldByIndex(f.Index).Tag.Get("jsonschema"), ",") {
 			if x, ok := strings.CutPrefix(part, "minimum="); ok {
 				b.lo, _ = strconv.Atoi(x)
 			}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/check"
+	"github.com/dqbench/dqbench/internal/strictyaml"
 	"github.com/dqbench/dqbench/scenarios"
 )
 
@@ -533,7 +534,7 @@ func TestBounds(t *testing.T) {
 			t.Errorf("%s = %d (the bound) rejected: %v", tc.path, tc.max, err)
 		}
 		_, err := Parse("b.yaml", doc(tc.max+1))
-		want := fmt.Sprintf("%s: must be from 1 to %s, got %s", tc.path, thousands(tc.max), thousands(tc.max+1))
+		want := fmt.Sprintf("%s: must be from 1 to %s, got %s", tc.path, strictyaml.Thousands(tc.max), strictyaml.Thousands(tc.max+1))
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s = %d: error %v, want %q", tc.path, tc.max+1, err, want)
 		}
@@ -554,66 +555,6 @@ func TestCheckMessages(t *testing.T) {
 	}
 	if err := CheckMessages(1_000_000_000_000); err == nil || err.Error() != "must be from 1 to 10,000,000, got 1,000,000,000,000" {
 		t.Errorf("CheckMessages message = %v", err)
-	}
-}
-
-// TestPrescan rejects deep nesting and huge files before the YAML parser,
-// whose time grows with the square of the depth, and passes what is only
-// quoted, commented or block text.
-func TestPrescan(t *testing.T) {
-	const valid = "version: 1\nname: p\nbroker: {kind: kafka}\nvariants: [{name: v, strategy: none}]\n"
-	deepBlock := func(prefix string) string {
-		var b strings.Builder
-		for i := range 70 {
-			b.WriteString(strings.Repeat(" ", i) + prefix + "\n")
-		}
-		return b.String()
-	}
-	const tooDeep = "nested too deeply: more than 64 lists and mappings inside each other"
-	tests := []struct {
-		name, in string
-		want     string // "" for no prescan error
-	}{
-		{"brackets 200 KB", "a: " + strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000), "1:67: " + tooDeep},
-		{"braces", "a: " + strings.Repeat("{b: ", 100) + strings.Repeat("}", 100), "1:256: " + tooDeep},
-		{"brackets over lines", "a:\n" + strings.Repeat("[\n", 100), "65:1: " + tooDeep},
-		{"after a quoted ]", "a: " + strings.Repeat(`["]", `, 100), "1:382: " + tooDeep},
-		{"after a quoted #", "a: " + strings.Repeat(`["x #", `, 100), "1:508: " + tooDeep},
-		{"after a quote in a word", "a: [don't, " + strings.Repeat("[", 100), "1:74: " + tooDeep},
-		{"after a JSON pair", `a: {"k":"x #", ` + strings.Repeat("[", 100), "1:78: " + tooDeep},
-		{"block mappings", deepBlock("a:"), "65:65: " + tooDeep},
-		{"compact lists", "a:\n" + strings.Repeat("- ", 100) + "x", "2:129: " + tooDeep},
-		{"too large", valid + "description: " + strings.Repeat("x", MaxFileSize), "1:1: file is larger than 256 KiB; a scenario file may be at most 256 KiB"},
-		{"quoted brackets", valid + `description: "` + strings.Repeat("[", 100) + `"` + "\n", ""},
-		{"single-quoted", valid + `description: 'it''s ` + strings.Repeat("{", 100) + `'` + "\n", ""},
-		{"comment", valid + "# " + strings.Repeat("[", 100) + "\n", ""},
-		{"block scalar", valid + "description: |\n  " + strings.Repeat("[", 100) + "\n", ""},
-		{"plain text", valid + "description: a [b] {c} d\n", ""},
-	}
-	for _, tc := range tests {
-		err := prescan("p.yaml", []byte(tc.in))
-		switch {
-		case tc.want == "" && err != nil:
-			t.Errorf("%s: %v", tc.name, err)
-		case tc.want != "" && (err == nil || err.Error() != "p.yaml:"+tc.want):
-			t.Errorf("%s: error %v\nwant p.yaml:%s", tc.name, err, tc.want)
-		}
-		if tc.want == "" {
-			if _, err := Parse("p.yaml", []byte(tc.in)); err != nil {
-				t.Errorf("%s: Parse: %v", tc.name, err)
-			}
-		}
-	}
-	// Through Parse and Load, too.
-	if _, err := Parse("p.yaml", []byte("a: "+strings.Repeat("[", 100_000))); err == nil || !strings.Contains(err.Error(), tooDeep) {
-		t.Errorf("Parse(deep) = %v", err)
-	}
-	big := filepath.Join(t.TempDir(), "big.yaml")
-	if err := os.WriteFile(big, make([]byte, 3*MaxFileSize), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Load(big); err == nil || !strings.Contains(err.Error(), "at most 256 KiB") {
-		t.Errorf("Load(big) = %v", err)
 	}
 }
 
@@ -746,19 +687,6 @@ func TestDuration(t *testing.T) {
 	}
 }
 
-func TestSuggest(t *testing.T) {
-	names := []string{"name", "strategy", "producer", "consumer", "expect"}
-	for in, want := range map[string]string{
-		"stratgies": "strategy", "Strategy": "strategy", "nmae": "name", "consumers": "consumer",
-		"expects": "expect", "x": "", "timeout": "", "prod": "",
-	} {
-		got, _ := suggest(in, names)
-		if got != want {
-			t.Errorf("suggest(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestSchema(t *testing.T) {
 	b, err := Schema()
 	if err != nil {
@@ -887,5 +815,16 @@ func TestYAMLRoundTrip(t *testing.T) {
 				t.Errorf("round trip changed the scenario:\n got %+v\nwant %+v\n%s", got, want, y)
 			}
 		})
+	}
+}
+
+// A file past the size bound is refused before it is read whole.
+func TestLoadTooLarge(t *testing.T) {
+	big := filepath.Join(t.TempDir(), "big.yaml")
+	if err := os.WriteFile(big, make([]byte, 3*MaxFileSize), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(big); err == nil || !strings.Contains(err.Error(), "at most 256 KiB") {
+		t.Errorf("Load(big) = %v", err)
 	}
 }

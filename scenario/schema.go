@@ -1,6 +1,8 @@
 package scenario
 
 import (
+	"github.com/dqbench/dqbench/internal/strictyaml"
+
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -41,7 +43,7 @@ func enumMapper(t reflect.Type) *jsonschema.Schema {
 	if t.Kind() != reflect.String {
 		return nil
 	}
-	a, ok := reflect.Zero(t).Interface().(allowedValues)
+	a, ok := reflect.Zero(t).Interface().(strictyaml.Allowed)
 	if !ok {
 		return nil
 	}

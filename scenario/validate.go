@@ -7,13 +7,14 @@ import (
 	"strings"
 
 	"github.com/dqbench/dqbench/catalog"
+	"github.com/dqbench/dqbench/internal/strictyaml"
 )
 
 // checker runs the checks that need more than one key, on a decoded
 // scenario, reporting through the decoder so that each problem points at
 // its key. Defaults are not applied yet: a zero value means "not set".
 type checker struct {
-	d *decoder
+	d *strictyaml.Decoder
 	s *Scenario
 }
 
@@ -32,13 +33,13 @@ func (c *checker) check() {
 func (c *checker) top() {
 	s := c.s
 	switch {
-	case !c.d.has("version"):
+	case !c.d.Has("version"):
 		c.missing("version", "add `version: 1` as the first line")
 	case s.Version != Version:
 		c.errorf("version", "version: %d is not supported; this dqbench reads version %d", s.Version, Version)
 	}
 	switch {
-	case strings.TrimSpace(s.Name) == "" && c.d.has("name"):
+	case strings.TrimSpace(s.Name) == "" && c.d.Has("name"):
 		c.errorf("name", "name: must not be empty")
 	case strings.TrimSpace(s.Name) == "":
 		c.missing("name", "add a short name, used in reports and topic names")
@@ -47,14 +48,14 @@ func (c *checker) top() {
 	}
 	c.inRange("messages", s.Messages, MaxMessages)
 	c.positive("deadline", s.Deadline)
-	if c.d.has("deadline") && s.Deadline > MaxDeadline {
+	if c.d.Has("deadline") && s.Deadline > MaxDeadline {
 		c.errorf("deadline", "deadline: must be at most %s, got %s", MaxDeadline, s.Deadline)
 	}
 	c.positive("drain", s.Drain)
 	deadline, drain := orDefault(s.Deadline, DefaultDeadline), orDefault(s.Drain, DefaultDrain)
 	if deadline > 0 && drain >= deadline {
 		path := "drain"
-		if !c.d.has(path) {
+		if !c.d.Has(path) {
 			path = "deadline"
 		}
 		c.errorf(path, "drain (%s) must be shorter than deadline (%s): the run publishes first, then drains; raise deadline or lower drain", drain, deadline)
@@ -63,20 +64,20 @@ func (c *checker) top() {
 
 func (c *checker) broker() {
 	kinds := catalog.BrokerKind("").Allowed()
-	if !c.d.has("broker") {
+	if !c.d.Has("broker") {
 		c.missing("broker", "add a broker section, e.g. broker: {kind: kafka}")
 		return
 	}
 	b := c.s.Broker
-	if !c.d.has("broker.kind") {
+	if !c.d.Has("broker.kind") {
 		c.missing("broker.kind", "add kind: one of "+strings.Join(kinds, ", "))
 	}
 	mode := b.Mode
-	if !c.d.has("broker.mode") {
+	if !c.d.Has("broker.mode") {
 		mode = catalog.Embedded
 	}
 	kind, known := catalog.LookupBroker(b.Kind)
-	if known && c.d.has("broker.mode") && indexOf(catalog.Strings(kind.Modes), string(mode)) < 0 {
+	if known && c.d.Has("broker.mode") && indexOf(catalog.Strings(kind.Modes), string(mode)) < 0 {
 		c.errorf("broker.mode", "broker.mode: %s is not supported for %s (supported: %s)", mode, b.Kind, strings.Join(catalog.Strings(kind.Modes), ", "))
 	}
 	example := "host:port"
@@ -106,17 +107,17 @@ func (c *checker) params(path string, params any, owner string) {
 	}
 	for _, b := range paramBounds(params) {
 		kp := join(path, b.key)
-		if c.d.has(kp) && (b.value < b.lo || b.value > b.hi) {
+		if c.d.Has(kp) && (b.value < b.lo || b.value > b.hi) {
 			c.errorf(kp, "%s: %v", kp, checkRange(b.value, b.lo, b.hi))
 		}
 	}
 	for _, key := range requiredParams(params) {
-		if !c.d.has(join(path, key)) {
+		if !c.d.Has(join(path, key)) {
 			hint := ""
 			if doc := paramDoc(params, key); doc != "" {
 				hint = " " + doc
 			}
-			if a, ok := fieldValue(params, key).(allowedValues); ok {
+			if a, ok := fieldValue(params, key).(strictyaml.Allowed); ok {
 				hint += fmt.Sprintf(" (allowed: %s)", strings.Join(a.Allowed(), ", "))
 			}
 			c.errorf(join(path, key), "%s: %s needs %s:%s", path, owner, key, hint)
@@ -146,11 +147,11 @@ func (c *checker) faults() {
 	for i, f := range c.s.Faults {
 		fp := fmt.Sprintf("faults[%d]", i)
 		_, known := catalog.LookupFault(f.Type)
-		if !c.d.has(fp + ".type") {
+		if !c.d.Has(fp + ".type") {
 			c.missing(fp+".type", "add type: one of "+strings.Join(f.Type.Allowed(), ", "))
 		}
 
-		every, prob := c.d.has(fp+".every"), c.d.has(fp+".probability")
+		every, prob := c.d.Has(fp+".every"), c.d.Has(fp+".probability")
 		switch {
 		case every && prob:
 			c.errorf(fp+".probability", "%s: set only one of every and probability, not both", fp)
@@ -173,7 +174,7 @@ func (c *checker) faults() {
 			name = catalog.DefaultFaultName(f.Type, f.Params)
 		}
 		namePath := fp + ".name"
-		if !c.d.has(namePath) {
+		if !c.d.Has(namePath) {
 			namePath = fp
 		}
 		if prev, dup := names[name]; dup {
@@ -220,14 +221,14 @@ func (c *checker) acksPath(j int) string {
 	if v := c.s.Variants[j]; v.Producer != nil && v.Producer.Acks != "" {
 		return fmt.Sprintf("variants[%d].producer.acks", j)
 	}
-	if c.d.has("producer.acks") {
+	if c.d.Has("producer.acks") {
 		return "producer.acks"
 	}
 	return fmt.Sprintf("variants[%d]", j)
 }
 
 func (c *checker) variants() {
-	if !c.d.has("variants") {
+	if !c.d.Has("variants") {
 		c.missing("variants", "add at least one variant with a name and a strategy ("+strings.Join(catalog.StrategyNames(), ", ")+")")
 		return
 	}
@@ -240,7 +241,7 @@ func (c *checker) variants() {
 	for i, v := range c.s.Variants {
 		vp := fmt.Sprintf("variants[%d]", i)
 		switch name := strings.TrimSpace(v.Name); {
-		case name == "" && c.d.has(vp+".name"):
+		case name == "" && c.d.Has(vp+".name"):
 			c.errorf(vp+".name", "%s.name: must not be empty", vp)
 		case name == "":
 			c.missing(vp+".name", "add a name, used in reports and JSON output")
@@ -251,7 +252,7 @@ func (c *checker) variants() {
 		default:
 			names[strings.ToLower(v.Name)] = vp
 		}
-		if c.d.has(vp + ".strategy") {
+		if c.d.Has(vp + ".strategy") {
 			c.oneOf(vp+".strategy", v.Strategy, catalog.StrategyNames())
 		} else {
 			c.missing(vp+".strategy", "add strategy: one of "+strings.Join(catalog.StrategyNames(), ", "))
@@ -340,21 +341,21 @@ func (c *checker) missing(path, hint string) {
 	if p := parent(path); p != "" {
 		msg = p + ": " + msg
 	}
-	if _, ok := c.d.keys[path]; ok {
+	if c.d.HasKey(path) {
 		msg = fmt.Sprintf("%s: needs a value; %s", path, hint)
 	}
 	c.errorf(path, "%s", msg)
 }
 
 func (c *checker) positive(path string, d Duration) {
-	if c.d.has(path) && d <= 0 {
+	if c.d.Has(path) && d <= 0 {
 		c.errorf(path, "%s: must be more than 0s, got %s", path, d)
 	}
 }
 
 // inRange reports n at path unless 1 <= n <= hi.
 func (c *checker) inRange(path string, n, hi int) {
-	if !c.d.has(path) {
+	if !c.d.Has(path) {
 		return
 	}
 	if err := checkRange(n, 1, hi); err != nil {
@@ -374,10 +375,10 @@ func (c *checker) oneOf(path, value string, allowed []string) bool {
 // errorf reports a problem at path, unless path (or a place enclosing it)
 // already has one: a key with the wrong type should not also be "missing".
 func (c *checker) errorf(path, format string, args ...any) {
-	if c.d.reported(path) {
+	if c.d.Reported(path) {
 		return
 	}
-	c.d.errorAt(path, fmt.Sprintf(format, args...))
+	c.d.ErrorAt(path, fmt.Sprintf(format, args...))
 }
 
 func orDefault(d, def Duration) Duration {

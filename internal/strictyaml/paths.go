@@ -1,11 +1,11 @@
-package scenario
+package strictyaml
 
 // Paths name places in a scenario the way messages do: "" is the top level,
 // then "broker", "broker.kind", "variants[0]", "variants[0].expect.lost".
 
 import "strings"
 
-func join(path, key string) string {
+func Join(path, key string) string {
 	if path == "" {
 		return key
 	}
@@ -14,7 +14,7 @@ func join(path, key string) string {
 
 // parent is the path enclosing path: "variants[0].name" → "variants[0]" →
 // "variants" → "".
-func parent(path string) string {
+func Parent(path string) string {
 	if strings.HasSuffix(path, "]") {
 		if i := strings.LastIndexByte(path, '['); i >= 0 {
 			return path[:i]
@@ -40,7 +40,7 @@ func orTop(path string) string {
 	return path
 }
 
-func indexOf(list []string, s string) int {
+func IndexOf(list []string, s string) int {
 	for i, x := range list {
 		if x == s {
 			return i

@@ -1,4 +1,4 @@
-package scenario
+package strictyaml
 
 // Helpers that read goccy/go-yaml syntax nodes.
 
@@ -92,15 +92,15 @@ func describe(n ast.Node) string {
 	}
 	switch x := n.(type) {
 	case *ast.StringNode:
-		return "string " + echo(x.Value)
+		return "string " + Echo(x.Value)
 	case *ast.LiteralNode:
 		return "a text block"
 	case *ast.IntegerNode:
-		return "integer " + clip(x.GetToken().Value)
+		return "integer " + Clip(x.GetToken().Value)
 	case *ast.FloatNode, *ast.InfinityNode, *ast.NanNode:
-		return "number " + clip(x.GetToken().Value)
+		return "number " + Clip(x.GetToken().Value)
 	case *ast.BoolNode:
-		return "boolean " + clip(x.GetToken().Value)
+		return "boolean " + Clip(x.GetToken().Value)
 	case *ast.MappingNode, *ast.MappingValueNode:
 		return "a mapping"
 	case *ast.SequenceNode:

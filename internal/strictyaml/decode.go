@@ -1,17 +1,23 @@
-package scenario
+// Package strictyaml decodes one YAML document into Go structs strictly,
+// reporting every problem at once at FILE:LINE:COL: an unknown key (with
+// what is allowed and the nearest one), a wrong type, a bad value, a
+// duplicate key. It reads goccy/go-yaml's syntax tree, so it knows where
+// everything is, and it is safe on hostile input (size, nesting, aliases
+// and merge keys are bounded). Types take part through small interfaces:
+// Scalar, KeyedMap, Params and Allowed. Package scenario is its user.
+package strictyaml
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
 	"strings"
 
 	"github.com/goccy/go-yaml/ast"
-
-	"github.com/dqbench/dqbench/check"
 )
 
-// decoder fills a Go value from the YAML syntax tree, walking the tree
+// Decoder fills a Go value from the YAML syntax tree, walking the tree
 // alongside the value's type. It reports an unknown key, a wrong type or a
 // bad scalar at its position and carries on, so one pass finds every such
 // problem. It also remembers where each key and value is, for the checks in
@@ -19,7 +25,7 @@ import (
 //
 // Paths name places in the scenario the way messages do: "" is the top level,
 // then "broker", "broker.kind", "variants[0]", "variants[0].expect.lost".
-type decoder struct {
+type Decoder struct {
 	file    string
 	anchors []*ast.AnchorNode
 	keys    map[string]ast.Node // path → its key (for list items: the item)
@@ -42,13 +48,61 @@ const (
 	maxWork  = 100_000
 )
 
+// Scalar is a type that reads itself from one YAML scalar (a duration
+// written "30s", a comparison written ">0"). UnmarshalYAMLScalar returns a
+// *WrongType for a scalar of the wrong kind, or any other error for a bad
+// value; either is reported at the value.
+type Scalar interface {
+	UnmarshalYAMLScalar(v ScalarValue) error
+}
+
+// ScalarValue is a YAML scalar as written.
+type ScalarValue struct {
+	Text     string
+	IsString bool // a string (quoted or plain), not a number, bool or null
+	IsInt    bool // an integer
+}
+
+// WrongType says what a Scalar must be: "must be WANT, got ...HINT".
+type WrongType struct{ Want, Hint string }
+
+func (w *WrongType) Error() string { return "must be " + w.Want }
+
+// KeyedMap is a map value type whose maps take only the keys it lists (a
+// map of expectations takes count names); a null value is an error.
+type KeyedMap interface {
+	// YAMLMapKeys lists the keys, says what the map must be (for "must be
+	// X" messages) and what to write for a null value.
+	YAMLMapKeys() (keys []string, want, nullHint string)
+}
+
+// Params is implemented by a struct with a `yaml:",params"` field: beside
+// its own keys it takes the keys of a parameter struct that depends on one
+// of its own values (a fault's type, a broker's kind). Its own keys are
+// read first, then NewParams is asked for the parameter struct.
+type Params interface {
+	// NewParams returns a pointer to a fresh parameter struct, or nil when
+	// there is none; known is false when the deciding value is unknown (its
+	// own error is reported, and the other keys are not judged).
+	NewParams() (params any, known bool)
+	// ParamOwners names the other kinds that take key, for a hint.
+	ParamOwners(key string) []string
+	// KindName is the deciding value, e.g. the fault's type.
+	KindName() string
+}
+
+// Allowed is a named string type with a closed set of values; a value
+// outside it is reported with the set and a "did you mean".
+type Allowed interface{ Allowed() []string }
+
 var (
-	durationType    = reflect.TypeFor[Duration]()
-	expectationType = reflect.TypeFor[Expectation]()
+	scalarType   = reflect.TypeFor[Scalar]()
+	keyedMapType = reflect.TypeFor[KeyedMap]()
 )
 
-func newDecoder(file string, root ast.Node) *decoder {
-	d := &decoder{
+// New prepares to decode root, the body of a document read from file.
+func New(file string, root ast.Node) *Decoder {
+	d := &Decoder{
 		file:   file,
 		keys:   map[string]ast.Node{},
 		values: map[string]ast.Node{},
@@ -64,7 +118,7 @@ func newDecoder(file string, root ast.Node) *decoder {
 }
 
 // decode fills v from node n found at path.
-func (d *decoder) decode(path string, n ast.Node, v reflect.Value) {
+func (d *Decoder) decode(path string, n ast.Node, v reflect.Value) {
 	if !d.enter(path, n) {
 		return
 	}
@@ -79,14 +133,10 @@ func (d *decoder) decode(path string, n ast.Node, v reflect.Value) {
 
 // value fills v from r, the resolved form of n (anchors, aliases and tags
 // removed; tag is the removed tag, if any).
-func (d *decoder) value(path string, n, r ast.Node, tag string, v reflect.Value) {
+func (d *Decoder) value(path string, n, r ast.Node, tag string, v reflect.Value) {
 	t := v.Type()
-	switch {
-	case t == durationType:
-		d.duration(path, n, r, v)
-		return
-	case t == expectationType:
-		d.expectation(path, n, r, v)
+	if reflect.PointerTo(t).Implements(scalarType) {
+		d.scalar(path, n, r, v)
 		return
 	}
 	switch t.Kind() {
@@ -103,9 +153,9 @@ func (d *decoder) value(path string, n, r ast.Node, tag string, v reflect.Value)
 		d.dict(path, n, r, v)
 	case reflect.String:
 		if s, ok := stringValue(r, tag); ok {
-			if a, ok := v.Interface().(allowedValues); ok {
-				if allowed := a.Allowed(); indexOf(allowed, s) < 0 {
-					d.fail(path, n, fmt.Sprintf("%s: %s is not allowed (allowed: %s)%s", path, echo(s), strings.Join(allowed, ", "), didYouMean(s, allowed)))
+			if a, ok := v.Interface().(Allowed); ok {
+				if allowed := a.Allowed(); IndexOf(allowed, s) < 0 {
+					d.fail(path, n, fmt.Sprintf("%s: %s is not allowed (allowed: %s)%s", path, Echo(s), strings.Join(allowed, ", "), DidYouMean(s, allowed)))
 					return
 				}
 			}
@@ -114,7 +164,7 @@ func (d *decoder) value(path string, n, r ast.Node, tag string, v reflect.Value)
 		}
 		hint := ""
 		if isScalar(r) {
-			hint = fmt.Sprintf(" (put it in quotes: %s)", echo(r.GetToken().Value))
+			hint = fmt.Sprintf(" (put it in quotes: %s)", Echo(r.GetToken().Value))
 		}
 		d.wrongType(path, n, r, "a string", hint)
 	case reflect.Int, reflect.Int64:
@@ -148,11 +198,11 @@ func (d *decoder) value(path string, n, r ast.Node, tag string, v reflect.Value)
 // structure fills struct v from a mapping whose keys are v's yaml tags. A
 // field tagged `yaml:",params"` takes the keys of the parameter struct that
 // v (a paramser) gives once its own keys are read.
-func (d *decoder) structure(path string, n, r ast.Node, v reflect.Value) {
-	fields := yamlFields(v.Type())
+func (d *Decoder) structure(path string, n, r ast.Node, v reflect.Value) {
+	fields := Fields(v.Type())
 	names := make([]string, len(fields))
 	for i, f := range fields {
-		names[i] = f.name
+		names[i] = f.Name
 	}
 	params := paramsField(v.Type())
 	pairs, ok := d.mapping(path, n, r, fmt.Sprintf("a mapping (keys: %s)", strings.Join(names, ", ")))
@@ -161,61 +211,61 @@ func (d *decoder) structure(path string, n, r ast.Node, v reflect.Value) {
 	}
 	var rest []pair
 	for _, p := range pairs {
-		i := indexOf(names, p.name)
+		i := IndexOf(names, p.name)
 		if i < 0 {
 			rest = append(rest, p)
 			continue
 		}
-		fp := join(path, p.name)
+		fp := Join(path, p.name)
 		d.keys[fp] = p.key
-		d.decode(fp, p.value, v.FieldByIndex(fields[i].index))
+		d.decode(fp, p.value, v.FieldByIndex(fields[i].Index))
 	}
 
 	// The parameter struct, now that the keys deciding it are read.
 	var pv reflect.Value
-	var pfields []field
-	var ps paramser
+	var pfields []Field
+	var ps Params
 	known := true
 	if params != nil {
-		ps = v.Addr().Interface().(paramser)
+		ps = v.Addr().Interface().(Params)
 		var p any
-		if p, known = ps.newParams(); p != nil {
+		if p, known = ps.NewParams(); p != nil {
 			pv = reflect.ValueOf(p).Elem()
-			pfields = yamlFields(pv.Type())
+			pfields = Fields(pv.Type())
 			v.FieldByIndex(params).Set(reflect.ValueOf(p))
 		}
 	}
 	allowed := slices.Clone(names)
 	for _, f := range pfields {
-		allowed = append(allowed, f.name)
+		allowed = append(allowed, f.Name)
 	}
 	var suggested []string
 	for _, p := range rest {
-		if i := slices.IndexFunc(pfields, func(f field) bool { return f.name == p.name }); i >= 0 {
-			fp := join(path, p.name)
+		if i := slices.IndexFunc(pfields, func(f Field) bool { return f.Name == p.name }); i >= 0 {
+			fp := Join(path, p.name)
 			d.keys[fp] = p.key
-			d.decode(fp, p.value, pv.FieldByIndex(pfields[i].index))
+			d.decode(fp, p.value, pv.FieldByIndex(pfields[i].Index))
 			continue
 		}
 		if !known {
 			continue // which keys are allowed depends on a value already reported
 		}
 		if ps != nil {
-			if owners := ps.paramOwners(p.name); len(owners) > 0 {
-				d.errAt(p.key, fmt.Sprintf("%s: %s takes no %s (only %s does); remove it", join(path, p.name), ps.kindName(), p.name, strings.Join(owners, ", ")))
+			if owners := ps.ParamOwners(p.name); len(owners) > 0 {
+				d.errAt(p.key, fmt.Sprintf("%s: %s takes no %s (only %s does); remove it", Join(path, p.name), ps.KindName(), p.name, strings.Join(owners, ", ")))
 				continue
 			}
 		}
-		msg := fmt.Sprintf("unknown key %s %s (allowed: %s)", echo(p.name), where(path), strings.Join(allowed, ", "))
-		if s, ok := suggest(p.name, allowed); ok {
+		msg := fmt.Sprintf("unknown key %s %s (allowed: %s)", Echo(p.name), where(path), strings.Join(allowed, ", "))
+		if s, ok := Suggest(p.name, allowed); ok {
 			msg += fmt.Sprintf("; did you mean %q?", s)
 			suggested = append(suggested, s)
 		}
 		d.errAt(p.key, msg)
 	}
 	for _, s := range suggested {
-		if _, given := d.keys[join(path, s)]; !given {
-			d.bad[join(path, s)] = true // "missing s" would only repeat the suggestion
+		if _, given := d.keys[Join(path, s)]; !given {
+			d.bad[Join(path, s)] = true // "missing s" would only repeat the suggestion
 		}
 	}
 }
@@ -231,7 +281,8 @@ func paramsField(t reflect.Type) []int {
 	return nil
 }
 
-func reflectType(p any) reflect.Type {
+// ReflectType is the struct type p is or points to.
+func ReflectType(p any) reflect.Type {
 	t := reflect.TypeOf(p)
 	if t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -239,17 +290,14 @@ func reflectType(p any) reflect.Type {
 	return t
 }
 
-// dict fills a map with string keys; a map of expectations only takes
-// CountNames as keys.
-func (d *decoder) dict(path string, n, r ast.Node, v reflect.Value) {
+// dict fills a map with string keys; a map of a KeyedMap type only takes
+// the keys it lists.
+func (d *Decoder) dict(path string, n, r ast.Node, v reflect.Value) {
 	t := v.Type()
 	var allowed []string
-	if t.Elem() == expectationType {
-		allowed = check.CountNames()
-	}
-	want := "a mapping"
-	if allowed != nil {
-		want = fmt.Sprintf("a mapping of counts to expectations (e.g. duplicates: 0, lost: \">0\"; counts: %s)", strings.Join(allowed, ", "))
+	want, nullHint := "a mapping", ""
+	if t.Elem().Implements(keyedMapType) {
+		allowed, want, nullHint = reflect.Zero(t.Elem()).Interface().(KeyedMap).YAMLMapKeys()
 	}
 	pairs, ok := d.mapping(path, n, r, want)
 	if !ok {
@@ -259,15 +307,15 @@ func (d *decoder) dict(path string, n, r ast.Node, v reflect.Value) {
 		v.Set(reflect.MakeMap(t))
 	}
 	for _, p := range pairs {
-		if allowed != nil && indexOf(allowed, p.name) < 0 {
+		if allowed != nil && IndexOf(allowed, p.name) < 0 {
 			d.errAt(p.key, fmt.Sprintf("unknown key %s %s (allowed: %s)%s",
-				echo(p.name), where(path), strings.Join(allowed, ", "), didYouMean(p.name, allowed)))
+				Echo(p.name), where(path), strings.Join(allowed, ", "), DidYouMean(p.name, allowed)))
 			continue
 		}
-		kp := join(path, p.name)
+		kp := Join(path, p.name)
 		d.keys[kp] = p.key
-		if r, _, ok := d.resolve(kp, p.value); ok && isNull(r) {
-			d.fail(kp, p.key, fmt.Sprintf("%s: needs a value; %s", kp, expectationHelp))
+		if r, _, ok := d.resolve(kp, p.value); ok && isNull(r) && allowed != nil {
+			d.fail(kp, p.key, fmt.Sprintf("%s: needs a value; %s", kp, nullHint))
 			continue
 		}
 		e := reflect.New(t.Elem()).Elem()
@@ -277,7 +325,7 @@ func (d *decoder) dict(path string, n, r ast.Node, v reflect.Value) {
 }
 
 // list fills slice v from a sequence.
-func (d *decoder) list(path string, n, r ast.Node, v reflect.Value) {
+func (d *Decoder) list(path string, n, r ast.Node, v reflect.Value) {
 	seq, ok := r.(*ast.SequenceNode)
 	if !ok {
 		d.wrongType(path, n, r, `a list (one "- " item per line)`, "")
@@ -292,17 +340,17 @@ func (d *decoder) list(path string, n, r ast.Node, v reflect.Value) {
 	v.Set(s)
 }
 
-func (d *decoder) integer(path string, n, r ast.Node, v reflect.Value) {
+func (d *Decoder) integer(path string, n, r ast.Node, v reflect.Value) {
 	switch x := r.(type) {
 	case *ast.IntegerNode:
 		if i, ok := intValue(x); ok && !v.OverflowInt(i) {
 			v.SetInt(i)
 			return
 		}
-		d.fail(path, n, fmt.Sprintf("%s: %s is too large", path, clip(x.GetToken().Value)))
+		d.fail(path, n, fmt.Sprintf("%s: %s is too large", path, Clip(x.GetToken().Value)))
 	case *ast.StringNode:
 		if isPlain(x) && bigIntRE.MatchString(x.Value) {
-			d.fail(path, n, fmt.Sprintf("%s: %s is too large", path, clip(x.Value)))
+			d.fail(path, n, fmt.Sprintf("%s: %s is too large", path, Clip(x.Value)))
 			return
 		}
 		d.wrongType(path, n, r, "an integer", "")
@@ -311,41 +359,30 @@ func (d *decoder) integer(path string, n, r ast.Node, v reflect.Value) {
 	}
 }
 
-func (d *decoder) duration(path string, n, r ast.Node, v reflect.Value) {
+// scalar fills v, a Scalar, from a scalar node.
+func (d *Decoder) scalar(path string, n, r ast.Node, v reflect.Value) {
+	sv := ScalarValue{}
 	switch x := r.(type) {
 	case *ast.StringNode:
-		dur, err := parseDuration(x.Value)
-		if err != nil {
-			d.fail(path, n, fmt.Sprintf("%s: %v", path, err))
-			return
+		sv.Text, sv.IsString = x.Value, true
+	case *ast.IntegerNode:
+		sv.Text, sv.IsInt = x.GetToken().Value, true
+	default:
+		if !isScalar(r) {
+			sv.Text = ""
+		} else {
+			sv.Text = r.GetToken().Value
 		}
-		v.Set(reflect.ValueOf(dur))
-	case *ast.IntegerNode:
-		d.wrongType(path, n, r, durationHelp, fmt.Sprintf("; add a unit, e.g. %ss", clip(x.GetToken().Value)))
-	default:
-		d.wrongType(path, n, r, durationHelp, "")
 	}
-}
-
-func (d *decoder) expectation(path string, n, r ast.Node, v reflect.Value) {
-	var (
-		e   Expectation
-		err error
-	)
-	switch x := r.(type) {
-	case *ast.StringNode:
-		e, err = ParseExpectation(x.Value)
-	case *ast.IntegerNode:
-		e, err = ParseExpectation(x.GetToken().Value)
+	err := v.Addr().Interface().(Scalar).UnmarshalYAMLScalar(sv)
+	var wt *WrongType
+	switch {
+	case err == nil:
+	case errors.As(err, &wt):
+		d.wrongType(path, n, r, wt.Want, wt.Hint)
 	default:
-		d.wrongType(path, n, r, "a count or a comparison (e.g. 0, \">0\", \"<= 5\")", "")
-		return
-	}
-	if err != nil {
 		d.fail(path, n, fmt.Sprintf("%s: %v", path, err))
-		return
 	}
-	v.Set(reflect.ValueOf(e))
 }
 
 // pair is one key and value of a mapping.
@@ -356,7 +393,7 @@ type pair struct {
 
 // mapping returns the pairs of mapping r, with merge keys (<<) expanded
 // first so that the mapping's own keys win.
-func (d *decoder) mapping(path string, n, r ast.Node, want string) ([]pair, bool) {
+func (d *Decoder) mapping(path string, n, r ast.Node, want string) ([]pair, bool) {
 	var mvs []*ast.MappingValueNode
 	switch x := r.(type) {
 	case *ast.MappingNode:
@@ -386,7 +423,7 @@ func (d *decoder) mapping(path string, n, r ast.Node, want string) ([]pair, bool
 		}
 		if first, dup := seen[name]; dup {
 			line, _, _ := nodePos(first)
-			d.errAt(mv.Key, fmt.Sprintf("duplicate key %s %s (first on line %d); remove one of them", echo(name), where(path), line))
+			d.errAt(mv.Key, fmt.Sprintf("duplicate key %s %s (first on line %d); remove one of them", Echo(name), where(path), line))
 			continue
 		}
 		seen[name] = mv.Key
@@ -396,7 +433,7 @@ func (d *decoder) mapping(path string, n, r ast.Node, want string) ([]pair, bool
 }
 
 // merge expands the value of a merge key: a mapping or a list of them.
-func (d *decoder) merge(path string, n ast.Node, want string) []pair {
+func (d *Decoder) merge(path string, n ast.Node, want string) []pair {
 	if !d.enter(path, n) {
 		return nil
 	}
@@ -422,11 +459,11 @@ func (d *decoder) merge(path string, n ast.Node, want string) []pair {
 
 // enter counts a step into n, and reports false (having reported why) when
 // the document nests or expands too far.
-func (d *decoder) enter(path string, n ast.Node) bool {
+func (d *Decoder) enter(path string, n ast.Node) bool {
 	d.work++
 	switch {
 	case d.work == maxWork:
-		d.fail(path, n, fmt.Sprintf("too many values: more than %s, counting each use of an alias (*name) or merge key (<<) in full; do aliases expand to thousands of nodes?", thousands(maxWork)))
+		d.fail(path, n, fmt.Sprintf("too many values: more than %s, counting each use of an alias (*name) or merge key (<<) in full; do aliases expand to thousands of nodes?", Thousands(maxWork)))
 		d.overflow = d.errs[len(d.errs)-1]
 		return false
 	case d.work > maxWork:
@@ -439,11 +476,11 @@ func (d *decoder) enter(path string, n ast.Node) bool {
 	return true
 }
 
-func (d *decoder) leave() { d.depth-- }
+func (d *Decoder) leave() { d.depth-- }
 
 // resolve removes anchors and tags and follows aliases. It returns the
 // innermost tag seen, and false (having reported it) for an unknown alias.
-func (d *decoder) resolve(path string, n ast.Node) (ast.Node, string, bool) {
+func (d *Decoder) resolve(path string, n ast.Node) (ast.Node, string, bool) {
 	tag := ""
 	for range maxDepth {
 		switch x := n.(type) {
@@ -457,7 +494,7 @@ func (d *decoder) resolve(path string, n ast.Node) (ast.Node, string, bool) {
 		case *ast.AliasNode:
 			a := d.anchor(x)
 			if a == nil {
-				d.fail(path, n, fmt.Sprintf("%s: unknown alias %s; define the anchor (&name) before using it", orTop(path), clip(x.String())))
+				d.fail(path, n, fmt.Sprintf("%s: unknown alias %s; define the anchor (&name) before using it", orTop(path), Clip(x.String())))
 				return nil, "", false
 			}
 			n = a.Value
@@ -474,7 +511,7 @@ func (d *decoder) resolve(path string, n ast.Node) (ast.Node, string, bool) {
 
 // anchor finds the anchor an alias refers to: the last one with its name
 // defined before it.
-func (d *decoder) anchor(x *ast.AliasNode) *ast.AnchorNode {
+func (d *Decoder) anchor(x *ast.AliasNode) *ast.AnchorNode {
 	if isNil(x.Value) || x.Start == nil || x.Start.Position == nil {
 		return nil
 	}
@@ -490,7 +527,7 @@ func (d *decoder) anchor(x *ast.AliasNode) *ast.AnchorNode {
 }
 
 // wrongType reports that the value at path is not what its field takes.
-func (d *decoder) wrongType(path string, n, r ast.Node, want, hint string) {
+func (d *Decoder) wrongType(path string, n, r ast.Node, want, hint string) {
 	if path == "" {
 		d.fail(path, n, fmt.Sprintf("a scenario must be %s, got %s", want, describe(r)))
 		return
@@ -499,7 +536,7 @@ func (d *decoder) wrongType(path string, n, r ast.Node, want, hint string) {
 }
 
 // fail reports msg at node n and marks path as reported.
-func (d *decoder) fail(path string, n ast.Node, msg string) {
+func (d *Decoder) fail(path string, n ast.Node, msg string) {
 	d.bad[path] = true
 	if line, col, ok := nodePos(n); ok {
 		d.errs = append(d.errs, &Error{File: d.file, Line: line, Col: col, Msg: msg})
@@ -509,7 +546,7 @@ func (d *decoder) fail(path string, n ast.Node, msg string) {
 }
 
 // errAt reports msg at node n.
-func (d *decoder) errAt(n ast.Node, msg string) {
+func (d *Decoder) errAt(n ast.Node, msg string) {
 	line, col, ok := nodePos(n)
 	if !ok {
 		line, col = 1, 1
@@ -519,12 +556,12 @@ func (d *decoder) errAt(n ast.Node, msg string) {
 
 // errorAt reports msg at path's value, or its key, or the nearest enclosing
 // place that has a position.
-func (d *decoder) errorAt(path, msg string) {
+func (d *Decoder) errorAt(path, msg string) {
 	line, col := d.pos(path)
 	d.errs = append(d.errs, &Error{File: d.file, Line: line, Col: col, Msg: msg})
 }
 
-func (d *decoder) pos(path string) (line, col int) {
+func (d *Decoder) pos(path string) (line, col int) {
 	for {
 		for _, n := range []ast.Node{d.values[path], d.keys[path]} {
 			if line, col, ok := nodePos(n); ok {
@@ -534,18 +571,18 @@ func (d *decoder) pos(path string) (line, col int) {
 		if path == "" {
 			return 1, 1
 		}
-		path = parent(path)
+		path = Parent(path)
 	}
 }
 
 // has reports whether path was given a non-null value.
-func (d *decoder) has(path string) bool {
+func (d *Decoder) has(path string) bool {
 	_, ok := d.values[path]
 	return ok
 }
 
 // reported reports whether path or a place enclosing it has been reported.
-func (d *decoder) reported(path string) bool {
+func (d *Decoder) reported(path string) bool {
 	for {
 		if d.bad[path] {
 			return true
@@ -553,12 +590,12 @@ func (d *decoder) reported(path string) bool {
 		if path == "" {
 			return false
 		}
-		path = parent(path)
+		path = Parent(path)
 	}
 }
 
 // line is the line path starts on, or 0.
-func (d *decoder) line(path string) int {
+func (d *Decoder) line(path string) int {
 	for _, n := range []ast.Node{d.values[path], d.keys[path]} {
 		if line, _, ok := nodePos(n); ok {
 			return line
@@ -567,14 +604,16 @@ func (d *decoder) line(path string) int {
 	return 0
 }
 
-// field is one yaml-tagged field of a struct.
-type field struct {
-	name  string
-	index []int
+// Field is one yaml-tagged field of a struct.
+type Field struct {
+	Name  string
+	Index []int
 }
 
-func yamlFields(t reflect.Type) []field {
-	var out []field
+// Fields lists the yaml-tagged fields of struct type t, leaving out "-" and
+// the `yaml:",params"` field.
+func Fields(t reflect.Type) []Field {
+	var out []Field
 	for i := range t.NumField() {
 		f := t.Field(i)
 		if !f.IsExported() {
@@ -587,7 +626,41 @@ func yamlFields(t reflect.Type) []field {
 		if name == "" {
 			name = strings.ToLower(f.Name)
 		}
-		out = append(out, field{name: name, index: f.Index})
+		out = append(out, Field{Name: name, Index: f.Index})
 	}
 	return out
 }
+
+// Decode fills v (a pointer) from the document.
+func (d *Decoder) Decode(root ast.Node, v any) {
+	d.decode("", root, reflect.ValueOf(v).Elem())
+}
+
+// Has reports whether path was given a non-null value.
+func (d *Decoder) Has(path string) bool { return d.has(path) }
+
+// HasKey reports whether path was written, even with a null value.
+func (d *Decoder) HasKey(path string) bool {
+	_, ok := d.keys[path]
+	return ok
+}
+
+// Reported reports whether path or a place enclosing it has a problem.
+func (d *Decoder) Reported(path string) bool { return d.reported(path) }
+
+// ErrorAt reports msg at path's value, or its key, or the nearest
+// enclosing place that has a position.
+func (d *Decoder) ErrorAt(path, msg string) { d.errorAt(path, msg) }
+
+// Line is the line path starts on, or 0.
+func (d *Decoder) Line(path string) int { return d.line(path) }
+
+// Add adds problems found outside the decoder (by the document reader).
+func (d *Decoder) Add(problems Errors) { d.errs = append(d.errs, problems...) }
+
+// Overflow is the one problem to report when the document was too large to
+// read whole (its other problems would be false), or nil.
+func (d *Decoder) Overflow() *Error { return d.overflow }
+
+// Problems is every problem found, in file order.
+func (d *Decoder) Problems() Errors { return d.errs.Sorted() }
