@@ -20,7 +20,7 @@ import (
 	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/internal/strictyaml"
-	"github.com/dqbench/dqbench/scenarios"
+	"github.com/dqbench/dqbench/builtin"
 )
 
 type fixture struct {
@@ -316,7 +316,7 @@ func TestMergeKeys(t *testing.T) {
 }
 
 func TestBuiltins(t *testing.T) {
-	names := scenarios.Names()
+	names := builtin.Names()
 	if len(names) == 0 {
 		t.Fatal("no built-in scenarios")
 	}
@@ -744,8 +744,8 @@ func TestSchemaBounds(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	for _, name := range scenarios.Names() {
-		data, _ := scenarios.Read(name)
+	for _, name := range builtin.Names() {
+		data, _ := builtin.Read(name)
 		f.Add(data)
 	}
 	files, _ := filepath.Glob("testdata/*/*.yaml")
@@ -780,7 +780,7 @@ func FuzzParse(f *testing.F) {
 // a saved run is judged with what actually ran.
 func TestYAMLRoundTrip(t *testing.T) {
 	files, _ := filepath.Glob("testdata/valid/*.yaml")
-	for _, name := range scenarios.Names() {
+	for _, name := range builtin.Names() {
 		files = append(files, name)
 	}
 	for _, file := range files {

@@ -1,6 +1,6 @@
-// Package scenarios holds the built-in scenarios, embedded so that a
+// Package builtin holds the built-in scenarios, embedded so that a
 // built-in name works from any directory.
-package scenarios
+package builtin
 
 import (
 	"embed"
