@@ -16,10 +16,9 @@ import (
 	"github.com/dqbench/dqbench/history"
 )
 
-// The guarantees a variant can break, and the ways a run can be invalid.
+// The ways a variant's experiment can be invalid (exit code 3); each
+// Variant.Invalid line starts with one of these.
 var (
-	ErrDuplicated      = errors.New("an intent's effect applied more than once")
-	ErrLost            = errors.New("an intent the broker had never had its effect applied")
 	ErrFaultNeverFired = errors.New("a configured fault never fired")
 	ErrInconsistent    = errors.New("the store's balances disagree with its ledger")
 	ErrNoAudit         = errors.New("no store audit was recorded for this variant")

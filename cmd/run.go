@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/history"
 	"github.com/dqbench/dqbench/report"
@@ -205,14 +206,14 @@ func verdict(runs []check.Run, failures []error) error {
 		}
 	}
 	if len(failures) > 0 {
+		// A bug outranks a usage error, which outranks an incomplete run.
 		code := ExitIncomplete
 		for _, f := range failures {
-			var ee *exitError
-			switch {
-			case errors.As(f, &ee):
-				code = ee.code
-			case errors.Is(f, runner.ErrInternal):
-				code = ExitInternal
+			switch c := exitCodeFor(f); {
+			case c == ExitInternal:
+				code = c
+			case c != ExitIncomplete && code == ExitIncomplete:
+				code = c
 			}
 		}
 		msgs := make([]string, len(failures))
@@ -247,4 +248,21 @@ func showProgress(s Streams, name string, p *runner.Progress, done <-chan struct
 		case <-t.C:
 		}
 	}
+}
+
+// exitCodeFor maps why a run could not be judged or completed to an exit
+// code: a bug in dqbench is 4; a bad --out is 2; a broker that cannot be
+// reached or stopped answering, a deadline, an interruption, a store or
+// cleanup failure are 3.
+func exitCodeFor(err error) int {
+	var ee *exitError
+	switch {
+	case errors.Is(err, runner.ErrInternal):
+		return ExitInternal
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.Is(err, brokers.ErrUnreachable), errors.Is(err, runner.ErrDeadline), errors.Is(err, runner.ErrInterrupted):
+		return ExitIncomplete
+	}
+	return ExitIncomplete
 }

@@ -88,6 +88,7 @@ func TestBuiltins(t *testing.T) {
 				t.Fatal(err)
 			}
 			s.Messages = 600
+			s.Deadline = scenario.Duration(10 * time.Minute) // the race detector and a busy machine slow runs down
 			res, err := runJudged(t, context.Background(), s)
 			if err != nil {
 				t.Fatal(err)
