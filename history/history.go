@@ -10,7 +10,6 @@ package history
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"iter"
@@ -141,7 +140,8 @@ func Read(r io.Reader) ([]Event, error) {
 func Scan(r io.Reader) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 64*1024), 1<<20)
+		sc.Buffer(make([]byte, 256*1024), 1<<20)
+		intern := map[string]string{}
 		line := 0
 		for sc.Scan() {
 			line++
@@ -149,7 +149,7 @@ func Scan(r io.Reader) iter.Seq2[Event, error] {
 				continue
 			}
 			var e Event
-			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			if err := decodeEvent(sc.Bytes(), &e, intern); err != nil {
 				yield(Event{}, fmt.Errorf("line %d: %w", line, err))
 				return
 			}

@@ -326,3 +326,37 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+// The fast decoder reads what encoding/json reads, or leaves the line to it.
+func FuzzDecode(f *testing.F) {
+	var buf bytes.Buffer
+	if err := history.Write(&buf, sample()); err != nil {
+		f.Fatal(err)
+	}
+	for _, line := range strings.Split(buf.String(), "\n") {
+		f.Add([]byte(line))
+	}
+	f.Add([]byte(`{"t":1,"variant":"v","type":"deliver","intents":[]}`))
+	f.Add([]byte(`{"t":1,"variant":"v","type":"deliver","intent":99999999999999999999}`))
+	f.Add([]byte(`{"t":-0,"variant":"v","type":"x","pos":"é"}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		if len(bytes.TrimSpace(line)) == 0 || bytes.ContainsAny(line, "\r\n") {
+			return // one line at a time; blank lines are skipped by design
+		}
+		fast, errFast := history.Read(bytes.NewReader(line))
+		var slow history.Event
+		errSlow := json.Unmarshal(line, &slow)
+		if errSlow != nil || slow.Type == "" || slow.Variant == "" {
+			if errFast == nil {
+				t.Fatalf("Read accepted %q that encoding/json rejects (%v) or that lacks type/variant", line, errSlow)
+			}
+			return
+		}
+		if errFast != nil {
+			t.Fatalf("Read rejected %q: %v", line, errFast)
+		}
+		if len(fast) != 1 || !reflect.DeepEqual(fast[0], slow) {
+			t.Fatalf("Read(%q) = %+v, encoding/json gives %+v", line, fast, slow)
+		}
+	})
+}
