@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -15,6 +16,13 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// The first Ctrl-C stops the run, which still cleans up and prints
+		// what it recorded; a second one ends the process at once.
+		<-ctx.Done()
+		stop()
+		fmt.Fprintln(os.Stderr, "dqbench: stopping: cleaning up and reporting what was recorded (Ctrl-C again to quit at once)")
+	}()
 	code := cmd.Execute(ctx, os.Args[1:], cmd.Streams{
 		In: os.Stdin, Out: os.Stdout, Err: os.Stderr,
 		Terminal: isatty.IsTerminal(os.Stderr.Fd()),

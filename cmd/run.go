@@ -125,6 +125,9 @@ func runScenarios(ctx context.Context, s Streams, o runOptions, args []string) e
 		judged, err := runOne(ctx, s, o, sc, dirName)
 		if judged != nil {
 			runs = append(runs, *judged)
+			if judged.Incomplete != "" && !errors.Is(err, runner.ErrInternal) {
+				err = nil // verdict says why, as it does for a saved run
+			}
 		}
 		if err != nil {
 			failures = append(failures, fmt.Errorf("scenario %s: %w", sc.Name, err))
@@ -201,7 +204,10 @@ func runOne(ctx context.Context, s Streams, o runOptions, sc *scenario.Scenario,
 // verdict turns judged runs and runs that could not complete into an exit code.
 func verdict(runs []check.Run, failures []error) error {
 	for _, r := range runs {
-		if !r.Valid() && r.Incomplete == "" {
+		switch {
+		case r.Incomplete != "":
+			failures = append(failures, fmt.Errorf("scenario %s: %s", r.Scenario, r.Incomplete))
+		case !r.Valid():
 			failures = append(failures, fmt.Errorf("scenario %s: the experiment is invalid (see INVALID lines)", r.Scenario))
 		}
 	}

@@ -147,8 +147,12 @@ func Run(ctx context.Context, s *scenario.Scenario, opts Options) (*Result, erro
 		Broker: b.Name(), Duration: time.Since(start),
 	}
 	if cause := endCause(parent, ctx); cause != nil {
-		err := fmt.Errorf("%w (%s): %d of %d publishes ended, %d deliveries acked, %d faults injected",
-			cause, deadline, progress.Published.Load(), progress.Total.Load(), progress.Consumed.Load(), progress.Faults.Load())
+		limit := ""
+		if errors.Is(cause, ErrDeadline) {
+			limit = fmt.Sprintf(" (%s)", deadline)
+		}
+		err := fmt.Errorf("%w%s: %d of %d publishes ended, %d deliveries acked, %d faults injected",
+			cause, limit, progress.Published.Load(), progress.Total.Load(), progress.Consumed.Load(), progress.Faults.Load())
 		if errors.Is(cause, ErrDeadline) {
 			silent := time.Since(start) - time.Duration(progress.heard.Load())
 			if silent > 2*time.Second && progress.Published.Load() < progress.Total.Load() || silent > 5*time.Second {
