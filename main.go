@@ -16,10 +16,16 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	finished := make(chan struct{})
 	go func() {
 		// The first Ctrl-C stops the run, which still cleans up and prints
 		// what it recorded; a second one ends the process at once.
 		<-ctx.Done()
+		select {
+		case <-finished: // closed before stop() below: not a signal
+			return
+		default:
+		}
 		stop()
 		fmt.Fprintln(os.Stderr, "dqbench: stopping: cleaning up and reporting what was recorded (Ctrl-C again to quit at once)")
 	}()
@@ -27,6 +33,7 @@ func main() {
 		In: os.Stdin, Out: os.Stdout, Err: os.Stderr,
 		Terminal: isatty.IsTerminal(os.Stderr.Fd()),
 	})
+	close(finished)
 	stop()
 	os.Exit(code)
 }
