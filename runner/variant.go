@@ -59,9 +59,9 @@ type body struct {
 }
 
 // run runs the variant. It returns the store audit whenever the store could
-// be read (also after the deadline), and a cleanup error apart from the
-// run's own.
-func (r *variantRun) run(ctx context.Context) (*history.Audit, error, error) {
+// be read (also after the deadline), and a failure to clean up on the broker
+// apart from the run's own error.
+func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, err error) {
 	prod, cons := r.s.ProducerFor(r.v), r.s.ConsumerFor(r.v)
 	var ok bool
 	if r.strat, ok = strategy.All[r.v.Strategy]; !ok {
@@ -86,9 +86,8 @@ func (r *variantRun) run(ctx context.Context) (*history.Audit, error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var cleanup error
 	defer func() {
-		// Clean up even after the deadline, but not forever.
+		// Clean up even after the deadline, but not past the hard one.
 		cctx, cancel := r.shutdownCtx(ctx)
 		defer cancel()
 		cleanup = dest.Close(cctx)
@@ -137,16 +136,16 @@ func (r *variantRun) run(ctx context.Context) (*history.Audit, error, error) {
 	r.rec.Record(history.Event{Type: history.Drain, Drained: drained, Backlog: backlog, Reason: why})
 
 	// The store is read even when the run was cut short, so that what was
-	// recorded can still be judged.
-	// The store is local and cannot hang: its audit is not cut short.
-	audit, err := st.Audit(context.WithoutCancel(ctx))
+	// recorded can still be judged. It is local and cannot hang: its audit
+	// is not cut short by the deadline.
+	a, err := st.Audit(context.WithoutCancel(ctx))
 	if err != nil {
-		return nil, cleanup, errors.Join(runErr, err)
+		return nil, nil, errors.Join(runErr, err)
 	}
 	if runErr != nil && ctx.Err() != nil {
 		runErr = ctx.Err()
 	}
-	return &audit, cleanup, runErr
+	return &a, nil, runErr
 }
 
 // arm installs every configured fault that can act in this variant, and
