@@ -17,10 +17,10 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/dqbench/dqbench/builtin"
 	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/internal/strictyaml"
-	"github.com/dqbench/dqbench/builtin"
 )
 
 type fixture struct {
