@@ -261,3 +261,19 @@ func (st *variantState) finish(end time.Duration) {
 		slices.SortStableFunc(s.Events, func(a, b history.Event) int { return cmp.Compare(a.T, b.T) })
 	}
 }
+
+// Anomalous chooses the stories a report tells: the anomalous intents of
+// each variant, at most perCause of each cause (the lowest ids), in the
+// order of variants and check.Causes.
+func Anomalous(in *check.Inspection, variants []string, perCause int) []Want {
+	var out []Want
+	for _, name := range variants {
+		a := in.Anomalies(name, perCause)
+		for _, c := range check.Causes {
+			for _, v := range a.Sample[c] {
+				out = append(out, Want{Variant: name, IntentVerdict: v})
+			}
+		}
+	}
+	return out
+}
