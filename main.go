@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/mattn/go-isatty"
+	"golang.org/x/term"
 
 	"github.com/dqbench/dqbench/cmd"
 )
@@ -32,8 +33,23 @@ func main() {
 	code := cmd.Execute(ctx, os.Args[1:], cmd.Streams{
 		In: os.Stdin, Out: os.Stdout, Err: os.Stderr,
 		Terminal: isatty.IsTerminal(os.Stderr.Fd()),
+		Width:    terminalWidth(os.Stdout),
+		NoColor:  os.Getenv("NO_COLOR") != "",
 	})
 	close(finished)
 	stop()
 	os.Exit(code)
+}
+
+// terminalWidth is the width of the terminal f writes to, 0 when f is not
+// a terminal.
+func terminalWidth(f *os.File) int {
+	if !isatty.IsTerminal(f.Fd()) {
+		return 0
+	}
+	w, _, err := term.GetSize(int(f.Fd()))
+	if err != nil || w <= 0 {
+		return 80
+	}
+	return w
 }

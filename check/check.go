@@ -176,12 +176,12 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 			logCopies++
 		}
 		if f.lost() {
-			switch {
-			case f.has(deadLettered):
+			switch f.lossCause() {
+			case LostDeadLettered:
 				lostDeadLettered++
-			case f.deliveries == 0:
+			case LostUndelivered:
 				lostUndelivered++
-			case f.has(skipped):
+			case LostSkipped:
 				lostSkipped++
 			default:
 				lostUnprocessed++
@@ -304,13 +304,20 @@ func (r Run) Valid() bool {
 // Judge counts every variant of plan from the history and the audits and
 // checks the expectations. It reads nothing else.
 func Judge(plan Plan, meta Meta, events iter.Seq2[history.Event, error], audits map[string]history.Audit) (Run, error) {
+	run, _, err := judge(plan, meta, events, audits)
+	return run, err
+}
+
+// judge is Judge, also returning each variant's tally (with the audit
+// applied) for Inspect.
+func judge(plan Plan, meta Meta, events iter.Seq2[history.Event, error], audits map[string]history.Audit) (Run, map[string]*tally, error) {
 	tallies := make(map[string]*tally, len(plan.Variants))
 	for _, v := range plan.Variants {
 		tallies[v.Name] = &tally{}
 	}
 	for e, err := range events {
 		if err != nil {
-			return Run{}, err
+			return Run{}, nil, err
 		}
 		if t := tallies[e.Variant]; t != nil {
 			t.add(&e)
@@ -337,7 +344,7 @@ func Judge(plan Plan, meta Meta, events iter.Seq2[history.Event, error], audits 
 		run.Passed = run.Passed && res.Passed
 		run.Variants = append(run.Variants, res)
 	}
-	return run, nil
+	return run, tallies, nil
 }
 
 // invalid lists why a variant's experiment does not count.

@@ -2,23 +2,130 @@ package cmd
 
 import (
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
 
+	"github.com/dqbench/dqbench/check"
+	"github.com/dqbench/dqbench/history"
 	"github.com/dqbench/dqbench/report"
+	"github.com/dqbench/dqbench/report/html"
+	"github.com/dqbench/dqbench/scenario"
+	"github.com/dqbench/dqbench/story"
 )
 
-// addOutputFlag registers -o/--output, shared by run and check.
-func addOutputFlag(f *pflag.FlagSet, output *string) {
-	f.StringVarP(output, "output", "o", "table", "output format: "+strings.Join(report.Formats, ", "))
+// formats are what -o accepts: report's formats and the HTML page, which
+// needs the history besides the judgement.
+var formats = append(slices.Clone(report.Formats), "html")
+
+// outputOptions are the flags run and check share.
+type outputOptions struct {
+	output string
+	html   string // --html FILE
+	wide   bool
 }
 
-// checkOutput rejects an unknown output format before any work is done.
-func checkOutput(output string) error {
-	if !slices.Contains(report.Formats, output) {
-		return withCode(ExitUsage, fmt.Errorf("--output %q is not allowed (allowed: %s)", output, strings.Join(report.Formats, ", ")))
+// addOutputFlags registers -o/--output, --html and --wide.
+func addOutputFlags(f *pflag.FlagSet, o *outputOptions) {
+	f.StringVarP(&o.output, "output", "o", "table", "output format: "+strings.Join(formats, ", "))
+	f.StringVar(&o.html, "html", "", "also write a self-contained HTML report (timelines, stories of duplicated and lost intents) to `FILE`")
+	f.BoolVar(&o.wide, "wide", false, "on a terminal, show every column of the table even when it is wider than the terminal")
+}
+
+// check rejects an unknown output format or an --html file that cannot be
+// written, before any work is done.
+func (o outputOptions) check() error {
+	if !slices.Contains(formats, o.output) {
+		return withCode(ExitUsage, fmt.Errorf("--output %q is not allowed (allowed: %s)", o.output, strings.Join(formats, ", ")))
+	}
+	if o.html != "" {
+		if fi, err := os.Stat(filepath.Dir(o.html)); err != nil || !fi.IsDir() {
+			return withCode(ExitUsage, fmt.Errorf("--html %s: directory %s does not exist", o.html, filepath.Dir(o.html)))
+		}
 	}
 	return nil
+}
+
+// wantHTML says whether the history must be read again for the HTML page.
+func (o outputOptions) wantHTML() bool { return o.output == "html" || o.html != "" }
+
+// storiesPerCause is how many duplicated or lost intents of each cause the
+// HTML report tells, per variant.
+const storiesPerCause = 10
+
+// timelineBins is the number of bins of the HTML report's timelines.
+const timelineBins = 150
+
+// judged is a judged run and, when the HTML page is wanted, what it shows.
+type judged struct {
+	run  check.Run
+	html *html.Run
+}
+
+// judgeHistory judges a run from its history (one pass) and, for the HTML
+// page, reads it a second time for the timeline and the stories of the
+// anomalous intents.
+func judgeHistory(hist io.ReadSeeker, sc *scenario.Scenario, meta check.Meta, audits map[string]history.Audit, o outputOptions) (judged, error) {
+	plan := sc.Plan()
+	if !o.wantHTML() {
+		r, err := check.Judge(plan, meta, history.Scan(hist), audits)
+		return judged{run: r}, err
+	}
+	in, err := check.Inspect(plan, meta, history.Scan(hist), audits)
+	if err != nil {
+		return judged{}, err
+	}
+	var names []string
+	var anomalies []check.Anomalies
+	for _, v := range plan.Variants {
+		names = append(names, v.Name)
+		anomalies = append(anomalies, in.Anomalies(v.Name, storiesPerCause))
+	}
+	if _, err := hist.Seek(0, io.SeekStart); err != nil {
+		return judged{}, err
+	}
+	col, err := story.Collect(history.Scan(hist), names, in.End, timelineBins, story.Anomalous(in, names, storiesPerCause))
+	if err != nil {
+		return judged{}, err
+	}
+	y, err := sc.YAML()
+	if err != nil {
+		return judged{}, err
+	}
+	return judged{run: in.Run, html: &html.Run{Judged: in.Run, Anomalies: anomalies, Story: col, Scenario: string(y)}}, nil
+}
+
+// writeReports writes the report in the chosen format to Out and, with
+// --html, the HTML page to its file.
+func writeReports(s Streams, o outputOptions, all []judged) error {
+	var runs []check.Run
+	var pages []html.Run
+	for _, j := range all {
+		runs = append(runs, j.run)
+		if j.html != nil {
+			pages = append(pages, *j.html)
+		}
+	}
+	if o.html != "" {
+		f, err := os.Create(o.html)
+		if err != nil {
+			return fmt.Errorf("--html: %w", err)
+		}
+		if err := html.Write(f, pages); err != nil {
+			f.Close()
+			return fmt.Errorf("--html %s: %w", o.html, err)
+		}
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("--html %s: %w", o.html, err)
+		}
+		fmt.Fprintf(s.Err, "wrote the HTML report to %s\n", o.html)
+	}
+	if o.output == "html" {
+		return html.Write(s.Out, pages)
+	}
+	return report.Write(s.Out, o.output, runs, report.Options{Width: s.Width, Wide: o.wide, Color: s.color()})
 }

@@ -54,7 +54,15 @@ type Streams struct {
 	Out, Err io.Writer
 	// Terminal says whether Err is a terminal (progress lines go there).
 	Terminal bool
+	// Width is the number of columns of the terminal Out writes to; 0
+	// when Out is not a terminal (piped, a file, a test buffer).
+	Width int
+	// NoColor is set when the NO_COLOR environment variable is.
+	NoColor bool
 }
+
+// color says whether to colour what goes to Out: a terminal, no NO_COLOR.
+func (s Streams) color() bool { return s.Width > 0 && !s.NoColor }
 
 // NewRoot builds the dqbench command tree.
 func NewRoot(s Streams) *cobra.Command { return newRoot(s, runner.Run) }
@@ -73,6 +81,8 @@ without each consumer idempotency strategy.
 ` + exitCodesHelp,
 		Example: `  dqbench run quickstart
   dqbench run my-scenario.yaml -o json --seed 7
+  dqbench run quickstart --html report.html
+  dqbench run quickstart --out runs/ && dqbench explain runs/quickstart
   dqbench validate scenarios/*.yaml
   dqbench list`,
 		SilenceUsage:  true,
@@ -84,7 +94,7 @@ without each consumer idempotency strategy.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return withCode(ExitUsage, fmt.Errorf("%v\nSee '%s --help'.", err, c.CommandPath()))
 	})
-	root.AddCommand(newRunCmd(s, runF), newListCmd(s), newValidateCmd(s), newCheckCmd(s), newSchemaCmd(s))
+	root.AddCommand(newRunCmd(s, runF), newListCmd(s), newValidateCmd(s), newCheckCmd(s), newExplainCmd(s), newSchemaCmd(s))
 	return root
 }
 

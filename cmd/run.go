@@ -13,7 +13,6 @@ import (
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/check"
-	"github.com/dqbench/dqbench/history"
 	"github.com/dqbench/dqbench/report"
 	"github.com/dqbench/dqbench/runner"
 	"github.com/dqbench/dqbench/savedrun"
@@ -27,10 +26,10 @@ type runOptions struct {
 	seed     int64
 	seedSet  bool
 	messages int
-	output   string
-	out      string
-	force    bool
-	timeout  time.Duration
+	outputOptions
+	out     string
+	force   bool
+	timeout time.Duration
 
 	run runFunc
 }
@@ -43,13 +42,21 @@ func newRunCmd(s Streams, runF runFunc) *cobra.Command {
 		Long: `Run runs each scenario (a file path or a built-in name, see "dqbench list"):
 it publishes the intents, injects the faults on a schedule fixed by the seed,
 drains, audits each variant's store and prints one row per variant with the
-counts, then a verdict line per expectation.
+counts, then a verdict line per expectation. On a terminal narrower than the
+table, only the columns that carry the lesson are shown (--wide for all);
+piped output keeps every column. -o junit writes JUnit XML for CI (one
+testcase per expectation); -o html or --html FILE a self-contained HTML page
+with the counts, a timeline per variant and the stories of duplicated and
+lost intents.
 
 A run cut short (deadline, Ctrl-C, a drain that gives up) still prints and,
 with --out, saves what it recorded, marked incomplete, and exits 3.
 
 ` + exitCodesHelp,
 		Example: `  dqbench run quickstart
+  dqbench run quickstart --html report.html
+  dqbench run quickstart -o junit > dqbench-junit.xml
+  dqbench run quickstart --wide
   dqbench run quickstart -o json --seed 7
   dqbench run my-scenario.yaml --messages 10000 --out runs/
   dqbench run quickstart kafka-idempotent-producer -o markdown >> "$GITHUB_STEP_SUMMARY"`,
@@ -62,7 +69,7 @@ with --out, saves what it recorded, marked incomplete, and exits 3.
 	f := c.Flags()
 	f.Int64Var(&o.seed, "seed", 0, "seed of the fault schedule and amounts (default: the scenario's seed)")
 	f.IntVar(&o.messages, "messages", 0, "intents to publish per variant (default: the scenario's messages)")
-	addOutputFlag(f, &o.output)
+	addOutputFlags(f, &o.outputOptions)
 	f.StringVar(&o.out, "out", "", "directory to save each run in, as DIR/<scenario>/ (for \"dqbench check\")")
 	f.BoolVar(&o.force, "force", false, "with --out: overwrite a saved run of the same name")
 	f.DurationVar(&o.timeout, "timeout", 0, "deadline of each run, e.g. 90s (default: the scenario's deadline)")
@@ -70,7 +77,7 @@ with --out, saves what it recorded, marked incomplete, and exits 3.
 }
 
 func runScenarios(ctx context.Context, s Streams, o runOptions, args []string) error {
-	if err := checkOutput(o.output); err != nil {
+	if err := o.outputOptions.check(); err != nil {
 		return err
 	}
 	if o.messages < 0 || o.timeout < 0 {
@@ -113,7 +120,7 @@ func runScenarios(ctx context.Context, s Streams, o runOptions, args []string) e
 		}
 	}
 
-	var runs []check.Run
+	var runs []judged
 	var failures []error
 	used := map[string]int{}
 	for _, sc := range scs {
@@ -122,10 +129,10 @@ func runScenarios(ctx context.Context, s Streams, o runOptions, args []string) e
 		if n := used[sc.Name]; n > 1 {
 			dirName = fmt.Sprintf("%s-%d", sc.Name, n) // the same scenario twice in one invocation
 		}
-		judged, err := runOne(ctx, s, o, sc, dirName)
-		if judged != nil {
-			runs = append(runs, *judged)
-			if judged.Incomplete != "" && !errors.Is(err, runner.ErrInternal) {
+		j, err := runOne(ctx, s, o, sc, dirName)
+		if j != nil {
+			runs = append(runs, *j)
+			if j.run.Incomplete != "" && !errors.Is(err, runner.ErrInternal) {
 				err = nil // verdict says why, as it does for a saved run
 			}
 		}
@@ -137,17 +144,17 @@ func runScenarios(ctx context.Context, s Streams, o runOptions, args []string) e
 		}
 	}
 	if len(runs) > 0 {
-		if err := report.Write(s.Out, o.output, runs); err != nil {
+		if err := writeReports(s, o.outputOptions, runs); err != nil {
 			return withCode(ExitIncomplete, err)
 		}
 	}
-	return verdict(runs, failures)
+	return verdict(judgedRuns(runs), failures)
 }
 
 // runOne runs sc, streaming its history to the run directory (with --out)
 // or a temporary file, and judges what was recorded: also a run that was
 // cut short. It returns nil when there is nothing to judge.
-func runOne(ctx context.Context, s Streams, o runOptions, sc *scenario.Scenario, dirName string) (*check.Run, error) {
+func runOne(ctx context.Context, s Streams, o runOptions, sc *scenario.Scenario, dirName string) (*judged, error) {
 	var hist *os.File
 	var dir *savedrun.Dir
 	if o.out != "" {
@@ -188,17 +195,25 @@ func runOne(ctx context.Context, s Streams, o runOptions, sc *scenario.Scenario,
 	if _, err := hist.Seek(0, io.SeekStart); err != nil {
 		return nil, errors.Join(runErr, err)
 	}
-	judged, err := check.Judge(sc.Plan(), res.Meta, history.Scan(hist), res.Audits)
+	j, err := judgeHistory(hist, sc, res.Meta, res.Audits, o.outputOptions)
 	if err != nil {
 		return nil, errors.Join(runErr, fmt.Errorf("read back the history: %w", err))
 	}
 	if dir != nil {
-		if err := dir.Finish(sc, res.Meta, res.Audits, &judged); err != nil {
-			return &judged, errors.Join(runErr, fmt.Errorf("save run to %s: %w", dir.Path, err))
+		if err := dir.Finish(sc, res.Meta, res.Audits, &j.run); err != nil {
+			return &j, errors.Join(runErr, fmt.Errorf("save run to %s: %w", dir.Path, err))
 		}
 		fmt.Fprintf(s.Err, "saved run to %s (re-judge with \"dqbench check %s\")\n", dir.Path, dir.Path)
 	}
-	return &judged, runErr
+	return &j, runErr
+}
+
+func judgedRuns(all []judged) []check.Run {
+	runs := make([]check.Run, len(all))
+	for i, j := range all {
+		runs[i] = j.run
+	}
+	return runs
 }
 
 // verdict turns judged runs and runs that could not complete into an exit code.

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,21 +17,38 @@ import (
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
 
+	"github.com/clipperhouse/displaywidth"
+
 	"github.com/dqbench/dqbench/check"
+	"github.com/dqbench/dqbench/internal/ansi"
 )
 
 // Formats are the output formats -o accepts.
-var Formats = []string{"table", "json", "markdown"}
+var Formats = []string{"table", "json", "markdown", "junit"}
 
-// Write renders runs to w in format.
-func Write(w io.Writer, format string, runs []check.Run) error {
+// Options say where a table is shown.
+type Options struct {
+	// Width is the terminal's width in columns; 0 when the output is not
+	// a terminal, which keeps every column.
+	Width int
+	// Wide keeps every column on a terminal too.
+	Wide bool
+	// Color colours non-zero duplicates and losses and the verdicts.
+	Color bool
+}
+
+// Write renders runs to w in format. Only the table reads opts; JSON,
+// Markdown and JUnit keep every column and never colour.
+func Write(w io.Writer, format string, runs []check.Run, opts Options) error {
 	switch format {
 	case "json":
 		return JSON(w, runs)
 	case "markdown":
 		return Text(w, runs, true)
+	case "junit":
+		return JUnit(w, runs)
 	case "table", "":
-		return Text(w, runs, false)
+		return Table(w, runs, opts)
 	}
 	return fmt.Errorf("unknown output format %q (allowed: %s)", format, strings.Join(Formats, ", "))
 }
@@ -79,36 +98,83 @@ func JSON(w io.Writer, runs []check.Run) error {
 	return enc.Encode(out)
 }
 
-// header is the variant's name and strategy, then a column per count.
-var header = func() []string {
-	h := []string{"variant", "strategy"}
-	for _, c := range check.Table {
-		h = append(h, c.Column)
+// column is one column of the table: a name, its alignment and its cell.
+type column struct {
+	header string
+	align  tw.Align
+	cell   func(v check.Variant) int // nil for the name columns
+	name   func(v check.Variant) string
+	count  string // the count's name, for counts
+}
+
+// columns are the variant's name and strategy, then a column per count.
+var columns = func() []column {
+	cols := []column{
+		{header: "variant", align: tw.AlignLeft, name: func(v check.Variant) string { return v.Name }},
+		{header: "strategy", align: tw.AlignLeft, name: func(v check.Variant) string { return v.Strategy }},
 	}
-	return h
+	for _, c := range check.Table {
+		cols = append(cols, column{header: c.Column, align: tw.AlignRight, count: c.Name,
+			cell: func(v check.Variant) int { return c.Value(v.Counts) }})
+	}
+	return cols
 }()
 
-// columnAlign left-aligns the names and right-aligns the counts.
-var columnAlign = func() []tw.Align {
-	a := make([]tw.Align, len(header))
-	for i := range a {
-		a[i] = tw.AlignRight
-	}
-	a[0], a[1] = tw.AlignLeft, tw.AlignLeft
-	return a
-}()
+// lesson are the counts a narrow table always shows: what the variants
+// are compared on.
+var lesson = []string{"redelivered", "effects", "duplicates", "lost", "faults_injected"}
 
-func row(v check.Variant) []string {
-	out := []string{v.Name, v.Strategy}
-	for _, c := range check.Table {
-		out = append(out, strconv.Itoa(c.Value(v.Counts)))
+// colored are the counts coloured when not zero.
+var colored = []string{"duplicates", "lost"}
+
+// telling keeps the columns that carry the lesson: the names, the lesson
+// counts, and any other count that differs between the variants or is
+// neither 0 nor the number of messages (every intent) in them.
+func telling(r check.Run) []column {
+	var out []column
+	for _, c := range columns {
+		if c.cell == nil || slices.Contains(lesson, c.count) {
+			out = append(out, c)
+			continue
+		}
+		first := c.cell(r.Variants[0])
+		same := true
+		for _, v := range r.Variants {
+			same = same && c.cell(v) == first
+		}
+		if !same || (first != 0 && first != r.Messages) {
+			out = append(out, c)
+		}
 	}
 	return out
 }
 
-// Text writes one table per run followed by its verdict lines; markdown
-// selects a Markdown table for CI summaries.
+// withoutStrategy drops the strategy column when every variant is named
+// after its strategy: it would repeat the first column.
+func withoutStrategy(r check.Run, cols []column) []column {
+	for _, v := range r.Variants {
+		if v.Name != v.Strategy {
+			return cols
+		}
+	}
+	return slices.DeleteFunc(slices.Clone(cols), func(c column) bool { return c.header == "strategy" })
+}
+
+// Table writes the table for people: on a terminal narrower than the full
+// table (opts.Width) only the columns that carry the lesson, unless
+// opts.Wide; colour with opts.Color.
+func Table(w io.Writer, runs []check.Run, opts Options) error {
+	return text(w, runs, false, opts)
+}
+
+// Text writes one table per run followed by its verdict lines, with every
+// column and no colour; markdown selects a Markdown table for CI summaries.
 func Text(w io.Writer, runs []check.Run, markdown bool) error {
+	return text(w, runs, markdown, Options{})
+}
+
+func text(w io.Writer, runs []check.Run, markdown bool, opts Options) error {
+	p := ansi.Paint(opts.Color && !markdown)
 	for i, r := range runs {
 		if i > 0 {
 			fmt.Fprintln(w)
@@ -116,24 +182,15 @@ func Text(w io.Writer, runs []check.Run, markdown bool) error {
 		if markdown {
 			fmt.Fprintf(w, "### %s\n\n", r.Scenario)
 		} else {
-			fmt.Fprintf(w, "scenario %s\n", r.Scenario)
+			fmt.Fprintf(w, "scenario %s\n", p.Bold(r.Scenario))
 		}
-		opts := []tablewriter.Option{
-			tablewriter.WithHeaderAutoFormat(tw.Off),
-			tablewriter.WithRowAlignmentConfig(tw.CellAlignment{Global: tw.AlignRight, PerColumn: columnAlign}),
-		}
-		if markdown {
-			opts = append(opts, tablewriter.WithRenderer(renderer.NewMarkdown()))
-		}
-		t := tablewriter.NewTable(w, opts...)
-		t.Header(header)
-		for _, v := range r.Variants {
-			if err := t.Append(row(v)); err != nil {
-				return err
-			}
-		}
-		if err := t.Render(); err != nil {
+		table, hidden, err := fitTable(r, markdown, opts, p)
+		if err != nil {
 			return err
+		}
+		io.WriteString(w, table)
+		if hidden > 0 {
+			fmt.Fprintf(w, "(%d columns that are the same in every variant hidden; --wide shows them)\n", hidden)
 		}
 		if markdown {
 			fmt.Fprintln(w)
@@ -142,31 +199,143 @@ func Text(w io.Writer, runs []check.Run, markdown bool) error {
 		if markdown {
 			bullet = "- "
 		}
+		line := func(format string, args ...any) {
+			for _, l := range wrap(fmt.Sprintf(format, args...), opts.Width) {
+				fmt.Fprintln(w, l)
+			}
+		}
 		for _, v := range r.Variants {
 			for _, e := range v.Expectations {
-				fmt.Fprintf(w, "%s%s %s: %s (got %d)\n", bullet, verdict(e.Passed), v.Name, e.Check, e.Actual)
+				line("%s%s %s: %s (got %d)", bullet, verdict(p, e.Passed), v.Name, e.Check, e.Actual)
 			}
-			for _, p := range v.Invalid {
-				fmt.Fprintf(w, "%sINVALID %s: %s\n", bullet, v.Name, p)
+			for _, inv := range v.Invalid {
+				line("%s%s %s: %s", bullet, p.Red("INVALID"), v.Name, inv)
 			}
 		}
 		for _, v := range r.Variants {
 			for _, n := range v.Notes {
-				fmt.Fprintf(w, "%swhy %s: %s\n", bullet, v.Name, n)
+				line("%swhy %s: %s", bullet, v.Name, n)
 			}
 		}
 		if r.Incomplete != "" {
-			fmt.Fprintf(w, "%sINCOMPLETE %s: %s\n", bullet, r.Scenario, r.Incomplete)
+			line("%s%s %s: %s", bullet, p.Red("INCOMPLETE"), r.Scenario, r.Incomplete)
 		}
-		fmt.Fprintf(w, "%s%s  seed %d · %d messages per variant · %s · %s\n",
-			bullet, verdict(r.Passed), r.Seed, r.Messages, r.Broker, r.Duration.Round(time.Millisecond))
+		line("%s%s  seed %d · %d messages per variant · %s · %s",
+			bullet, verdict(p, r.Passed), r.Seed, r.Messages, r.Broker, r.Duration.Round(time.Millisecond))
 	}
 	return nil
 }
 
-func verdict(ok bool) string {
-	if ok {
-		return "PASS"
+// fitTable renders r's table with every column, or, on a terminal too
+// narrow for it, with fewer: it returns the table and how many count
+// columns it left out.
+func fitTable(r check.Run, markdown bool, opts Options, p ansi.Paint) (string, int, error) {
+	full, err := render(r, columns, markdown, p, true)
+	if err != nil || markdown || opts.Wide || opts.Width <= 0 || len(r.Variants) == 0 || width(full) <= opts.Width {
+		return full, 0, err
 	}
-	return "FAIL"
+	cols := telling(r)
+	hidden := counts(columns) - counts(cols)
+	var out string
+	for _, try := range []struct {
+		cols    []column
+		padding bool
+	}{{cols, true}, {withoutStrategy(r, cols), true}, {withoutStrategy(r, cols), false}} {
+		if out, err = render(r, try.cols, false, p, try.padding); err != nil || width(out) <= opts.Width {
+			break
+		}
+	}
+	return out, hidden, err // as narrow as it gets
+}
+
+// counts is how many of cols are counts.
+func counts(cols []column) int {
+	n := 0
+	for _, c := range cols {
+		if c.cell != nil {
+			n++
+		}
+	}
+	return n
+}
+
+func render(r check.Run, cols []column, markdown bool, p ansi.Paint, padding bool) (string, error) {
+	var buf strings.Builder
+	header := make([]string, len(cols))
+	align := make([]tw.Align, len(cols))
+	for i, c := range cols {
+		header[i], align[i] = c.header, c.align
+	}
+	opts := []tablewriter.Option{
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithRowAlignmentConfig(tw.CellAlignment{Global: tw.AlignRight, PerColumn: align}),
+	}
+	if markdown {
+		opts = append(opts, tablewriter.WithRenderer(renderer.NewMarkdown()))
+	}
+	if !padding {
+		opts = append(opts, tablewriter.WithPadding(tw.Padding{Left: "", Right: "", Overwrite: true}))
+	}
+	t := tablewriter.NewTable(&buf, opts...)
+	t.Header(header)
+	for _, v := range r.Variants {
+		row := make([]string, len(cols))
+		for i, c := range cols {
+			if c.cell == nil {
+				row[i] = c.name(v)
+				continue
+			}
+			n := c.cell(v)
+			row[i] = strconv.Itoa(n)
+			if n != 0 && slices.Contains(colored, c.count) {
+				row[i] = p.Red(row[i])
+			}
+		}
+		if err := t.Append(row); err != nil {
+			return "", err
+		}
+	}
+	if err := t.Render(); err != nil {
+		return "", err
+	}
+	return buf.String(), nil
+}
+
+// width is the widest line of s on a terminal, colour codes left out.
+func width(s string) int {
+	n := 0
+	for _, l := range strings.Split(s, "\n") {
+		n = max(n, displaywidth.String(ansiCode.ReplaceAllString(l, "")))
+	}
+	return n
+}
+
+var ansiCode = regexp.MustCompile("\x1b\\[[0-9;]*m")
+
+// wrap breaks a line at spaces to fit width columns, indenting the rest;
+// width 0 keeps it whole.
+func wrap(s string, width int) []string {
+	if width <= 0 || len(s) <= width {
+		return []string{s}
+	}
+	var lines []string
+	indent := ""
+	for displaywidth.String(ansiCode.ReplaceAllString(indent+s, "")) > width {
+		limit := width - len(indent)
+		cut := strings.LastIndex(s[:min(len(s), limit)], " ")
+		if cut <= 0 {
+			break
+		}
+		lines = append(lines, indent+s[:cut])
+		s = s[cut+1:]
+		indent = "    "
+	}
+	return append(lines, indent+s)
+}
+
+func verdict(p ansi.Paint, ok bool) string {
+	if ok {
+		return p.Green("PASS")
+	}
+	return p.Red("FAIL")
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/report"
@@ -82,7 +83,7 @@ func TestWriteGolden(t *testing.T) {
 	for _, format := range report.Formats {
 		t.Run(format, func(t *testing.T) {
 			var buf bytes.Buffer
-			if err := report.Write(&buf, format, runs()); err != nil {
+			if err := report.Write(&buf, format, runs(), report.Options{}); err != nil {
 				t.Fatal(err)
 			}
 			golden := filepath.Join("testdata", format+".golden")
@@ -109,10 +110,10 @@ func TestWriteGolden(t *testing.T) {
 // The default format is the table.
 func TestWriteDefaultFormat(t *testing.T) {
 	var def, table bytes.Buffer
-	if err := report.Write(&def, "", runs()); err != nil {
+	if err := report.Write(&def, "", runs(), report.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := report.Write(&table, "table", runs()); err != nil {
+	if err := report.Write(&table, "table", runs(), report.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if def.String() != table.String() {
@@ -122,7 +123,7 @@ func TestWriteDefaultFormat(t *testing.T) {
 
 func TestWriteUnknownFormat(t *testing.T) {
 	var buf bytes.Buffer
-	err := report.Write(&buf, "yaml", runs())
+	err := report.Write(&buf, "yaml", runs(), report.Options{})
 	if err == nil {
 		t.Fatal("Write(yaml) succeeded, want an error")
 	}
@@ -138,7 +139,7 @@ func TestWriteUnknownFormat(t *testing.T) {
 
 func TestJSONKeys(t *testing.T) {
 	var buf bytes.Buffer
-	if err := report.Write(&buf, "json", runs()); err != nil {
+	if err := report.Write(&buf, "json", runs(), report.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	var doc map[string]any
@@ -258,5 +259,93 @@ func TestPassed(t *testing.T) {
 		if got := report.Passed(tt.runs); got != tt.want {
 			t.Errorf("%s: Passed = %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// quickstartRun is the shape of the built-in quickstart's judgement.
+func quickstartRun() check.Run {
+	v := func(name string, redelivered, effects, dups, lost int) check.Variant {
+		return check.Variant{Name: name, Strategy: name, Passed: true, Counts: check.Counts{
+			Attempted: 2000, Acknowledged: 2000, Delivered: 2000, Redelivered: redelivered,
+			Effects: effects, Duplicates: dups, Lost: lost, FaultsInjected: redelivered,
+		}, Expectations: []check.ExpectationResult{{Check: "lost == 0", Passed: lost == 0, Actual: lost}},
+			Notes: []string{"91 consumer crashes, each followed by a replacement; the broker redelivers whatever a crashed consumer had not acked"}}
+	}
+	return check.Run{Meta: check.Meta{Scenario: "quickstart", Seed: 1, Messages: 2000, Broker: "kafka (embedded kfake)", Duration: time.Second},
+		Passed: true, Variants: []check.Variant{v("none", 42, 2042, 42, 0), v("dedup-table", 42, 2000, 0, 0), v("dedup-table-split", 91, 1950, 0, 50)}}
+}
+
+// TestTableFitsTerminal: on an 80-column terminal no line is longer than
+// 80, the lesson columns stay and the columns that differ stay; --wide and
+// piped output keep every column; colour only when asked.
+func TestTableFitsTerminal(t *testing.T) {
+	render := func(opts report.Options, rs ...check.Run) string {
+		var buf bytes.Buffer
+		if err := report.Write(&buf, "table", rs, opts); err != nil {
+			t.Fatal(err)
+		}
+		return buf.String()
+	}
+	everyColumn := []string{"strategy"}
+	for _, c := range check.Table {
+		everyColumn = append(everyColumn, c.Column)
+	}
+	for _, tc := range []struct {
+		name  string
+		run   check.Run
+		shown []string
+	}{
+		{"quickstart", quickstartRun(), []string{"variant", "redelivered", "effects", "duplicates", "lost", "faults"}},
+		// split-crash's acked, indeterminate, unexpected and dead-lettered
+		// differ between variants: they stay.
+		{"differing", runs()[0], []string{"variant", "strategy", "redelivered", "duplicates", "lost", "acked", "indeterminate", "dead-lettered"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			narrow := render(report.Options{Width: 80}, tc.run)
+			table := narrow
+			if i := strings.Index(narrow, "\nPASS"); i > 0 {
+				table = narrow[:i]
+			}
+			if tc.name == "quickstart" {
+				for _, l := range strings.Split(narrow, "\n") {
+					if n := utf8.RuneCountInString(l); n > 80 {
+						t.Errorf("line of %d columns: %q", n, l)
+					}
+				}
+				for _, hidden := range []string{"attempted", "acked", "indeterminate", "unexpected"} {
+					if strings.Contains(table, hidden) {
+						t.Errorf("narrow table shows %s:\n%s", hidden, narrow)
+					}
+				}
+				if !strings.Contains(narrow, "--wide shows them") {
+					t.Errorf("no hint about --wide:\n%s", narrow)
+				}
+			}
+			for _, want := range tc.shown {
+				if !strings.Contains(table, want) {
+					t.Errorf("narrow table lacks %s:\n%s", want, narrow)
+				}
+			}
+			for _, opts := range []report.Options{{Width: 80, Wide: true}, {}} {
+				out := render(opts, tc.run)
+				for _, col := range everyColumn {
+					if !strings.Contains(out, col) {
+						t.Errorf("%+v: no column %s:\n%s", opts, col, out)
+					}
+				}
+			}
+			if strings.Contains(narrow, "\033[") {
+				t.Error("colour without Color")
+			}
+		})
+	}
+	coloured := render(report.Options{Width: 200, Color: true}, quickstartRun())
+	for _, want := range []string{"\033[31m42\033[0m", "\033[31m50\033[0m", "\033[32mPASS\033[0m"} {
+		if !strings.Contains(coloured, want) {
+			t.Errorf("coloured table lacks %q:\n%s", want, coloured)
+		}
+	}
+	if strings.Contains(coloured, "\033[31m0\033[0m") {
+		t.Errorf("a zero is coloured:\n%s", coloured)
 	}
 }

@@ -1,0 +1,192 @@
+package check
+
+import (
+	"cmp"
+	"iter"
+	"slices"
+	"time"
+
+	"github.com/dqbench/dqbench/history"
+)
+
+// Verdict is what became of one intent's effect.
+type Verdict string
+
+// The verdicts of an intent.
+const (
+	OK        Verdict = "ok"        // applied once, or never had by the broker
+	Duplicate Verdict = "duplicate" // applied more than once
+	Lost      Verdict = "lost"      // the broker had it, the effect never applied
+)
+
+// Cause says why an intent duplicated or was lost: the per-intent side of
+// a variant's notes.
+type Cause string
+
+// The causes of duplicates and losses.
+const (
+	DupStoredTwice   Cause = "stored-twice"  // the broker held two copies (producer retry without idempotence)
+	DupRedelivered   Cause = "redelivered"   // redelivered, and the strategy applied it again
+	LostSkipped      Cause = "skipped"       // skipped as already processed, effect never applied
+	LostUnprocessed  Cause = "unprocessed"   // delivered, never processed, never redelivered
+	LostDeadLettered Cause = "dead-lettered" // dead-lettered without the effect
+	LostUndelivered  Cause = "undelivered"   // confirmed, never delivered
+)
+
+// Doc explains the cause in a sentence.
+func (c Cause) Doc() string {
+	switch c {
+	case DupStoredTwice:
+		return "the broker stored the intent twice (a producer retry after a lost response, without producer idempotence) and both copies were applied"
+	case DupRedelivered:
+		return "redelivered after the effect had applied, and the strategy did not recognise the redelivery"
+	case LostSkipped:
+		return "skipped as already processed, but the effect never applied: the dedup marker was committed without the effect"
+	case LostUnprocessed:
+		return "delivered but never processed and not redelivered: acked before processing, then the consumer died"
+	case LostDeadLettered:
+		return "sent to the dead-letter queue without its effect applying"
+	case LostUndelivered:
+		return "acknowledged by the broker but never delivered"
+	}
+	return string(c)
+}
+
+// lossCause says why a lost intent was lost.
+func (f *facts) lossCause() Cause {
+	switch {
+	case f.has(deadLettered):
+		return LostDeadLettered
+	case f.deliveries == 0:
+		return LostUndelivered
+	case f.has(skipped):
+		return LostSkipped
+	}
+	return LostUnprocessed
+}
+
+// IntentVerdict is the judgement of one intent in one variant.
+type IntentVerdict struct {
+	Intent  int
+	Verdict Verdict
+	Cause   Cause // empty for OK
+	Applied int   // effects applied, from the audit
+}
+
+// Inspection is a judged run that can also say which intents duplicated or
+// were lost, and why. It keeps a few bytes per intent, as Judge does while
+// it reads.
+type Inspection struct {
+	Run
+	// End is the offset of the latest event in the history.
+	End     time.Duration
+	tallies map[string]*tally
+}
+
+// Inspect judges the run as Judge does, in the same single pass, and keeps
+// the per-intent facts for Intent and Anomalies.
+func Inspect(plan Plan, meta Meta, events iter.Seq2[history.Event, error], audits map[string]history.Audit) (*Inspection, error) {
+	var end time.Duration
+	observed := func(yield func(history.Event, error) bool) {
+		for e, err := range events {
+			end = max(end, e.T)
+			if !yield(e, err) {
+				return
+			}
+		}
+	}
+	run, tallies, err := judge(plan, meta, observed, audits)
+	if err != nil {
+		return nil, err
+	}
+	return &Inspection{Run: run, End: end, tallies: tallies}, nil
+}
+
+// Intent judges one intent of variant: the verdict the counts gave it.
+func (in *Inspection) Intent(variant string, id int) IntentVerdict {
+	t := in.tallies[variant]
+	if t == nil {
+		return IntentVerdict{Intent: id, Verdict: OK}
+	}
+	return t.verdict(id, t.get(id))
+}
+
+func (t *tally) verdict(id int, f *facts) IntentVerdict {
+	v := IntentVerdict{Intent: id, Verdict: OK, Applied: int(f.applied)}
+	switch {
+	case f.has(published) && f.applied > 1:
+		v.Verdict, v.Cause = Duplicate, DupRedelivered
+		if f.has(copies) {
+			v.Cause = DupStoredTwice
+		}
+	case f.lost():
+		cause := f.lossCause()
+		if cause == LostUndelivered && !t.drained() {
+			break // still on the broker when the drain gave up: not counted as lost
+		}
+		v.Verdict, v.Cause = Lost, cause
+	}
+	return v
+}
+
+// Anomalies are the duplicated and lost intents of one variant.
+type Anomalies struct {
+	Variant string
+	// ByCause counts every anomalous intent by cause.
+	ByCause map[Cause]int
+	// Sample holds, for each cause, its lowest intent ids, at most limit
+	// of them: a deterministic sample.
+	Sample map[Cause][]IntentVerdict
+}
+
+// Total is the number of anomalous intents.
+func (a Anomalies) Total() int {
+	n := 0
+	for _, c := range a.ByCause {
+		n += c
+	}
+	return n
+}
+
+// Anomalies lists the duplicated and lost intents of variant, keeping at
+// most limit intents of each cause (the lowest ids). The counts in ByCause
+// add up to the variant's duplicates plus lost.
+func (in *Inspection) Anomalies(variant string, limit int) Anomalies {
+	a := Anomalies{Variant: variant, ByCause: map[Cause]int{}, Sample: map[Cause][]IntentVerdict{}}
+	t := in.tallies[variant]
+	if t == nil {
+		return a
+	}
+	var sparse []IntentVerdict
+	t.each(func(id int, f *facts) {
+		v := t.verdict(id, f)
+		if v.Verdict == OK {
+			return
+		}
+		if id > 0 && id < len(t.dense) {
+			a.add(v, limit)
+		} else {
+			sparse = append(sparse, v) // map order: sorted below
+		}
+	})
+	sortVerdicts(sparse)
+	for _, v := range sparse {
+		a.add(v, limit)
+	}
+	return a
+}
+
+func (a *Anomalies) add(v IntentVerdict, limit int) {
+	a.ByCause[v.Cause]++
+	if len(a.Sample[v.Cause]) < limit {
+		a.Sample[v.Cause] = append(a.Sample[v.Cause], v)
+	}
+}
+
+func sortVerdicts(vs []IntentVerdict) {
+	slices.SortFunc(vs, func(a, b IntentVerdict) int { return cmp.Compare(a.Intent, b.Intent) })
+}
+
+// Causes lists every cause in the order reports show them: duplicates,
+// then losses.
+var Causes = []Cause{DupRedelivered, DupStoredTwice, LostSkipped, LostUnprocessed, LostDeadLettered, LostUndelivered}

@@ -1,0 +1,298 @@
+// Package html renders judged runs as one self-contained HTML page: the
+// counts as bars with each expectation's verdict, a timeline per variant on
+// one time axis (fault marks, consumers down shaded), the stories of a
+// sample of duplicated and lost intents as swimlanes, the notes, and the
+// scenario as run. Inline SVG and CSS only: no script, nothing fetched.
+//
+// It only renders; package check judges and package story collects the
+// timeline and the stories from the history.
+package html
+
+import (
+	_ "embed"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/dqbench/dqbench/check"
+	"github.com/dqbench/dqbench/story"
+)
+
+// Run is one judged run with what the history showed of it.
+type Run struct {
+	Judged check.Run
+	// Anomalies per variant, in the run's variant order.
+	Anomalies []check.Anomalies
+	// Story holds the timeline and the stories of sampled intents.
+	Story *story.Collection
+	// Scenario is the scenario as run, as YAML.
+	Scenario string
+}
+
+//go:embed report.html.tmpl
+var pageText string
+
+var page = template.Must(template.New("report").Funcs(template.FuncMap{
+	"seconds": func(d time.Duration) string { return fmt.Sprintf("%.3fs", d.Seconds()) },
+	"ms":      func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) },
+	"verdict": func(ok bool) string {
+		if ok {
+			return "PASS"
+		}
+		return "FAIL"
+	},
+}).Parse(pageText))
+
+// Write renders runs as an HTML page.
+func Write(w io.Writer, runs []Run) error {
+	v := view{Versions: versions(), Passed: true}
+	for _, r := range runs {
+		v.Passed = v.Passed && r.Judged.Passed
+		v.Runs = append(v.Runs, newRunView(r))
+	}
+	return page.Execute(w, v)
+}
+
+type view struct {
+	Passed   bool
+	Versions string
+	Runs     []runView
+}
+
+type runView struct {
+	check.Run
+	Bars         []barGroup
+	Timelines    []timeline
+	Axis         []tick
+	Bin          time.Duration
+	Stories      []storyView
+	Shown        map[string]string // per variant: "10 of 42 duplicates shown"
+	ScenarioYAML string
+	Columns      []string
+	Rows         [][]int
+}
+
+// Geometry of the charts, in SVG units.
+const (
+	chartW    = 900.0
+	timelineH = 110.0
+	barH      = 18.0
+	labelW    = 150.0
+)
+
+type barGroup struct {
+	Count string
+	Bars  []bar
+	H     float64
+}
+
+type bar struct {
+	Variant string
+	Value   int
+	Y, W    float64
+	Class   string
+}
+
+type timeline struct {
+	Variant string
+	Lines   []series
+	Faults  []faultMark
+	Down    []rect
+	More    int // faults past the marks kept
+}
+
+type series struct {
+	Name, Class, Points string
+}
+
+type faultMark struct {
+	X     float64
+	Title string
+}
+
+type rect struct {
+	X, W  float64
+	Title string
+}
+
+type tick struct {
+	X     float64
+	Label string
+}
+
+type storyView struct {
+	Variant string
+	Intent  int
+	Verdict string
+	Cause   string
+	Lanes   []string
+	Steps   []stepView
+	More    bool
+}
+
+type stepView struct {
+	T     time.Duration
+	Lane  int
+	Text  string
+	Class string
+}
+
+func newRunView(r Run) runView {
+	rv := runView{Run: r.Judged, ScenarioYAML: r.Scenario, Shown: map[string]string{}}
+	rv.Bars = bars(r.Judged)
+	for _, c := range check.Table {
+		rv.Columns = append(rv.Columns, c.Column)
+	}
+	for _, v := range r.Judged.Variants {
+		row := make([]int, len(check.Table))
+		for i, c := range check.Table {
+			row[i] = c.Value(v.Counts)
+		}
+		rv.Rows = append(rv.Rows, row)
+	}
+	if r.Story != nil {
+		rv.Timelines, rv.Axis = timelines(r.Story.Timeline)
+		rv.Bin = r.Story.Timeline.Bin
+		for _, s := range r.Story.Stories {
+			rv.Stories = append(rv.Stories, newStoryView(s))
+		}
+	}
+	for _, a := range r.Anomalies {
+		told := 0
+		for _, s := range rv.Stories {
+			if s.Variant == a.Variant {
+				told++
+			}
+		}
+		if total := a.Total(); total > 0 {
+			rv.Shown[a.Variant] = fmt.Sprintf("%d of %d anomalous intents told", told, total)
+		}
+	}
+	return rv
+}
+
+// barCounts are the counts drawn as bars, one group each.
+var barCounts = []string{"duplicates", "lost", "effects", "redelivered"}
+
+func bars(r check.Run) []barGroup {
+	var out []barGroup
+	for _, name := range barCounts {
+		g := barGroup{Count: name}
+		top := 1
+		for _, v := range r.Variants {
+			n, _ := v.Counts.Get(name)
+			top = max(top, n)
+		}
+		for i, v := range r.Variants {
+			n, _ := v.Counts.Get(name)
+			class := "bar"
+			if n > 0 && (name == "duplicates" || name == "lost") {
+				class = "bar bad"
+			}
+			g.Bars = append(g.Bars, bar{Variant: v.Name, Value: n, Y: float64(i) * (barH + 4),
+				W: float64(n) / float64(top) * (chartW - labelW - 60), Class: class})
+		}
+		g.H = float64(len(r.Variants)) * (barH + 4)
+		out = append(out, g)
+	}
+	return out
+}
+
+func timelines(tl story.Timeline) ([]timeline, []tick) {
+	x := func(t time.Duration) float64 {
+		return labelW + float64(t)/float64(tl.End)*(chartW-labelW-10)
+	}
+	top := 1
+	for _, s := range tl.Variants {
+		for _, b := range [][]int{s.Publishes, s.Deliveries, s.Acks, s.Effect} {
+			top = max(top, slices.Max(b))
+		}
+	}
+	var out []timeline
+	for _, s := range tl.Variants {
+		t := timeline{Variant: s.Variant}
+		for _, line := range []struct {
+			name, class string
+			bins        []int
+		}{
+			{"publishes", "pub", s.Publishes}, {"deliveries", "del", s.Deliveries},
+			{"acks", "ack", s.Acks}, {"effects", "eff", s.Effect},
+		} {
+			var pts strings.Builder
+			for i, n := range line.bins {
+				mid := tl.Bin*time.Duration(i) + tl.Bin/2
+				fmt.Fprintf(&pts, "%.1f,%.1f ", x(mid), timelineH-10-math.Sqrt(float64(n)/float64(top))*(timelineH-25))
+			}
+			t.Lines = append(t.Lines, series{Name: line.name, Class: line.class, Points: pts.String()})
+		}
+		for _, m := range s.Faults {
+			title := fmt.Sprintf("%s at %.3fs", m.Fault, m.T.Seconds())
+			if m.Intent > 0 {
+				title += fmt.Sprintf(" (intent %d)", m.Intent)
+			}
+			t.Faults = append(t.Faults, faultMark{X: x(m.T), Title: title})
+		}
+		total := 0
+		for _, n := range s.FaultsPerBin {
+			total += n
+		}
+		t.More = total - len(s.Faults)
+		for _, d := range s.Down {
+			t.Down = append(t.Down, rect{X: x(d.From), W: max(x(d.To)-x(d.From), 1),
+				Title: fmt.Sprintf("consumer %d down from %.3fs to %.3fs", d.Consumer, d.From.Seconds(), d.To.Seconds())})
+		}
+		out = append(out, t)
+	}
+	var axis []tick
+	for i := range 6 {
+		at := tl.End * time.Duration(i) / 5
+		axis = append(axis, tick{X: x(at), Label: fmt.Sprintf("%.2fs", at.Seconds())})
+	}
+	return out, axis
+}
+
+func newStoryView(s *story.Story) storyView {
+	sv := storyView{Variant: s.Variant, Intent: s.Intent, Verdict: string(s.Verdict), Cause: s.Cause.Doc(), More: s.Truncated}
+	steps := s.Steps()
+	// Lanes: producer, broker, each consumer in order of appearance, store.
+	lanes := []string{"producer", "broker"}
+	for _, st := range steps {
+		if strings.HasPrefix(st.Lane, "consumer") && !slices.Contains(lanes, st.Lane) {
+			lanes = append(lanes, st.Lane)
+		}
+	}
+	lanes = append(lanes, "store")
+	sv.Lanes = lanes
+	for _, st := range steps {
+		sv.Steps = append(sv.Steps, stepView{T: st.T, Lane: slices.Index(lanes, st.Lane), Text: st.Text, Class: string(st.Type)})
+	}
+	return sv
+}
+
+// versions names the build that rendered the report: dqbench, Go, and the
+// broker client and store it links.
+func versions() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown build"
+	}
+	parts := []string{"dqbench " + bi.Main.Version}
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			parts[0] += " (" + s.Value[:12] + ")"
+		}
+	}
+	parts = append(parts, bi.GoVersion)
+	for _, d := range bi.Deps {
+		switch d.Path {
+		case "github.com/twmb/franz-go", "github.com/twmb/franz-go/pkg/kfake", "modernc.org/sqlite":
+			parts = append(parts, d.Path+" "+d.Version)
+		}
+	}
+	return strings.Join(parts, " · ")
+}
