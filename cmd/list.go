@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dqbench/dqbench/scenario"
 	"github.com/dqbench/dqbench/builtin"
+	"github.com/dqbench/dqbench/scenario"
 )
 
 func newListCmd(s Streams) *cobra.Command {

@@ -11,8 +11,8 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/dqbench/dqbench/internal/strictyaml"
 	"github.com/dqbench/dqbench/builtin"
+	"github.com/dqbench/dqbench/internal/strictyaml"
 )
 
 // Resolve finds a scenario by argument: an existing file path, or the name
