@@ -26,7 +26,7 @@ type variantRun struct {
 	broker   brokers.Broker
 	rec      *history.VariantRecorder
 	progress *Progress
-	dbPath   string
+	storeDir string // for SQLite files
 	name     string
 	start    time.Time // the run's start
 	hard     time.Time // the run's hard deadline: shutdown ends by then
@@ -60,18 +60,23 @@ type body struct {
 
 // run runs the variant. It returns the store audit whenever the store could
 // be read (also after the deadline), and a cleanup error apart from the
-// run's own.
-func (r *variantRun) run(ctx context.Context) (*history.Audit, error, error) {
+// run's own (the broker's and the store's, joined).
+func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, err error) {
 	prod, cons := r.s.ProducerFor(r.v), r.s.ConsumerFor(r.v)
 	var ok bool
 	if r.strat, ok = strategy.All[r.v.Strategy]; !ok {
 		return nil, nil, fmt.Errorf("strategy %q is not supported by this build", r.v.Strategy)
 	}
-	st, err := store.OpenSQLite(ctx, r.dbPath)
+	st, err := store.Open(ctx, store.Where{Ref: r.s.StoreFor(r.v), Dir: r.storeDir, Name: r.name, Conns: cons.Instances})
 	if err != nil {
 		return nil, nil, err
 	}
-	defer st.Close()
+	defer func() {
+		// Runs last: a PostgreSQL store drops its schema here.
+		if cerr := st.Close(); errors.Is(cerr, store.ErrCleanup) {
+			cleanup = errors.Join(cleanup, cerr)
+		}
+	}()
 	r.env = strategy.Env{Store: st}
 	if err := r.strat.Setup(ctx, r.env); err != nil {
 		return nil, nil, fmt.Errorf("set up strategy %s: %w", r.v.Strategy, err)
@@ -86,12 +91,11 @@ func (r *variantRun) run(ctx context.Context) (*history.Audit, error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var cleanup error
 	defer func() {
 		// Clean up even after the deadline, but not forever.
 		cctx, cancel := r.shutdownCtx(ctx)
 		defer cancel()
-		cleanup = dest.Close(cctx)
+		cleanup = errors.Join(cleanup, dest.Close(cctx))
 	}()
 	if err := r.arm(dest); err != nil {
 		return nil, nil, err
@@ -138,15 +142,17 @@ func (r *variantRun) run(ctx context.Context) (*history.Audit, error, error) {
 
 	// The store is read even when the run was cut short, so that what was
 	// recorded can still be judged.
-	// The store is local and cannot hang: its audit is not cut short.
-	audit, err := st.Audit(context.WithoutCancel(ctx))
+	// A store server that stopped answering is given until the hard deadline.
+	actx, cancel := r.shutdownCtx(ctx)
+	defer cancel()
+	a, err := st.Audit(actx)
 	if err != nil {
-		return nil, cleanup, errors.Join(runErr, err)
+		return nil, nil, errors.Join(runErr, err)
 	}
 	if runErr != nil && ctx.Err() != nil {
 		runErr = ctx.Err()
 	}
-	return &audit, cleanup, runErr
+	return &a, nil, runErr
 }
 
 // arm installs every configured fault that can act in this variant, and

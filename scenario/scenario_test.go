@@ -17,10 +17,10 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/dqbench/dqbench/builtin"
 	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/internal/strictyaml"
-	"github.com/dqbench/dqbench/builtin"
 )
 
 type fixture struct {
@@ -38,10 +38,10 @@ var fixtures = []fixture{
 	{file: "valid/merge-keys.yaml"},
 
 	{"invalid/unknown-top-key.yaml", []string{
-		`5:1: unknown key "varients" at the top level (allowed: version, name, description, seed, messages, deadline, drain, broker, producer, consumer, faults, variants); did you mean "variants"?`,
+		`5:1: unknown key "varients" at the top level (allowed: version, name, description, seed, messages, deadline, drain, broker, producer, consumer, store, redis, faults, variants); did you mean "variants"?`,
 	}},
 	{"invalid/unknown-nested-key.yaml", []string{
-		`7:5: unknown key "stratgies" in variants[0] (allowed: name, strategy, producer, consumer, expect); did you mean "strategy"?`,
+		`7:5: unknown key "stratgies" in variants[0] (allowed: name, strategy, producer, consumer, store, expect); did you mean "strategy"?`,
 	}},
 	{"invalid/unknown-strategy.yaml", []string{
 		`7:15: variants[0].strategy: "dedup-tabel" is not allowed (allowed: none, dedup-table, dedup-table-split); did you mean "dedup-table"?`,
@@ -171,6 +171,12 @@ var fixtures = []fixture{
 	}},
 	{"invalid/response-lost-with-acks-none.yaml", []string{
 		`6:9: producer.acks: produce-response-lost (faults[0]) cannot act in variant "none": with acks: none the broker sends no response to lose; use acks: all or leader`,
+	}},
+	{"invalid/bad-store.yaml", []string{
+		`3:8: store: "mysql://root@127.0.0.1/test": mysql:// is not a store this build knows (use sqlite or postgres://USER@HOST:PORT/DATABASE)`,
+		`4:8: redis: "127.0.0.1:6379": must be a redis://HOST:PORT URL, e.g. redis://127.0.0.1:6379`,
+		`7:38: variants[0].store: "postgres:///test": a PostgreSQL URL needs a host`,
+		`8:38: variants[1].store: "sqlite3": must be sqlite or a postgres://USER@HOST:PORT/DATABASE URL`,
 	}},
 	{"invalid/unknown-alias.yaml", []string{
 		`3:9: broker: unknown alias *nope`,

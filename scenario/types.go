@@ -27,6 +27,8 @@ type Scenario struct {
 	Broker      Broker    `yaml:"broker" json:"broker" jsonschema:"required"`
 	Producer    Producer  `yaml:"producer" json:"producer,omitempty"`
 	Consumer    Consumer  `yaml:"consumer" json:"consumer,omitempty"`
+	Store       string    `yaml:"store" json:"store,omitempty" jsonschema:"description=Business store of every variant: sqlite (default\\, a temporary file per variant) or a postgres://USER@HOST:PORT/DATABASE URL (a schema per variant\\, dropped after the run); --store overrides."`
+	Redis       string    `yaml:"redis" json:"redis,omitempty" jsonschema:"description=Redis for strategies that need one (redis-setnx)\\, e.g. redis://127.0.0.1:6379 (the default); --redis overrides."`
 	Faults      []Fault   `yaml:"faults" json:"faults,omitempty"`
 	Variants    []Variant `yaml:"variants" json:"variants" jsonschema:"required,minItems=1"`
 
@@ -83,6 +85,7 @@ type Variant struct {
 	Strategy string                 `yaml:"strategy" json:"strategy" jsonschema:"required,description=Consumer idempotency strategy."`
 	Producer *Producer              `yaml:"producer" json:"producer,omitempty" jsonschema:"description=Overrides of the scenario's producer settings."`
 	Consumer *Consumer              `yaml:"consumer" json:"consumer,omitempty" jsonschema:"description=Overrides of the scenario's consumer settings."`
+	Store    string                 `yaml:"store" json:"store,omitempty" jsonschema:"description=This variant's business store (overrides the scenario's store)."`
 	Expect   map[string]Expectation `yaml:"expect" json:"expect,omitempty" jsonschema:"description=Checks on the variant's counts\\, e.g. duplicates: 0 or lost: '>0'."`
 
 	// Line is the scenario line the variant starts on (for messages).
