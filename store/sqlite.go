@@ -50,7 +50,9 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	for _, p := range SQLitePragmas {
 		q.Add("_pragma", p)
 	}
-	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	// The path is escaped: in a file: URI a "#" or "?" would end it, and
+	// the database would silently be another file.
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"sync"
@@ -298,6 +299,26 @@ func BenchmarkTx(b *testing.B) {
 		})
 		if err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// A "#" or "?" in the path names that file, not a shorter one.
+func TestOpenPathWithURIDelimiters(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"a#1.db", "a#2.db", "b?x.db"} {
+		s, err := store.OpenSQLite(context.Background(), filepath.Join(dir, name))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		tx(t, s, func(tx store.Tx) error { return tx.Apply(store.Effect{Intent: 1, Account: 1, Amount: 1}) })
+		a := audit(t, s)
+		s.Close()
+		if a.Applied[1] != 1 {
+			t.Errorf("%s: intent 1 applied %d times; the file is shared with another", name, a.Applied[1])
+		}
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("%s: %v", name, err)
 		}
 	}
 }
