@@ -44,6 +44,34 @@ type variantRun struct {
 	inflight   atomic.Int64
 	mu         sync.Mutex
 	done       []uint8 // by intent: doneAck, doneEffect
+	waiting    map[passKey]chan struct{}
+
+	slots slots
+}
+
+// slots are the variant's consumer slots: each runs consumer instances one
+// after another (a replacement after each crash).
+type slots struct {
+	ctx      context.Context
+	stop     context.CancelFunc
+	errs     chan error // the first fatal error
+	dest     brokers.Destination
+	ackFirst bool
+	wg       sync.WaitGroup
+}
+
+// startSlot starts a consumer slot; a fatal error in it stops them all.
+func (r *variantRun) startSlot() {
+	s := &r.slots
+	s.wg.Go(func() {
+		if err := r.consume(s.ctx, s.dest, s.ackFirst); err != nil {
+			select {
+			case s.errs <- err:
+			default:
+			}
+			s.stop()
+		}
+	})
 }
 
 const (
@@ -56,6 +84,8 @@ type body struct {
 	Intent  int   `json:"intent"`
 	Account int   `json:"account"`
 	Amount  int64 `json:"amount"`
+	// Version is the account version the update expects (version-cas).
+	Version int64 `json:"version"`
 }
 
 // run runs the variant. It returns the store audit whenever the store could
@@ -77,7 +107,19 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 			cleanup = errors.Join(cleanup, cerr)
 		}
 	}()
-	r.env = strategy.Env{Store: st}
+	r.env = strategy.Env{Store: st, Params: r.v.Params, Intents: r.s.Messages}
+	if desc, _ := catalog.LookupStrategy(r.v.Strategy); desc.NeedsRedis {
+		rd, err := store.OpenRedis(ctx, r.s.Redis, "dqbench:"+r.name+":")
+		if err != nil {
+			return nil, nil, err
+		}
+		defer func() {
+			if cerr := rd.Close(); errors.Is(cerr, store.ErrCleanup) {
+				cleanup = errors.Join(cleanup, cerr)
+			}
+		}()
+		r.env.Redis = rd
+	}
 	if err := r.strat.Setup(ctx, r.env); err != nil {
 		return nil, nil, fmt.Errorf("set up strategy %s: %w", r.v.Strategy, err)
 	}
@@ -104,17 +146,10 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 	// Consumers run until the drain ends.
 	consCtx, stopConsumers := context.WithCancel(ctx)
 	defer stopConsumers()
-	var wg sync.WaitGroup
-	consErr := make(chan error, cons.Instances)
+	consErr := make(chan error, 1)
+	r.slots = slots{ctx: consCtx, stop: stopConsumers, errs: consErr, dest: dest, ackFirst: cons.Ack == catalog.AckBeforeProcess}
 	for range cons.Instances {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := r.consume(consCtx, dest, cons.Ack == catalog.AckBeforeProcess); err != nil {
-				consErr <- err
-				stopConsumers()
-			}
-		}()
+		r.startSlot()
 	}
 
 	runErr := r.produce(ctx, dest, prod.Window)
@@ -125,7 +160,7 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 		drained, backlog, why, runErr = r.drain(ctx, dest, consErr)
 	}
 	stopConsumers()
-	wg.Wait()
+	r.slots.wg.Wait()
 	if runErr == nil {
 		select {
 		case runErr = <-consErr:
@@ -199,7 +234,7 @@ publish:
 		case <-ctx.Done():
 			break publish
 		}
-		buf, _ = json.Marshal(body{Intent: intent, Account: intent % store.Accounts, Amount: seeded.Amount(r.s.Seed, intent)})
+		buf, _ = json.Marshal(body{Intent: intent, Account: intent % store.Accounts, Amount: seeded.Amount(r.s.Seed, intent), Version: strategy.ExpectedVersion(intent)})
 		wg.Add(1)
 		p.Publish(ctx, brokers.Message{Intent: intent, Attempt: 1, Key: brokers.Key(intent), Body: buf}, func(err error) {
 			if err == nil {

@@ -72,6 +72,15 @@ func applyDefaults(s *Scenario) {
 	setIfZero(&s.Consumer.Prefetch, DefaultPrefetch)
 	setIfZero(&s.Store, catalog.DefaultStore)
 	setIfZero(&s.Redis, catalog.DefaultRedis)
+	for i := range s.Variants {
+		v := &s.Variants[i]
+		if v.Params == nil {
+			v.Params, _ = v.NewParams()
+		}
+		if d, ok := v.Params.(defaulter); ok {
+			d.Defaults()
+		}
+	}
 	for i := range s.Faults {
 		f := &s.Faults[i]
 		setIfZero(&f.MaxAttempt, DefaultMaxAttempt)

@@ -7,8 +7,6 @@
 package scenario
 
 import (
-	"time"
-
 	"github.com/dqbench/dqbench/catalog"
 )
 
@@ -87,10 +85,13 @@ type Variant struct {
 	Consumer *Consumer              `yaml:"consumer" json:"consumer,omitempty" jsonschema:"description=Overrides of the scenario's consumer settings."`
 	Store    string                 `yaml:"store" json:"store,omitempty" jsonschema:"description=This variant's business store (overrides the scenario's store)."`
 	Expect   map[string]Expectation `yaml:"expect" json:"expect,omitempty" jsonschema:"description=Checks on the variant's counts\\, e.g. duplicates: 0 or lost: '>0'."`
+	// Params is the strategy's own settings (catalog.Strategy.NewParams),
+	// written beside strategy in the variant.
+	Params any `yaml:",params" json:"-"`
 
 	// Line is the scenario line the variant starts on (for messages).
 	Line int `yaml:"-" json:"-"`
 }
 
 // Duration is a time.Duration written as "30s", "2m", "1m30s".
-type Duration time.Duration
+type Duration = catalog.Duration

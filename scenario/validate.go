@@ -112,6 +112,9 @@ func (c *checker) params(path string, params any, owner string) {
 			c.errorf(kp, "%s: %v", kp, checkRange(b.value, b.lo, b.hi))
 		}
 	}
+	for key, d := range durationParams(params) {
+		c.positive(join(path, key), d)
+	}
 	for _, key := range requiredParams(params) {
 		if !c.d.Has(join(path, key)) {
 			hint := ""
@@ -282,6 +285,7 @@ func (c *checker) variants() {
 		}
 		c.producer(vp+".producer", v.Producer)
 		c.consumer(vp+".consumer", v.Consumer)
+		c.params(vp, v.Params, v.Strategy)
 	}
 }
 
