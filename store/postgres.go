@@ -90,6 +90,9 @@ func OpenPostgres(ctx context.Context, url, schema string, conns int) (*Postgres
 	defer cancel()
 	if err := db.PingContext(pctx); err != nil {
 		db.Close()
+		if ctx.Err() != nil {
+			return nil, ctx.Err() // the run ended (another variant failed): not this server's fault
+		}
 		return nil, Unreachable("PostgreSQL", addr, err, `start one with "docker compose up -d postgres" (or "service postgresql start"), or run on SQLite (store: sqlite)`)
 	}
 	if _, err := db.ExecContext(ctx, `CREATE SCHEMA `+schema); err != nil {

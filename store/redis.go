@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -17,9 +18,18 @@ type Redis struct {
 	addr   string
 }
 
+// quiet drops go-redis's own log lines (a dial failure is logged once per
+// pooled attempt); dqbench reports the error itself.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
+var quietOnce sync.Once
+
 // OpenRedis connects to the Redis at url (redis://HOST:PORT[/DB]) for keys
 // under prefix.
 func OpenRedis(ctx context.Context, url, prefix string) (*Redis, error) {
+	quietOnce.Do(func() { redis.SetLogger(quiet{}) })
 	opt, err := redis.ParseURL(url)
 	if err != nil {
 		return nil, fmt.Errorf("redis URL %s: %w", url, err)
@@ -31,6 +41,9 @@ func OpenRedis(ctx context.Context, url, prefix string) (*Redis, error) {
 	defer cancel()
 	if err := c.Ping(pctx).Err(); err != nil {
 		c.Close()
+		if ctx.Err() != nil {
+			return nil, ctx.Err() // the run ended (another variant failed): not this server's fault
+		}
 		return nil, Unreachable("Redis", opt.Addr, err, `start one with "docker compose up -d redis" (or "service redis-server start"), or give another with --redis URL`)
 	}
 	return &Redis{Client: c, prefix: prefix, addr: opt.Addr}, nil
