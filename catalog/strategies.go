@@ -136,3 +136,24 @@ func (s Strategy) HasPoint(p CrashPoint) bool {
 	}
 	return false
 }
+
+// IDSource is where the message id a strategy deduplicates on comes from.
+type IDSource string
+
+// The message-id sources.
+const (
+	// BusinessID is the intent's business id: the same on every send.
+	BusinessID IDSource = "business"
+	// PerSendUUID is a new id on every publish attempt: an application
+	// resend escapes deduplication.
+	PerSendUUID IDSource = "per-send-uuid"
+	// ContentHash is a hash of the business content (account, amount):
+	// two distinct intents with equal content get one id.
+	ContentHash IDSource = "content-hash"
+)
+
+// IDSources lists the message-id sources.
+var IDSources = []IDSource{BusinessID, PerSendUUID, ContentHash}
+
+// Allowed lists the valid values, for strict decoding and the schema.
+func (IDSource) Allowed() []string { return Strings(IDSources) }

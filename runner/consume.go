@@ -159,7 +159,7 @@ func (r *variantRun) deliver(ctx context.Context, c *history.RecordingConsumer, 
 		return errFatal{fmt.Errorf("intent %d: undecodable body: %w", d.Intent, err)}
 	}
 	m := strategy.Message{
-		ID:      brokers.Key(b.Intent),
+		ID:      b.ID,
 		Effect:  store.Effect{Intent: b.Intent, Account: b.Account, Amount: b.Amount},
 		Version: b.Version,
 	}

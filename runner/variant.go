@@ -86,6 +86,8 @@ type body struct {
 	Amount  int64 `json:"amount"`
 	// Version is the account version the update expects (version-cas).
 	Version int64 `json:"version"`
+	// ID is the message id from the variant's id source.
+	ID string `json:"id"`
 }
 
 // run runs the variant. It returns the store audit whenever the store could
@@ -226,7 +228,6 @@ func (r *variantRun) produce(ctx context.Context, dest brokers.Destination, wind
 	p := history.RecordProducer(raw, r.rec)
 	sem := make(chan struct{}, window)
 	var wg sync.WaitGroup
-	var buf []byte
 publish:
 	for intent := 1; intent <= r.s.Messages; intent++ {
 		select {
@@ -234,9 +235,8 @@ publish:
 		case <-ctx.Done():
 			break publish
 		}
-		buf, _ = json.Marshal(body{Intent: intent, Account: intent % store.Accounts, Amount: seeded.Amount(r.s.Seed, intent), Version: strategy.ExpectedVersion(intent)})
 		wg.Add(1)
-		p.Publish(ctx, brokers.Message{Intent: intent, Attempt: 1, Key: brokers.Key(intent), Body: buf}, func(err error) {
+		r.publish(ctx, p, intent, func(err error) {
 			if err == nil {
 				r.progress.heardFrom(r.start)
 			}
@@ -261,6 +261,34 @@ publish:
 	case <-sctx.Done():
 	}
 	return ctx.Err()
+}
+
+// publish sends intent once (the client retries a lost response itself,
+// resending the same bytes, so the same message id); done gets the outcome.
+func (r *variantRun) publish(ctx context.Context, p *history.RecordingProducer, intent int, done func(error)) {
+	const attempt = 1
+	account, amount := intent%store.Accounts, seeded.Amount(r.s.Seed, intent)
+	buf, _ := json.Marshal(body{
+		Intent: intent, Account: account, Amount: amount,
+		Version: strategy.ExpectedVersion(intent),
+		ID:      messageID(r.v.ID, r.s.Seed, intent, attempt, account, amount),
+	})
+	p.Publish(ctx, brokers.Message{Intent: intent, Attempt: attempt, Key: brokers.Key(intent), Body: buf}, done)
+}
+
+// messageID is the id the producer gives one send (application-level
+// publish) from the variant's id source. A per-send UUID is derived from
+// (seed, intent, attempt) so runs repeat; it is new on every application
+// send, but the client's own retries resend the same bytes, so they keep it.
+func messageID(src catalog.IDSource, seed int64, intent, attempt, account int, amount int64) string {
+	switch src {
+	case catalog.PerSendUUID:
+		a, b := seeded.Hash(seed, "uuid", intent, attempt), seeded.Hash(seed, "uuid2", intent, attempt)
+		return fmt.Sprintf("%08x-%04x-4%03x-%04x-%012x", a>>32, (a>>16)&0xffff, a&0xfff, (b>>48)&0x3fff|0x8000, b&0xffffffffffff)
+	case catalog.ContentHash:
+		return fmt.Sprintf("%016x", seeded.Hash(0, "content", account, int(amount)))
+	}
+	return brokers.Key(intent)
 }
 
 // drain waits until the broker holds nothing unconsumed and no consumer is

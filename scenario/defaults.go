@@ -74,6 +74,7 @@ func applyDefaults(s *Scenario) {
 	setIfZero(&s.Redis, catalog.DefaultRedis)
 	for i := range s.Variants {
 		v := &s.Variants[i]
+		setIfZero(&v.ID, catalog.BusinessID)
 		if v.Params == nil {
 			v.Params, _ = v.NewParams()
 		}

@@ -41,7 +41,7 @@ var fixtures = []fixture{
 		`5:1: unknown key "varients" at the top level (allowed: version, name, description, seed, messages, deadline, drain, broker, producer, consumer, store, redis, faults, variants); did you mean "variants"?`,
 	}},
 	{"invalid/unknown-nested-key.yaml", []string{
-		`7:5: unknown key "stratgies" in variants[0] (allowed: name, strategy, producer, consumer, store, expect); did you mean "strategy"?`,
+		`7:5: unknown key "stratgies" in variants[0] (allowed: name, strategy, producer, consumer, store, id, expect); did you mean "strategy"?`,
 	}},
 	{"invalid/unknown-strategy.yaml", []string{
 		`7:15: variants[0].strategy: "dedup-tabel" is not allowed (allowed: none, dedup-table, dedup-table-split, unique-key, state-machine, version-cas, check-then-act, redis-setnx); did you mean "dedup-table"?`,
@@ -354,10 +354,10 @@ func TestResolve(t *testing.T) {
 		t.Errorf("Resolve(typo) error = %v", err)
 	}
 	for arg, want := range map[string]string{
-		"testdata/nope.yaml": "testdata/nope.yaml: no such file; give an existing scenario file or a built-in name (built-ins: delivery-guarantees, kafka-idempotent-producer, quickstart, strategies-matrix, strategy-setnx-ttl)",
+		"testdata/nope.yaml": "testdata/nope.yaml: no such file; give an existing scenario file or a built-in name (built-ins: delivery-guarantees, kafka-idempotent-producer, quickstart, strategies-matrix, strategy-id-source, strategy-setnx-ttl)",
 		"nope.yml":           "nope.yml: no such file; give an existing scenario file or a built-in name (built-ins:",
-		"dir/quickstart":     `dir/quickstart: no such file; give an existing scenario file or a built-in name (built-ins: delivery-guarantees, kafka-idempotent-producer, quickstart, strategies-matrix, strategy-setnx-ttl); did you mean "quickstart"?`,
-		"quickstrat.yaml":    `quickstrat.yaml: no such file; give an existing scenario file or a built-in name (built-ins: delivery-guarantees, kafka-idempotent-producer, quickstart, strategies-matrix, strategy-setnx-ttl); did you mean "quickstart"?`,
+		"dir/quickstart":     `dir/quickstart: no such file; give an existing scenario file or a built-in name (built-ins: delivery-guarantees, kafka-idempotent-producer, quickstart, strategies-matrix, strategy-id-source, strategy-setnx-ttl); did you mean "quickstart"?`,
+		"quickstrat.yaml":    `quickstrat.yaml: no such file; give an existing scenario file or a built-in name (built-ins: delivery-guarantees, kafka-idempotent-producer, quickstart, strategies-matrix, strategy-id-source, strategy-setnx-ttl); did you mean "quickstart"?`,
 	} {
 		if _, err := Resolve(arg); err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("Resolve(%q) error = %v\nwant %s", arg, err, want)
