@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"regexp"
 	"strings"
 	"sync"
@@ -54,7 +55,11 @@ func SchemaFor(name string) string {
 	}
 	s := b.String()
 	if len(s) > 63 {
-		s = s[:63]
+		// Keep names distinct past PostgreSQL's 63 bytes: the run and
+		// variant numbers are at the end, so hash the whole name.
+		h := fnv.New64a()
+		h.Write([]byte(name))
+		s = fmt.Sprintf("%s_%016x", s[:46], h.Sum64())
 	}
 	return s
 }

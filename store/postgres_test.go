@@ -121,3 +121,14 @@ func TestDollarPlaceholders(t *testing.T) {
 		return nil
 	})
 }
+
+func TestSchemaFor(t *testing.T) {
+	long := strings.Repeat("a", 64)
+	a, b := store.SchemaFor(long+"-123456789-0"), store.SchemaFor(long+"-123456789-1")
+	if a == b || len(a) > 63 || len(b) > 63 {
+		t.Errorf("long names: %q and %q; want distinct, at most 63 bytes", a, b)
+	}
+	if got := store.SchemaFor("Strategies-Matrix-42-3"); got != "dqbench_strategies_matrix_42_3" {
+		t.Errorf("SchemaFor = %q", got)
+	}
+}
