@@ -32,8 +32,8 @@ bench: ## pipeline vs raw kgo+SQLite loop: median ratio of interleaved pairs, tx
 bench-scale: ## wall time and peak RSS of the dqbench binary at 10k, 100k, 1M intents, 1 and 3 variants
 	$(GO) run ./bench/scale -sizes $(SCALE_SIZES)
 
-demo: ## run the built-in scenarios on the embedded broker
-	$(GO) run . run quickstart kafka-idempotent-producer delivery-guarantees
+demo: ## run the built-in scenarios on the embedded broker (the strategy ones need Redis)
+	$(GO) run . run quickstart kafka-idempotent-producer delivery-guarantees strategies-matrix strategy-id-source strategy-setnx-ttl
 
 schema: ## write the scenario JSON Schema to dqbench.schema.json
 	$(GO) run . schema > dqbench.schema.json

@@ -58,6 +58,8 @@ const (
 	BeforeProcess         CrashPoint = "before-process"
 	AfterEffectBeforeAck  CrashPoint = "after-effect-before-ack"
 	BetweenDedupAndEffect CrashPoint = "between-dedup-and-effect"
+	BetweenCheckAndAct    CrashPoint = "between-check-and-act"
+	BetweenSetnxAndEffect CrashPoint = "between-setnx-and-effect"
 )
 
 // LoopPoints are the crash points every consumer loop has.

@@ -9,6 +9,7 @@ type FaultType string
 const (
 	ConsumerCrash       FaultType = "consumer-crash"
 	ProduceResponseLost FaultType = "produce-response-lost"
+	ConsumerZombie      FaultType = "consumer-zombie"
 )
 
 // Fault describes one fault type.
@@ -35,9 +36,10 @@ type Where struct {
 	Acks   Acks
 }
 
-// ConsumerCrashParams are consumer-crash's own parameters.
+// ConsumerCrashParams are consumer-crash's and consumer-zombie's own
+// parameters.
 type ConsumerCrashParams struct {
-	At CrashPoint `yaml:"at" json:"at" jsonschema:"required,description=Where the consumer dies."`
+	At CrashPoint `yaml:"at" json:"at" jsonschema:"required,description=Where the consumer dies (consumer-crash) or stalls (consumer-zombie)."`
 }
 
 // Faults lists every fault type, in the order docs list them. Each has an
@@ -47,6 +49,13 @@ var Faults = []Fault{
 		Type:      ConsumerCrash,
 		Doc:       "the consumer dies at a crash point (connection closed, nothing acked); a replacement starts and the broker redelivers",
 		Injection: "one consumer killed at its crash point",
+		NewParams: func() any { return new(ConsumerCrashParams) },
+		Available: func(Where) string { return "" },
+	},
+	{
+		Type:      ConsumerZombie,
+		Doc:       "the consumer stalls at a crash point past its lease (a GC pause, a slow disk, longer than the session timeout): the broker gives what it had not acked to another instance, which handles the same intent; then the stalled one wakes and finishes its delivery, without acking. Two instances handle one intent at once",
+		Injection: "one consumer instance stalled past its lease at its crash point",
 		NewParams: func() any { return new(ConsumerCrashParams) },
 		Available: func(Where) string { return "" },
 	},
@@ -101,7 +110,7 @@ func (Acks) Allowed() []string { return Strings(AcksLevels) }
 func (AckMode) Allowed() []string { return Strings(AckModes) }
 
 // DefaultFaultName is a fault's label when the scenario gives none: its
-// type, plus the crash point for a consumer crash.
+// type, plus the crash point for a consumer crash or zombie.
 func DefaultFaultName(t FaultType, params any) string {
 	if p, ok := params.(*ConsumerCrashParams); ok && p.At != "" {
 		return fmt.Sprintf("%s@%s", t, p.At)

@@ -7,6 +7,56 @@ type Strategy struct {
 	Doc string
 	// CrashPoints are the strategy's own crash points, besides the loop's.
 	CrashPoints []CrashPoint
+	// NewParams returns a pointer to a zero value of the strategy's own
+	// settings (variant keys besides name, strategy, ...), or nil when it
+	// takes none. A settings type may have a Defaults() method.
+	NewParams func() any
+	// NeedsRedis: the strategy keeps its markers in Redis.
+	NeedsRedis bool
+}
+
+// EffectKind is the shape of the business effect a unique-key consumer
+// protects.
+type EffectKind string
+
+// The effect kinds.
+const (
+	// Increment adds the amount to an account balance: no row of its own.
+	Increment EffectKind = "increment"
+	// Create inserts an order row keyed by the business id.
+	Create EffectKind = "create"
+)
+
+// Allowed lists the valid values, for strict decoding and the schema.
+func (EffectKind) Allowed() []string { return []string{string(Increment), string(Create)} }
+
+// UniqueKeyParams are unique-key's own settings.
+type UniqueKeyParams struct {
+	Effect EffectKind `yaml:"effect" json:"effect,omitempty" jsonschema:"enum=increment,enum=create,description=The business effect: create (insert an order row keyed by the business id\\, default) or increment (add to a balance: no natural unique row\\, so the key protects nothing)."`
+}
+
+// Defaults fills in what the scenario leaves out.
+func (p *UniqueKeyParams) Defaults() {
+	if p.Effect == "" {
+		p.Effect = Create
+	}
+}
+
+// DedupTableParams are dedup-table's own settings.
+type DedupTableParams struct {
+	Retention Duration `yaml:"retention" json:"retention,omitempty" jsonschema:"description=Delete dedup rows older than this before each insert (default: keep them forever); a redelivery arriving later is applied again."`
+}
+
+// RedisSetNXParams are redis-setnx's own settings.
+type RedisSetNXParams struct {
+	TTL Duration `yaml:"ttl" json:"ttl,omitempty" jsonschema:"description=Expiry of each Redis marker (SET key NX PX ttl; default 1m); a redelivery after it expires is applied again."`
+}
+
+// Defaults fills in what the scenario leaves out.
+func (p *RedisSetNXParams) Defaults() {
+	if p.TTL == 0 {
+		p.TTL = Duration(60e9)
+	}
 }
 
 // The strategies, in the order docs list them. Each has an implementation
@@ -17,13 +67,39 @@ var Strategies = []Strategy{
 		Doc:  "apply the effect on every delivery (no idempotency)",
 	},
 	{
-		Name: "dedup-table",
-		Doc:  "dedup row and business update in one transaction; a conflict means already done",
+		Name:      "dedup-table",
+		Doc:       "dedup row and business update in one transaction; a conflict means already done",
+		NewParams: func() any { return new(DedupTableParams) },
 	},
 	{
 		Name:        "dedup-table-split",
 		Doc:         "dedup row committed in its own transaction before the business update (fake idempotency)",
 		CrashPoints: []CrashPoint{BetweenDedupAndEffect},
+	},
+	{
+		Name:      "unique-key",
+		Doc:       "the business row's primary key is the business id; a conflict means already done (only a create-type effect has such a row)",
+		NewParams: func() any { return new(UniqueKeyParams) },
+	},
+	{
+		Name: "state-machine",
+		Doc:  "UPDATE orders SET status = 'PAID' WHERE id = ? AND status = 'PENDING'; 0 rows: already paid, or an illegal transition (rejected)",
+	},
+	{
+		Name: "version-cas",
+		Doc:  "UPDATE ... SET version = version + 1 WHERE id = ? AND version = ? with the expected version from the message; an earlier version is already done, a later one is rejected (out of order)",
+	},
+	{
+		Name:        "check-then-act",
+		Doc:         "SELECT \"processed?\", then apply and mark in another transaction, with no lock and no constraint: two instances handling one intent at once both apply it",
+		CrashPoints: []CrashPoint{BetweenCheckAndAct},
+	},
+	{
+		Name:        "redis-setnx",
+		Doc:         "SET key NX PX ttl in Redis before processing, not atomic with the business write: a crash between loses the effect, an expired key lets a redelivery apply it again",
+		CrashPoints: []CrashPoint{BetweenSetnxAndEffect},
+		NewParams:   func() any { return new(RedisSetNXParams) },
+		NeedsRedis:  true,
 	},
 }
 
@@ -60,3 +136,24 @@ func (s Strategy) HasPoint(p CrashPoint) bool {
 	}
 	return false
 }
+
+// IDSource is where the message id a strategy deduplicates on comes from.
+type IDSource string
+
+// The message-id sources.
+const (
+	// BusinessID is the intent's business id: the same on every send.
+	BusinessID IDSource = "business"
+	// PerSendUUID is a new id on every publish attempt: an application
+	// resend escapes deduplication.
+	PerSendUUID IDSource = "per-send-uuid"
+	// ContentHash is a hash of the business content (account, amount):
+	// two distinct intents with equal content get one id.
+	ContentHash IDSource = "content-hash"
+)
+
+// IDSources lists the message-id sources.
+var IDSources = []IDSource{BusinessID, PerSendUUID, ContentHash}
+
+// Allowed lists the valid values, for strict decoding and the schema.
+func (IDSource) Allowed() []string { return Strings(IDSources) }

@@ -40,14 +40,21 @@ const (
 	skipped      // the strategy skipped a delivery as a duplicate
 	deadLettered // sent to a dead-letter queue
 	copies       // delivered from more than one position: stored twice
+	rejected     // the strategy refused a delivery (out of order, illegal transition)
 )
 
 func (f *facts) has(flag uint8) bool { return f.flags&flag != 0 }
 
 // lost: the broker had the intent (it confirmed or delivered it) and its
-// effect never applied.
+// effect never applied, and the consumer did not say it refused it (that
+// is counted as rejected: reported, not silent).
 func (f *facts) lost() bool {
-	return f.has(published) && (f.has(confirmed) || f.deliveries > 0) && f.applied == 0
+	return f.has(published) && (f.has(confirmed) || f.deliveries > 0) && f.applied == 0 && !f.has(rejected)
+}
+
+// refused: the consumer rejected the intent and its effect never applied.
+func (f *facts) refused() bool {
+	return f.has(published) && f.has(rejected) && f.applied == 0
 }
 
 // tally is one variant's state while the history is read.
@@ -123,7 +130,10 @@ func (t *tally) add(e *history.Event) {
 			}
 		}
 	case history.Effect:
-		if !e.Applied {
+		switch {
+		case e.Rejected:
+			t.get(e.Intent).flags |= rejected
+		case !e.Applied:
 			t.get(e.Intent).flags |= skipped
 		}
 	case history.DeadLetter:
@@ -198,6 +208,9 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	}
 	if c.Duplicates > 0 {
 		notes = append(notes, fmt.Sprintf("%d intents had their effect applied more than once: the strategy did not recognise the redelivery", c.Duplicates))
+	}
+	if c.Rejected > 0 {
+		notes = append(notes, fmt.Sprintf("%d intents were rejected by the strategy and never applied (an out-of-order version or an illegal state transition): refused and reported, not silently lost", c.Rejected))
 	}
 	if lostSkipped > 0 {
 		notes = append(notes, fmt.Sprintf("%d intents were skipped as already processed but their effect never applied: the dedup marker was committed without the effect", lostSkipped))

@@ -12,6 +12,7 @@ type Counts struct {
 	Effects        int `json:"effects"`
 	Duplicates     int `json:"duplicates"`
 	Lost           int `json:"lost"`
+	Rejected       int `json:"rejected"`
 	Unexpected     int `json:"unexpected"`
 	DeadLettered   int `json:"dead_lettered"`
 	FaultsInjected int `json:"faults_injected"`
@@ -81,6 +82,12 @@ var Table = []Count{
 		Doc:       "Intents the broker confirmed or delivered (so it had them) whose effect never applied after the drain.",
 		field:     func(c *Counts) *int { return &c.Lost },
 		perIntent: func(f *facts) int { return b2i(f.lost()) },
+	},
+	{
+		Name: "rejected", Column: "rejected",
+		Doc:       "Intents the consumer refused as a permanent error (an out-of-order version, an illegal state transition) whose effect never applied: reported, so not counted as lost.",
+		field:     func(c *Counts) *int { return &c.Rejected },
+		perIntent: func(f *facts) int { return b2i(f.refused()) },
 	},
 	{
 		Name: "unexpected", Column: "unexpected",

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dqbench/dqbench/brokers"
+	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/report"
 	"github.com/dqbench/dqbench/runner"
@@ -30,6 +31,8 @@ type runOptions struct {
 	out     string
 	force   bool
 	timeout time.Duration
+	store   string
+	redis   string
 
 	run runFunc
 }
@@ -59,6 +62,7 @@ with --out, saves what it recorded, marked incomplete, and exits 3.
   dqbench run quickstart --wide
   dqbench run quickstart -o json --seed 7
   dqbench run my-scenario.yaml --messages 10000 --out runs/
+  dqbench run strategies-matrix --store postgres://postgres@127.0.0.1:5432/test
   dqbench run quickstart kafka-idempotent-producer -o markdown >> "$GITHUB_STEP_SUMMARY"`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -73,6 +77,8 @@ with --out, saves what it recorded, marked incomplete, and exits 3.
 	f.StringVar(&o.out, "out", "", "directory to save each run in, as DIR/<scenario>/ (for \"dqbench check\")")
 	f.BoolVar(&o.force, "force", false, "with --out: overwrite a saved run of the same name")
 	f.DurationVar(&o.timeout, "timeout", 0, "deadline of each run, e.g. 90s (default: the scenario's deadline)")
+	f.StringVar(&o.store, "store", "", "business store of every variant: sqlite or postgres://USER@HOST:PORT/DATABASE (default: the scenario's store)")
+	f.StringVar(&o.redis, "redis", "", "Redis for strategies that need one, e.g. redis://127.0.0.1:6379 (default: the scenario's redis)")
 	return c
 }
 
@@ -86,6 +92,16 @@ func runScenarios(ctx context.Context, s Streams, o runOptions, args []string) e
 	if o.messages > 0 {
 		if err := scenario.CheckMessages(o.messages); err != nil {
 			return withCode(ExitUsage, fmt.Errorf("--messages: %w", err))
+		}
+	}
+	if o.store != "" {
+		if _, err := catalog.ParseStore(o.store); err != nil {
+			return withCode(ExitUsage, fmt.Errorf("--store %s: %w", o.store, err))
+		}
+	}
+	if o.redis != "" {
+		if err := catalog.ParseRedis(o.redis); err != nil {
+			return withCode(ExitUsage, fmt.Errorf("--redis %s: %w", o.redis, err))
 		}
 	}
 	// Every scenario must be valid before anything runs.
@@ -108,6 +124,12 @@ func runScenarios(ctx context.Context, s Streams, o runOptions, args []string) e
 		}
 		if o.timeout > 0 {
 			sc.Deadline = scenario.Duration(o.timeout)
+		}
+		if o.store != "" {
+			sc.SetStore(o.store)
+		}
+		if o.redis != "" {
+			sc.Redis = o.redis
 		}
 		scs = append(scs, sc)
 	}

@@ -75,6 +75,7 @@ type Arm func(f Fault, env Env) (armed bool, err error)
 var All = map[catalog.FaultType]Arm{
 	catalog.ConsumerCrash:       armConsumerCrash,
 	catalog.ProduceResponseLost: armProduceResponseLost,
+	catalog.ConsumerZombie:      armConsumerCrash,
 }
 
 // Install arms f in one variant.
@@ -92,6 +93,8 @@ func armConsumerCrash(f Fault, env Env) (bool, error) {
 		return false, nil
 	}
 	env.Crashes.add(p.At, f, env.Fired)
+	// consumer-zombie registers the same way; At reports its type and the
+	// consumer loop makes the instance a zombie instead of killing it.
 	return true, nil
 }
 
@@ -127,15 +130,17 @@ func (c *Crashes) add(p catalog.CrashPoint, f Fault, fired func(history.Event)) 
 // Armed reports whether any fault can fire at point p.
 func (c *Crashes) Armed(p catalog.CrashPoint) bool { return len(c.at[p]) > 0 }
 
-// At reports whether a fault kills the consumer at point p while it handles
-// d (d.Attempt is the intent's delivery count), and records the injection.
-func (c *Crashes) At(p catalog.CrashPoint, d brokers.Delivery, consumer int) bool {
+// At reports which fault, if any, hits the consumer at point p while it
+// handles d (d.Attempt is the intent's delivery count): consumer-crash
+// kills it, consumer-zombie stalls it past its lease. It records the
+// injection, and returns "" when none fires.
+func (c *Crashes) At(p catalog.CrashPoint, d brokers.Delivery, consumer int) catalog.FaultType {
 	for _, cr := range c.at[p] {
 		if cr.f.Schedule.Fires(d.Intent, d.Attempt) {
 			cr.fired(history.Event{Type: history.Fault, Fault: cr.f.Name, Point: string(p),
 				Intent: d.Intent, Attempt: d.Attempt, Consumer: consumer})
-			return true
+			return cr.f.Type
 		}
 	}
-	return false
+	return ""
 }

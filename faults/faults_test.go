@@ -93,14 +93,14 @@ func TestConsumerCrashArmsWhereThePointExists(t *testing.T) {
 		t.Fatalf("not armed where the point exists: %v, %v", armed, err)
 	}
 	d := brokers.Delivery{Intent: 3, Attempt: 1}
-	if crashes.At(catalog.AfterEffectBeforeAck, d, 1) {
+	if crashes.At(catalog.AfterEffectBeforeAck, d, 1) != "" {
 		t.Error("fired at another point")
 	}
-	if !crashes.At(catalog.BetweenDedupAndEffect, d, 2) {
+	if crashes.At(catalog.BetweenDedupAndEffect, d, 2) != catalog.ConsumerCrash {
 		t.Fatal("did not fire at its point")
 	}
 	d.Attempt = 2
-	if crashes.At(catalog.BetweenDedupAndEffect, d, 2) {
+	if crashes.At(catalog.BetweenDedupAndEffect, d, 2) != "" {
 		t.Error("fired past max_attempt")
 	}
 	if len(fired) != 1 || fired[0].Intent != 3 || fired[0].Consumer != 2 || fired[0].Point != string(catalog.BetweenDedupAndEffect) {

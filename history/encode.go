@@ -34,6 +34,7 @@ func appendEvent(b []byte, e *Event) []byte {
 	b = appendStr(b, `,"pos":`, e.Position)
 	b = appendBool(b, `,"redelivered":true`, e.Redelivered)
 	b = appendBool(b, `,"applied":true`, e.Applied)
+	b = appendBool(b, `,"rejected":true`, e.Rejected)
 	b = appendStr(b, `,"fault":`, e.Fault)
 	b = appendStr(b, `,"point":`, e.Point)
 	b = appendBool(b, `,"drained":true`, e.Drained)

@@ -27,7 +27,7 @@ const (
 	Confirm    Type = "confirm"     // the broker acknowledged the intent
 	PubFailed  Type = "pub-failed"  // the send ended without a confirm; the outcome is unknown
 	Deliver    Type = "deliver"     // a consumer received the intent (Attempt: its delivery count; Redelivered: the broker flagged it, or the same position came again)
-	Effect     Type = "effect"      // the strategy applied the effect (Applied) or skipped it (Reason)
+	Effect     Type = "effect"      // the strategy applied the effect (Applied), skipped it (Reason) or refused it (Rejected)
 	Ack        Type = "ack"         // the consumer acked / committed the delivery
 	Armed      Type = "armed"       // a configured fault (Fault) was armed in this variant
 	Fault      Type = "fault"       // a fault was injected (Fault, Point; Intents for a fault that hit several at once)
@@ -49,6 +49,7 @@ type Event struct {
 	Position    string        `json:"pos,omitempty"`      // where the broker kept the delivered message
 	Redelivered bool          `json:"redelivered,omitempty"`
 	Applied     bool          `json:"applied,omitempty"`
+	Rejected    bool          `json:"rejected,omitempty"` // with effect: the strategy refused the message (out of order, illegal transition)
 	Fault       string        `json:"fault,omitempty"`
 	Point       string        `json:"point,omitempty"`
 	Drained     bool          `json:"drained,omitempty"`

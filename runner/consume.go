@@ -17,6 +17,14 @@ import (
 // errCrash ends a consumer at a crash point.
 var errCrash = errors.New("consumer crashed by fault")
 
+// errZombie ends a consumer that lost its lease and finished its delivery:
+// its slot has a replacement already.
+var errZombie = errors.New("consumer lost its lease")
+
+// zombieWait bounds how long a stalled consumer waits for another instance
+// to reach the same point with the same intent before it wakes anyway.
+const zombieWait = 3 * time.Second
+
 // consume runs one consumer slot until ctx ends: a consumer instance handles
 // deliveries until a fault kills it, then a replacement takes its place.
 func (r *variantRun) consume(ctx context.Context, dest brokers.Destination, ackFirst bool) error {
@@ -35,6 +43,8 @@ func (r *variantRun) consume(ctx context.Context, dest brokers.Destination, ackF
 			return err
 		case errors.Is(err, errCrash):
 			c.Abandon("")
+		case errors.Is(err, errZombie):
+			return nil // abandoned when it stalled; a replacement runs
 		case ctx.Err() != nil:
 			r.closeConsumer(ctx, c)
 			return nil
@@ -117,16 +127,23 @@ func (p *pendingAck) wait() error {
 // deliver handles one delivery: ack (at-most-once), process, ack
 // (at-least-once), with the crash points in between.
 func (r *variantRun) deliver(ctx context.Context, c *history.RecordingConsumer, d brokers.Delivery, ackFirst bool, pending *pendingAck) error {
+	zombie := false
 	crash := func(p catalog.CrashPoint) error {
-		if !r.crashes.Armed(p) {
+		if !r.crashes.Armed(p) || zombie {
 			return nil
 		}
 		if err := pending.wait(); err != nil {
 			return err
 		}
-		if r.crashes.At(p, d, c.Gen()) {
+		switch r.crashes.At(p, d, c.Gen()) {
+		case catalog.ConsumerCrash:
 			return errCrash
+		case catalog.ConsumerZombie:
+			zombie = true
+			r.stall(ctx, c, p, d)
+			return nil
 		}
+		r.pass(p, d.Intent)
 		return nil
 	}
 	if ackFirst {
@@ -142,8 +159,9 @@ func (r *variantRun) deliver(ctx context.Context, c *history.RecordingConsumer, 
 		return errFatal{fmt.Errorf("intent %d: undecodable body: %w", d.Intent, err)}
 	}
 	m := strategy.Message{
-		ID:     brokers.Key(b.Intent),
-		Effect: store.Effect{Intent: b.Intent, Account: b.Account, Amount: b.Amount},
+		ID:      b.ID,
+		Effect:  store.Effect{Intent: b.Intent, Account: b.Account, Amount: b.Amount},
+		Version: b.Version,
 	}
 	out, err := r.strat.Process(ctx, r.env, m, crash)
 	if err != nil {
@@ -152,8 +170,11 @@ func (r *variantRun) deliver(ctx context.Context, c *history.RecordingConsumer, 
 		}
 		return errFatal{fmt.Errorf("strategy %s on intent %d: %w", r.v.Strategy, d.Intent, err)}
 	}
-	r.rec.Record(history.Event{Type: history.Effect, Intent: d.Intent, Attempt: d.Attempt, Consumer: c.Gen(), Applied: out.Applied, Reason: out.Reason})
+	r.rec.Record(history.Event{Type: history.Effect, Intent: d.Intent, Attempt: d.Attempt, Consumer: c.Gen(), Applied: out.Applied, Rejected: out.Rejected, Reason: out.Reason})
 	r.progressOn(d.Intent, doneEffect)
+	if zombie {
+		return errZombie // it cannot ack: its connection is gone
+	}
 	if err := crash(catalog.AfterEffectBeforeAck); err != nil {
 		return err
 	}
@@ -166,6 +187,53 @@ func (r *variantRun) deliver(ctx context.Context, c *history.RecordingConsumer, 
 	}
 	pending.start(ctx, r, c, d) // in flight until its ack is done
 	return nil
+}
+
+// passKey is a crash point and an intent another instance may pass.
+type passKey struct {
+	p      catalog.CrashPoint
+	intent int
+}
+
+// stall makes the consumer a zombie at point p: it loses its lease (the
+// broker connection closes, as when a session times out, and the broker
+// gives what it had not acked to another instance), a replacement starts,
+// and it stays stalled until another instance has reached p with the same
+// intent (or zombieWait passes). Then it goes on with d, which it can no
+// longer ack. The wait is the stall "long enough" made exact, so the two
+// instances meet every time rather than by luck.
+func (r *variantRun) stall(ctx context.Context, c *history.RecordingConsumer, p catalog.CrashPoint, d brokers.Delivery) {
+	k := passKey{p, d.Intent}
+	ch := make(chan struct{})
+	r.mu.Lock()
+	if r.waiting == nil {
+		r.waiting = map[passKey]chan struct{}{}
+	}
+	r.waiting[k] = ch
+	r.mu.Unlock()
+	c.Abandon(fmt.Sprintf("lease lost: stalled at %s past its session timeout; another instance took over", p))
+	r.startSlot()
+	select {
+	case <-ch:
+	case <-ctx.Done():
+	case <-time.After(zombieWait):
+		r.mu.Lock()
+		delete(r.waiting, k)
+		r.mu.Unlock()
+	}
+}
+
+// pass notes that a consumer reached p with intent, waking a zombie
+// stalled there.
+func (r *variantRun) pass(p catalog.CrashPoint, intent int) {
+	k := passKey{p, intent}
+	r.mu.Lock()
+	ch := r.waiting[k]
+	delete(r.waiting, k)
+	r.mu.Unlock()
+	if ch != nil {
+		close(ch)
+	}
 }
 
 func (r *variantRun) ack(ctx context.Context, c *history.RecordingConsumer, d brokers.Delivery) error {

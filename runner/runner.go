@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -120,8 +119,8 @@ func Run(ctx context.Context, s *scenario.Scenario, opts Options) (*Result, erro
 			vr := &variantRun{
 				s: s, v: v, broker: b, rec: rec.Variant(v.Name), progress: progress,
 				start: start, hard: hard,
-				dbPath: filepath.Join(dir, fmt.Sprintf("variant-%d.db", i)),
-				name:   fmt.Sprintf("%s-%d", runID, i),
+				storeDir: dir,
+				name:     fmt.Sprintf("%s-%d", runID, i),
 			}
 			audit, cleanup, err := vr.runGuarded(ctx)
 			mu.Lock()

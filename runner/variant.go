@@ -26,7 +26,7 @@ type variantRun struct {
 	broker   brokers.Broker
 	rec      *history.VariantRecorder
 	progress *Progress
-	dbPath   string
+	storeDir string // for SQLite files
 	name     string
 	start    time.Time // the run's start
 	hard     time.Time // the run's hard deadline: shutdown ends by then
@@ -44,6 +44,34 @@ type variantRun struct {
 	inflight   atomic.Int64
 	mu         sync.Mutex
 	done       []uint8 // by intent: doneAck, doneEffect
+	waiting    map[passKey]chan struct{}
+
+	slots slots
+}
+
+// slots are the variant's consumer slots: each runs consumer instances one
+// after another (a replacement after each crash).
+type slots struct {
+	ctx      context.Context
+	stop     context.CancelFunc
+	errs     chan error // the first fatal error
+	dest     brokers.Destination
+	ackFirst bool
+	wg       sync.WaitGroup
+}
+
+// startSlot starts a consumer slot; a fatal error in it stops them all.
+func (r *variantRun) startSlot() {
+	s := &r.slots
+	s.wg.Go(func() {
+		if err := r.consume(s.ctx, s.dest, s.ackFirst); err != nil {
+			select {
+			case s.errs <- err:
+			default:
+			}
+			s.stop()
+		}
+	})
 }
 
 const (
@@ -56,23 +84,44 @@ type body struct {
 	Intent  int   `json:"intent"`
 	Account int   `json:"account"`
 	Amount  int64 `json:"amount"`
+	// Version is the account version the update expects (version-cas).
+	Version int64 `json:"version"`
+	// ID is the message id from the variant's id source.
+	ID string `json:"id"`
 }
 
 // run runs the variant. It returns the store audit whenever the store could
-// be read (also after the deadline), and a failure to clean up on the broker
-// apart from the run's own error.
+// be read (also after the deadline), and a cleanup error apart from the
+// run's own (the broker's and the store's, joined).
 func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, err error) {
 	prod, cons := r.s.ProducerFor(r.v), r.s.ConsumerFor(r.v)
 	var ok bool
 	if r.strat, ok = strategy.All[r.v.Strategy]; !ok {
 		return nil, nil, fmt.Errorf("strategy %q is not supported by this build", r.v.Strategy)
 	}
-	st, err := store.OpenSQLite(ctx, r.dbPath)
+	st, err := store.Open(ctx, store.Where{Ref: r.s.StoreFor(r.v), Dir: r.storeDir, Name: r.name, Conns: cons.Instances})
 	if err != nil {
 		return nil, nil, err
 	}
-	defer st.Close()
-	r.env = strategy.Env{Store: st}
+	defer func() {
+		// Runs last: a PostgreSQL store drops its schema here.
+		if cerr := st.Close(); errors.Is(cerr, store.ErrCleanup) {
+			cleanup = errors.Join(cleanup, cerr)
+		}
+	}()
+	r.env = strategy.Env{Store: st, Params: r.v.Params, Intents: r.s.Messages}
+	if desc, _ := catalog.LookupStrategy(r.v.Strategy); desc.NeedsRedis {
+		rd, err := store.OpenRedis(ctx, r.s.Redis, "dqbench:"+r.name+":")
+		if err != nil {
+			return nil, nil, err
+		}
+		defer func() {
+			if cerr := rd.Close(); errors.Is(cerr, store.ErrCleanup) {
+				cleanup = errors.Join(cleanup, cerr)
+			}
+		}()
+		r.env.Redis = rd
+	}
 	if err := r.strat.Setup(ctx, r.env); err != nil {
 		return nil, nil, fmt.Errorf("set up strategy %s: %w", r.v.Strategy, err)
 	}
@@ -90,7 +139,7 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 		// Clean up even after the deadline, but not past the hard one.
 		cctx, cancel := r.shutdownCtx(ctx)
 		defer cancel()
-		cleanup = dest.Close(cctx)
+		cleanup = errors.Join(cleanup, dest.Close(cctx))
 	}()
 	if err := r.arm(dest); err != nil {
 		return nil, nil, err
@@ -99,17 +148,10 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 	// Consumers run until the drain ends.
 	consCtx, stopConsumers := context.WithCancel(ctx)
 	defer stopConsumers()
-	var wg sync.WaitGroup
-	consErr := make(chan error, cons.Instances)
+	consErr := make(chan error, 1)
+	r.slots = slots{ctx: consCtx, stop: stopConsumers, errs: consErr, dest: dest, ackFirst: cons.Ack == catalog.AckBeforeProcess}
 	for range cons.Instances {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := r.consume(consCtx, dest, cons.Ack == catalog.AckBeforeProcess); err != nil {
-				consErr <- err
-				stopConsumers()
-			}
-		}()
+		r.startSlot()
 	}
 
 	runErr := r.produce(ctx, dest, prod.Window)
@@ -120,7 +162,7 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 		drained, backlog, why, runErr = r.drain(ctx, dest, consErr)
 	}
 	stopConsumers()
-	wg.Wait()
+	r.slots.wg.Wait()
 	if runErr == nil {
 		select {
 		case runErr = <-consErr:
@@ -136,9 +178,15 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 	r.rec.Record(history.Event{Type: history.Drain, Drained: drained, Backlog: backlog, Reason: why})
 
 	// The store is read even when the run was cut short, so that what was
-	// recorded can still be judged. It is local and cannot hang: its audit
-	// is not cut short by the deadline.
-	a, err := st.Audit(context.WithoutCancel(ctx))
+	// recorded can still be judged. A local store cannot hang, so its audit
+	// is not cut short; a store server that stopped answering is given
+	// until the hard deadline.
+	actx, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
+	if _, local := st.(*store.SQLite); !local {
+		actx, cancel = r.shutdownCtx(ctx)
+	}
+	defer cancel()
+	a, err := st.Audit(actx)
 	if err != nil {
 		return nil, nil, errors.Join(runErr, err)
 	}
@@ -184,7 +232,6 @@ func (r *variantRun) produce(ctx context.Context, dest brokers.Destination, wind
 	p := history.RecordProducer(raw, r.rec)
 	sem := make(chan struct{}, window)
 	var wg sync.WaitGroup
-	var buf []byte
 publish:
 	for intent := 1; intent <= r.s.Messages; intent++ {
 		select {
@@ -192,9 +239,8 @@ publish:
 		case <-ctx.Done():
 			break publish
 		}
-		buf, _ = json.Marshal(body{Intent: intent, Account: intent % store.Accounts, Amount: seeded.Amount(r.s.Seed, intent)})
 		wg.Add(1)
-		p.Publish(ctx, brokers.Message{Intent: intent, Attempt: 1, Key: brokers.Key(intent), Body: buf}, func(err error) {
+		r.publish(ctx, p, intent, func(err error) {
 			if err == nil {
 				r.progress.heardFrom(r.start)
 			}
@@ -219,6 +265,34 @@ publish:
 	case <-sctx.Done():
 	}
 	return ctx.Err()
+}
+
+// publish sends intent once (the client retries a lost response itself,
+// resending the same bytes, so the same message id); done gets the outcome.
+func (r *variantRun) publish(ctx context.Context, p *history.RecordingProducer, intent int, done func(error)) {
+	const attempt = 1
+	account, amount := intent%store.Accounts, seeded.Amount(r.s.Seed, intent)
+	buf, _ := json.Marshal(body{
+		Intent: intent, Account: account, Amount: amount,
+		Version: strategy.ExpectedVersion(intent),
+		ID:      messageID(r.v.ID, r.s.Seed, intent, attempt, account, amount),
+	})
+	p.Publish(ctx, brokers.Message{Intent: intent, Attempt: attempt, Key: brokers.Key(intent), Body: buf}, done)
+}
+
+// messageID is the id the producer gives one send (application-level
+// publish) from the variant's id source. A per-send UUID is derived from
+// (seed, intent, attempt) so runs repeat; it is new on every application
+// send, but the client's own retries resend the same bytes, so they keep it.
+func messageID(src catalog.IDSource, seed int64, intent, attempt, account int, amount int64) string {
+	switch src {
+	case catalog.PerSendUUID:
+		a, b := seeded.Hash(seed, "uuid", intent, attempt), seeded.Hash(seed, "uuid2", intent, attempt)
+		return fmt.Sprintf("%08x-%04x-4%03x-%04x-%012x", a>>32, (a>>16)&0xffff, a&0xfff, (b>>48)&0x3fff|0x8000, b&0xffffffffffff)
+	case catalog.ContentHash:
+		return fmt.Sprintf("%016x", seeded.Hash(0, "content", account, int(amount)))
+	}
+	return brokers.Key(intent)
 }
 
 // drain waits until the broker holds nothing unconsumed and no consumer is

@@ -70,6 +70,18 @@ func applyDefaults(s *Scenario) {
 	setIfZero(&s.Consumer.Instances, DefaultInstances)
 	setIfZero(&s.Consumer.Ack, catalog.AckAfterProcess)
 	setIfZero(&s.Consumer.Prefetch, DefaultPrefetch)
+	setIfZero(&s.Store, catalog.DefaultStore)
+	setIfZero(&s.Redis, catalog.DefaultRedis)
+	for i := range s.Variants {
+		v := &s.Variants[i]
+		setIfZero(&v.ID, catalog.BusinessID)
+		if v.Params == nil {
+			v.Params, _ = v.NewParams()
+		}
+		if d, ok := v.Params.(defaulter); ok {
+			d.Defaults()
+		}
+	}
 	for i := range s.Faults {
 		f := &s.Faults[i]
 		setIfZero(&f.MaxAttempt, DefaultMaxAttempt)
@@ -122,6 +134,23 @@ func (s *Scenario) ConsumerFor(v Variant) Consumer {
 		setIfNonZero(&c.Prefetch, o.Prefetch)
 	}
 	return c
+}
+
+// StoreFor returns the store variant v runs on: its own, else the
+// scenario's.
+func (s *Scenario) StoreFor(v Variant) string {
+	if v.Store != "" {
+		return v.Store
+	}
+	return s.Store
+}
+
+// SetStore makes every variant run on ref (the --store flag).
+func (s *Scenario) SetStore(ref string) {
+	s.Store = ref
+	for i := range s.Variants {
+		s.Variants[i].Store = ""
+	}
 }
 
 func setIfNonZero[T comparable](p *T, v T) {

@@ -66,12 +66,42 @@ func (b *Broker) ParamOwners(key string) []string {
 	return out
 }
 
+// KindName is the variant's strategy.
+func (v *Variant) KindName() string { return v.Strategy }
+
+// NewParams returns the strategy's own settings struct.
+func (v *Variant) NewParams() (any, bool) {
+	if v.Strategy == "" {
+		return nil, true // missing: reported as such; judge the other keys
+	}
+	st, ok := catalog.LookupStrategy(v.Strategy)
+	if !ok {
+		return nil, false
+	}
+	if st.NewParams == nil {
+		return nil, true
+	}
+	return st.NewParams(), true
+}
+
+// ParamOwners names the strategies that take key.
+func (v *Variant) ParamOwners(key string) []string {
+	var out []string
+	for _, st := range catalog.Strategies {
+		if st.NewParams != nil && slices.Contains(yamlNames(st.NewParams()), key) {
+			out = append(out, st.Name)
+		}
+	}
+	return out
+}
+
 // defaulter is a parameter struct that fills in what a scenario leaves out.
 type defaulter interface{ Defaults() }
 
 var (
 	_ strictyaml.Params  = (*Fault)(nil)
 	_ strictyaml.Params  = (*Broker)(nil)
+	_ strictyaml.Params  = (*Variant)(nil)
 	_ strictyaml.Allowed = catalog.Mode("")
 	_ defaulter          = (*catalog.KafkaSettings)(nil)
 )
@@ -133,6 +163,18 @@ func fieldValue(p any, key string) any {
 		}
 	}
 	return nil
+}
+
+// durationParams lists the duration fields of the struct p points to.
+func durationParams(p any) map[string]catalog.Duration {
+	v := reflect.ValueOf(p).Elem()
+	out := map[string]catalog.Duration{}
+	for _, f := range strictyaml.Fields(v.Type()) {
+		if d, ok := v.FieldByIndex(f.Index).Interface().(catalog.Duration); ok {
+			out[f.Name] = d
+		}
+	}
+	return out
 }
 
 // bound is one integer parameter and its allowed range.

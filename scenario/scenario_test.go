@@ -38,13 +38,13 @@ var fixtures = []fixture{
 	{file: "valid/merge-keys.yaml"},
 
 	{"invalid/unknown-top-key.yaml", []string{
-		`5:1: unknown key "varients" at the top level (allowed: version, name, description, seed, messages, deadline, drain, broker, producer, consumer, faults, variants); did you mean "variants"?`,
+		`5:1: unknown key "varients" at the top level (allowed: version, name, description, seed, messages, deadline, drain, broker, producer, consumer, store, redis, faults, variants); did you mean "variants"?`,
 	}},
 	{"invalid/unknown-nested-key.yaml", []string{
-		`7:5: unknown key "stratgies" in variants[0] (allowed: name, strategy, producer, consumer, expect); did you mean "strategy"?`,
+		`7:5: unknown key "stratgies" in variants[0] (allowed: name, strategy, producer, consumer, store, id, expect); did you mean "strategy"?`,
 	}},
 	{"invalid/unknown-strategy.yaml", []string{
-		`7:15: variants[0].strategy: "dedup-tabel" is not allowed (allowed: none, dedup-table, dedup-table-split); did you mean "dedup-table"?`,
+		`7:15: variants[0].strategy: "dedup-tabel" is not allowed (allowed: none, dedup-table, dedup-table-split, unique-key, state-machine, version-cas, check-then-act, redis-setnx); did you mean "dedup-table"?`,
 	}},
 	{"invalid/wrong-type.yaml", []string{
 		`3:11: messages: must be an integer, got string "many"`,
@@ -68,16 +68,16 @@ var fixtures = []fixture{
 		`6:5: faults[0]: needs a schedule: add every: N`,
 	}},
 	{"invalid/at-on-produce-response-lost.yaml", []string{
-		`8:5: faults[0].at: produce-response-lost takes no at (only consumer-crash does); remove it`,
+		`8:5: faults[0].at: produce-response-lost takes no at (only consumer-crash, consumer-zombie does); remove it`,
 	}},
 	{"invalid/crash-without-at.yaml", []string{
-		`6:5: faults[0]: consumer-crash needs at: where the consumer dies (allowed: before-process, after-effect-before-ack, between-dedup-and-effect)`,
+		`6:5: faults[0]: consumer-crash needs at: where the consumer dies (consumer-crash) or stalls (consumer-zombie) (allowed: before-process, after-effect-before-ack, between-dedup-and-effect, between-check-and-act, between-setnx-and-effect)`,
 	}},
 	{"invalid/crash-point-unused.yaml", []string{
 		`7:9: faults[0].at: no variant's strategy has the crash point between-dedup-and-effect, so the fault never fires; add a variant with strategy dedup-table-split`,
 	}},
 	{"invalid/unknown-expect-key.yaml", []string{
-		`9:7: unknown key "duplicate" in variants[0].expect (allowed: attempted, acknowledged, indeterminate, delivered, redelivered, effects, duplicates, lost, unexpected, dead_lettered, faults_injected); did you mean "duplicates"?`,
+		`9:7: unknown key "duplicate" in variants[0].expect (allowed: attempted, acknowledged, indeterminate, delivered, redelivered, effects, duplicates, lost, rejected, unexpected, dead_lettered, faults_injected); did you mean "duplicates"?`,
 	}},
 	{"invalid/bad-expectation.yaml", []string{
 		`9:13: variants[0].expect.lost: bad expectation "about 3": write a count like 0, or a comparison like ">0"`,
@@ -171,6 +171,18 @@ var fixtures = []fixture{
 	}},
 	{"invalid/response-lost-with-acks-none.yaml", []string{
 		`6:9: producer.acks: produce-response-lost (faults[0]) cannot act in variant "none": with acks: none the broker sends no response to lose; use acks: all or leader`,
+	}},
+	{"invalid/bad-store.yaml", []string{
+		`3:8: store: "mysql://root@127.0.0.1/test": mysql:// is not a store this build knows (use sqlite or postgres://USER@HOST:PORT/DATABASE)`,
+		`4:8: redis: "127.0.0.1:6379": must be a redis://HOST:PORT URL, e.g. redis://127.0.0.1:6379`,
+		`7:38: variants[0].store: "postgres:///test": a PostgreSQL URL needs a host`,
+		`8:38: variants[1].store: "sqlite3": must be sqlite or a postgres://USER@HOST:PORT/DATABASE URL`,
+	}},
+	{"invalid/strategy-params.yaml", []string{
+		`5:45: variants[0].effect: "add" is not allowed (allowed: increment, create)`,
+		`6:38: variants[1].ttl: dedup-table takes no ttl (only redis-setnx does); remove it`,
+		`7:49: variants[2].retention: must be more than 0s, got -1s`,
+		`8:43: variants[3].ttl: must be more than 0s, got 0s`,
 	}},
 	{"invalid/unknown-alias.yaml", []string{
 		`3:9: broker: unknown alias *nope`,
@@ -342,10 +354,10 @@ func TestResolve(t *testing.T) {
 		t.Errorf("Resolve(typo) error = %v", err)
 	}
 	for arg, want := range map[string]string{
-		"testdata/nope.yaml": "testdata/nope.yaml: no such file; give an existing scenario file or a built-in name (built-ins: delivery-guarantees, kafka-idempotent-producer, quickstart)",
+		"testdata/nope.yaml": "testdata/nope.yaml: no such file; give an existing scenario file or a built-in name (built-ins: delivery-guarantees, kafka-idempotent-producer, quickstart, strategies-matrix, strategy-id-source, strategy-setnx-ttl)",
 		"nope.yml":           "nope.yml: no such file; give an existing scenario file or a built-in name (built-ins:",
-		"dir/quickstart":     `dir/quickstart: no such file; give an existing scenario file or a built-in name (built-ins: delivery-guarantees, kafka-idempotent-producer, quickstart); did you mean "quickstart"?`,
-		"quickstrat.yaml":    `quickstrat.yaml: no such file; give an existing scenario file or a built-in name (built-ins: delivery-guarantees, kafka-idempotent-producer, quickstart); did you mean "quickstart"?`,
+		"dir/quickstart":     `dir/quickstart: no such file; give an existing scenario file or a built-in name (built-ins: delivery-guarantees, kafka-idempotent-producer, quickstart, strategies-matrix, strategy-id-source, strategy-setnx-ttl); did you mean "quickstart"?`,
+		"quickstrat.yaml":    `quickstrat.yaml: no such file; give an existing scenario file or a built-in name (built-ins: delivery-guarantees, kafka-idempotent-producer, quickstart, strategies-matrix, strategy-id-source, strategy-setnx-ttl); did you mean "quickstart"?`,
 	} {
 		if _, err := Resolve(arg); err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("Resolve(%q) error = %v\nwant %s", arg, err, want)

@@ -119,12 +119,20 @@ func (Fault) JSONSchemaExtend(s *jsonschema.Schema) {
 	}})
 }
 
-// JSONSchemaExtend sets the strategies from the catalog and lists each count
-// expect may check, with its doc from the count table.
+// JSONSchemaExtend sets the strategies from the catalog, adds each
+// strategy's own settings, and lists each count expect may check, with its
+// doc from the count table.
 func (Variant) JSONSchemaExtend(s *jsonschema.Schema) {
 	if p, ok := s.Properties.Get("strategy"); ok {
 		p.Enum = anySlice(catalog.StrategyNames())
 	}
+	defer withParams(s, "strategy", catalog.StrategyNames(), func(name string) any {
+		st, _ := catalog.LookupStrategy(name)
+		if st.NewParams == nil {
+			return nil
+		}
+		return st.NewParams()
+	})
 	expect, ok := s.Properties.Get("expect")
 	if !ok {
 		return

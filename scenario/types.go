@@ -7,8 +7,6 @@
 package scenario
 
 import (
-	"time"
-
 	"github.com/dqbench/dqbench/catalog"
 )
 
@@ -27,6 +25,8 @@ type Scenario struct {
 	Broker      Broker    `yaml:"broker" json:"broker" jsonschema:"required"`
 	Producer    Producer  `yaml:"producer" json:"producer,omitempty"`
 	Consumer    Consumer  `yaml:"consumer" json:"consumer,omitempty"`
+	Store       string    `yaml:"store" json:"store,omitempty" jsonschema:"description=Business store of every variant: sqlite (default\\, a temporary file per variant) or a postgres://USER@HOST:PORT/DATABASE URL (a schema per variant\\, dropped after the run); --store overrides."`
+	Redis       string    `yaml:"redis" json:"redis,omitempty" jsonschema:"description=Redis for strategies that need one (redis-setnx)\\, e.g. redis://127.0.0.1:6379 (the default); --redis overrides."`
 	Faults      []Fault   `yaml:"faults" json:"faults,omitempty"`
 	Variants    []Variant `yaml:"variants" json:"variants" jsonschema:"required,minItems=1"`
 
@@ -83,11 +83,16 @@ type Variant struct {
 	Strategy string                 `yaml:"strategy" json:"strategy" jsonschema:"required,description=Consumer idempotency strategy."`
 	Producer *Producer              `yaml:"producer" json:"producer,omitempty" jsonschema:"description=Overrides of the scenario's producer settings."`
 	Consumer *Consumer              `yaml:"consumer" json:"consumer,omitempty" jsonschema:"description=Overrides of the scenario's consumer settings."`
+	Store    string                 `yaml:"store" json:"store,omitempty" jsonschema:"description=This variant's business store (overrides the scenario's store)."`
+	ID       catalog.IDSource       `yaml:"id" json:"id,omitempty" jsonschema:"enum=business,enum=per-send-uuid,enum=content-hash,description=Where the message id the strategy deduplicates on comes from: business (the intent's id\\, default)\\, per-send-uuid (new on every publish attempt) or content-hash (a hash of account and amount)."`
 	Expect   map[string]Expectation `yaml:"expect" json:"expect,omitempty" jsonschema:"description=Checks on the variant's counts\\, e.g. duplicates: 0 or lost: '>0'."`
+	// Params is the strategy's own settings (catalog.Strategy.NewParams),
+	// written beside strategy in the variant.
+	Params any `yaml:",params" json:"-"`
 
 	// Line is the scenario line the variant starts on (for messages).
 	Line int `yaml:"-" json:"-"`
 }
 
 // Duration is a time.Duration written as "30s", "2m", "1m30s".
-type Duration time.Duration
+type Duration = catalog.Duration

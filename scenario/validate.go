@@ -23,6 +23,7 @@ func (c *checker) check() {
 	c.broker()
 	c.producer("producer", &c.s.Producer)
 	c.consumer("consumer", &c.s.Consumer)
+	c.stores()
 	c.faults()
 	c.variants()
 	c.acks()
@@ -111,6 +112,9 @@ func (c *checker) params(path string, params any, owner string) {
 			c.errorf(kp, "%s: %v", kp, checkRange(b.value, b.lo, b.hi))
 		}
 	}
+	for key, d := range durationParams(params) {
+		c.positive(join(path, key), d)
+	}
 	for _, key := range requiredParams(params) {
 		if !c.d.Has(join(path, key)) {
 			hint := ""
@@ -122,6 +126,28 @@ func (c *checker) params(path string, params any, owner string) {
 			}
 			c.errorf(join(path, key), "%s: %s needs %s:%s", path, owner, key, hint)
 		}
+	}
+}
+
+// stores checks every store: and redis: value.
+func (c *checker) stores() {
+	c.storeRef("store", c.s.Store)
+	for i, v := range c.s.Variants {
+		c.storeRef(fmt.Sprintf("variants[%d].store", i), v.Store)
+	}
+	if c.d.Has("redis") {
+		if err := catalog.ParseRedis(c.s.Redis); err != nil {
+			c.errorf("redis", "redis: %s: %v", echo(c.s.Redis), err)
+		}
+	}
+}
+
+func (c *checker) storeRef(path, ref string) {
+	if !c.d.Has(path) {
+		return
+	}
+	if _, err := catalog.ParseStore(ref); err != nil {
+		c.errorf(path, "%s: %s: %v", path, echo(ref), err)
 	}
 }
 
@@ -259,6 +285,7 @@ func (c *checker) variants() {
 		}
 		c.producer(vp+".producer", v.Producer)
 		c.consumer(vp+".consumer", v.Consumer)
+		c.params(vp, v.Params, v.Strategy)
 	}
 }
 

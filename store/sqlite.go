@@ -50,7 +50,9 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	for _, p := range SQLitePragmas {
 		q.Add("_pragma", p)
 	}
-	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	// The path is escaped: in a file: URI a "#" or "?" would end it, and
+	// the database would silently be another file.
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
@@ -61,20 +63,7 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	s := &SQLite{db: db, conn: conn, path: path, stmts: map[string]*sql.Stmt{}}
-	err = s.Setup(ctx,
-		`CREATE TABLE IF NOT EXISTS accounts (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL)`,
-		`CREATE TABLE IF NOT EXISTS ledger (seq INTEGER PRIMARY KEY AUTOINCREMENT, intent INTEGER NOT NULL, account INTEGER NOT NULL, amount INTEGER NOT NULL)`,
-	)
-	if err == nil {
-		err = s.Tx(ctx, func(tx Tx) error {
-			for id := range Accounts {
-				if _, err := tx.Exec(`INSERT OR IGNORE INTO accounts (id, balance) VALUES (?, 0)`, id); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	}
+	err = createBusiness(ctx, s, sqliteDialect)
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("create store tables in %s: %w", path, err)
@@ -117,20 +106,48 @@ func (s *SQLite) Tx(ctx context.Context, fn func(Tx) error) error {
 
 type sqliteTx struct{ s *SQLite }
 
-func (t *sqliteTx) Exec(query string, args ...any) (int64, error) {
+func (t *sqliteTx) stmt(query string) (*sql.Stmt, error) {
 	st, ok := t.s.stmts[query]
 	if !ok {
 		var err error
 		if st, err = t.s.conn.PrepareContext(context.Background(), query); err != nil {
-			return 0, err
+			return nil, err
 		}
 		t.s.stmts[query] = st
+	}
+	return st, nil
+}
+
+func (t *sqliteTx) Exec(query string, args ...any) (int64, error) {
+	st, err := t.stmt(query)
+	if err != nil {
+		return 0, err
 	}
 	res, err := st.ExecContext(context.Background(), args...)
 	if err != nil {
 		return 0, err
 	}
 	return res.RowsAffected()
+}
+
+func (t *sqliteTx) QueryInt(query string, args ...any) (int64, bool, error) {
+	st, err := t.stmt(query)
+	if err != nil {
+		return 0, false, err
+	}
+	return scanInt(st.QueryRowContext(context.Background(), args...))
+}
+
+// scanInt reads one integer from row, or reports that there was no row.
+func scanInt(row *sql.Row) (int64, bool, error) {
+	var n sql.NullInt64
+	switch err := row.Scan(&n); {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, err
+	}
+	return n.Int64, true, nil
 }
 
 func (t *sqliteTx) Apply(e Effect) error { return apply(t, e) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"sync"
@@ -110,8 +111,9 @@ func TestOpenBadPath(t *testing.T) {
 
 var errBoom = errors.New("boom")
 
-func TestTxCommitsOrRollsBack(t *testing.T) {
-	s, _ := open(t)
+func TestTxCommitsOrRollsBack(t *testing.T) { eachStore(t, testTxCommitsOrRollsBack) }
+
+func testTxCommitsOrRollsBack(t *testing.T, s store.Store) {
 	tx(t, s, func(tx store.Tx) error { return tx.Apply(store.Effect{Intent: 1, Account: 3, Amount: 5}) })
 
 	err := s.Tx(context.Background(), func(tx store.Tx) error {
@@ -148,8 +150,9 @@ func TestTxCommitsOrRollsBack(t *testing.T) {
 	tx(t, s, func(tx store.Tx) error { return tx.Apply(store.Effect{Intent: 3, Account: 0, Amount: 1}) })
 }
 
-func TestExecRowsAffected(t *testing.T) {
-	s, _ := open(t)
+func TestExecRowsAffected(t *testing.T) { eachStore(t, testExecRowsAffected) }
+
+func testExecRowsAffected(t *testing.T, s store.Store) {
 	if err := s.Setup(context.Background(), `CREATE TABLE processed (intent INTEGER PRIMARY KEY)`); err != nil {
 		t.Fatal(err)
 	}
@@ -158,9 +161,9 @@ func TestExecRowsAffected(t *testing.T) {
 		args  []any
 		want  int64
 	}{
-		{`INSERT OR IGNORE INTO processed (intent) VALUES (?)`, []any{1}, 1},
-		{`INSERT OR IGNORE INTO processed (intent) VALUES (?)`, []any{1}, 0}, // the dedup check: seen before
-		{`INSERT OR IGNORE INTO processed (intent) VALUES (?)`, []any{2}, 1},
+		{`INSERT INTO processed (intent) VALUES (?) ON CONFLICT DO NOTHING`, []any{1}, 1},
+		{`INSERT INTO processed (intent) VALUES (?) ON CONFLICT DO NOTHING`, []any{1}, 0}, // the dedup check: seen before
+		{`INSERT INTO processed (intent) VALUES (?) ON CONFLICT DO NOTHING`, []any{2}, 1},
 		{`UPDATE accounts SET balance = balance + ? WHERE id < ?`, []any{1, 4}, 4},
 		{`DELETE FROM processed WHERE intent > ?`, []any{0}, 2},
 		{`DELETE FROM processed WHERE intent > ?`, []any{0}, 0},
@@ -176,8 +179,9 @@ func TestExecRowsAffected(t *testing.T) {
 	}
 }
 
-func TestApplyAndAudit(t *testing.T) {
-	s, _ := open(t)
+func TestApplyAndAudit(t *testing.T) { eachStore(t, testApplyAndAudit) }
+
+func testApplyAndAudit(t *testing.T, s store.Store) {
 	tx(t, s, func(tx store.Tx) error {
 		for _, e := range []store.Effect{
 			{Intent: 1, Account: 3, Amount: 5},
@@ -211,8 +215,9 @@ func TestApplyAndAudit(t *testing.T) {
 	}
 }
 
-func TestTxCancelledContext(t *testing.T) {
-	s, _ := open(t)
+func TestTxCancelledContext(t *testing.T) { eachStore(t, testTxCancelledContext) }
+
+func testTxCancelledContext(t *testing.T, s store.Store) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	called := false
@@ -227,8 +232,9 @@ func TestTxCancelledContext(t *testing.T) {
 	tx(t, s, func(tx store.Tx) error { return tx.Apply(store.Effect{Intent: 1, Account: 1, Amount: 1}) })
 }
 
-func TestTxConcurrent(t *testing.T) {
-	s, _ := open(t)
+func TestTxConcurrent(t *testing.T) { eachStore(t, testTxConcurrent) }
+
+func testTxConcurrent(t *testing.T, s store.Store) {
 	const workers, each = 8, 25
 	var wg sync.WaitGroup
 	errs := make(chan error, workers*each)
@@ -285,7 +291,7 @@ func BenchmarkTx(b *testing.B) {
 	for b.Loop() {
 		intent++
 		err := s.Tx(ctx, func(tx store.Tx) error {
-			n, err := tx.Exec(`INSERT OR IGNORE INTO processed (intent) VALUES (?)`, intent)
+			n, err := tx.Exec(`INSERT INTO processed (intent) VALUES (?) ON CONFLICT DO NOTHING`, intent)
 			if err != nil || n == 0 {
 				return err
 			}
@@ -293,6 +299,26 @@ func BenchmarkTx(b *testing.B) {
 		})
 		if err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// A "#" or "?" in the path names that file, not a shorter one.
+func TestOpenPathWithURIDelimiters(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"a#1.db", "a#2.db", "b?x.db"} {
+		s, err := store.OpenSQLite(context.Background(), filepath.Join(dir, name))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		tx(t, s, func(tx store.Tx) error { return tx.Apply(store.Effect{Intent: 1, Account: 1, Amount: 1}) })
+		a := audit(t, s)
+		s.Close()
+		if a.Applied[1] != 1 {
+			t.Errorf("%s: intent 1 applied %d times; the file is shared with another", name, a.Applied[1])
+		}
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("%s: %v", name, err)
 		}
 	}
 }

@@ -4,15 +4,25 @@
 // The business effect is "balance = balance + amount" on an account row plus
 // one ledger row per application, so the audit can count applications per
 // intent and cross-check the balances. A Store hides the database: the
-// strategies write portable SQL with ? placeholders, and the audit reads the
-// ledger the same way on every store.
+// strategies write portable SQL with ? placeholders (a store rebinds them
+// for its driver), and the audit reads the ledger the same way on every
+// store. What differs between databases is in one dialect (dialect.go).
 package store
 
 import (
 	"context"
+	"errors"
 
 	"github.com/dqbench/dqbench/history"
 )
+
+// ErrUnreachable wraps every failure to reach a store's server (PostgreSQL,
+// Redis), so the CLI can tell "the run could not be completed" (exit 3).
+var ErrUnreachable = errors.New("store unreachable")
+
+// ErrCleanup wraps a failure to remove what a run made on a store server
+// (a schema, keys): the counts stand, but something was left behind.
+var ErrCleanup = errors.New("cleanup on the store failed")
 
 // Accounts is how many account rows intents spread their amounts over.
 const Accounts = 16
@@ -42,6 +52,9 @@ type Store interface {
 type Tx interface {
 	// Exec runs a statement (? placeholders) and returns the rows it changed.
 	Exec(query string, args ...any) (int64, error)
+	// QueryInt runs a query (? placeholders) that returns at most one row
+	// of one integer; found is false when it returns no row.
+	QueryInt(query string, args ...any) (n int64, found bool, err error)
 	// Apply performs the business effect: the balance update and its ledger
 	// row. It is not idempotent: every call adds the amount again.
 	Apply(e Effect) error

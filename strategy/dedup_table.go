@@ -2,6 +2,7 @@ package strategy
 
 import (
 	"context"
+	"time"
 
 	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/store"
@@ -9,18 +10,30 @@ import (
 
 // DedupTable inserts the message id into a dedup table and applies the effect
 // in one transaction; a conflict means the message was already processed.
+// With a retention, rows older than it are deleted first (in the same
+// transaction): a redelivery that comes later than that is applied again.
 type DedupTable struct{}
 
 var _ Strategy = DedupTable{}
 
 func (DedupTable) Setup(ctx context.Context, env Env) error {
-	return env.Store.Setup(ctx, createDedup)
+	return env.Store.Setup(ctx, createDedup, `CREATE INDEX IF NOT EXISTS processed_at ON processed (at)`)
 }
 
 func (DedupTable) Process(ctx context.Context, env Env, m Message, _ CrashHook) (Outcome, error) {
+	var retention time.Duration
+	if p, ok := env.Params.(*catalog.DedupTableParams); ok {
+		retention = p.Retention.D()
+	}
+	now := env.now()
 	var out Outcome
 	err := env.Store.Tx(ctx, func(tx store.Tx) error {
-		fresh, err := markProcessed(tx, m.ID)
+		if retention > 0 {
+			if _, err := tx.Exec(`DELETE FROM processed WHERE at < ?`, now.Add(-retention).UnixNano()); err != nil {
+				return err
+			}
+		}
+		fresh, err := markProcessed(tx, m.ID, now)
 		if err != nil || !fresh {
 			out.Reason = skippedDuplicate
 			return err
@@ -49,7 +62,7 @@ func (DedupTableSplit) Setup(ctx context.Context, env Env) error {
 func (DedupTableSplit) Process(ctx context.Context, env Env, m Message, crash CrashHook) (Outcome, error) {
 	var fresh bool
 	err := env.Store.Tx(ctx, func(tx store.Tx) (err error) {
-		fresh, err = markProcessed(tx, m.ID)
+		fresh, err = markProcessed(tx, m.ID, env.now())
 		return err
 	})
 	if err != nil {

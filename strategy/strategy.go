@@ -6,6 +6,7 @@ package strategy
 
 import (
 	"context"
+	"time"
 
 	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/store"
@@ -13,8 +14,13 @@ import (
 
 // Message is what a strategy sees of one delivery.
 type Message struct {
-	ID     string // the message id the strategy deduplicates on (the business intent id)
+	// ID is the message id the strategy deduplicates on, from the
+	// variant's id source (the business intent id by default).
+	ID     string
 	Effect store.Effect
+	// Version is the version of the business object (the account) the
+	// producer expected this update to apply to (version-cas).
+	Version int64
 }
 
 // CrashHook is called at each crash point a strategy has. A non-nil error
@@ -26,12 +32,33 @@ type CrashHook func(catalog.CrashPoint) error
 type Outcome struct {
 	Applied bool   // the business effect was applied by this delivery
 	Reason  string // why it was skipped, when it was
+	// Rejected: the strategy refused the message as a permanent error (an
+	// out-of-order version, an illegal state transition), not as a
+	// duplicate.
+	Rejected bool
 }
 
-// Env is what a strategy works with: the variant's business store (and,
-// as strategies need them, other clients such as Redis).
+// Env is what a strategy works with: the variant's business store, its own
+// settings and, as strategies need them, other clients such as Redis.
 type Env struct {
 	Store store.Store
+	// Redis is set for a strategy whose catalog entry NeedsRedis.
+	Redis *store.Redis
+	// Params is the strategy's own settings (catalog.Strategy.NewParams),
+	// with defaults applied; nil when it takes none.
+	Params any
+	// Intents is how many intents the run publishes (1..Intents), for a
+	// strategy whose business objects exist before their messages.
+	Intents int
+	// Now is the clock (time.Now unless a test sets it).
+	Now func() time.Time
+}
+
+func (e Env) now() time.Time {
+	if e.Now != nil {
+		return e.Now()
+	}
+	return time.Now()
 }
 
 // Strategy processes one delivery.
@@ -47,14 +74,19 @@ var All = map[string]Strategy{
 	"none":              None{},
 	"dedup-table":       DedupTable{},
 	"dedup-table-split": DedupTableSplit{},
+	"unique-key":        UniqueKey{},
+	"state-machine":     StateMachine{},
+	"version-cas":       VersionCAS{},
+	"check-then-act":    CheckThenAct{},
+	"redis-setnx":       RedisSetNX{},
 }
 
-const createDedup = `CREATE TABLE IF NOT EXISTS processed (message_id TEXT PRIMARY KEY)`
+const createDedup = `CREATE TABLE IF NOT EXISTS processed (message_id TEXT PRIMARY KEY, at BIGINT NOT NULL)`
 
-// markProcessed inserts id into the dedup table; it reports false if the id
-// was there already.
-func markProcessed(tx store.Tx, id string) (bool, error) {
-	n, err := tx.Exec(`INSERT INTO processed (message_id) VALUES (?) ON CONFLICT DO NOTHING`, id)
+// markProcessed inserts id into the dedup table, stamped with the time; it
+// reports false if the id was there already.
+func markProcessed(tx store.Tx, id string, at time.Time) (bool, error) {
+	n, err := tx.Exec(`INSERT INTO processed (message_id, at) VALUES (?, ?) ON CONFLICT DO NOTHING`, id, at.UnixNano())
 	return n == 1, err
 }
 

@@ -3,7 +3,6 @@ package strategy
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strconv"
 	"testing"
 
@@ -25,23 +24,30 @@ func crashAt(p catalog.CrashPoint) CrashHook {
 }
 
 func msg(intent int) Message {
-	return Message{ID: strconv.Itoa(intent), Effect: store.Effect{Intent: intent, Account: intent % store.Accounts, Amount: 10}}
+	return Message{ID: strconv.Itoa(intent), Effect: store.Effect{Intent: intent, Account: intent % store.Accounts, Amount: 10}, Version: ExpectedVersion(intent)}
 }
 
 // TestRedelivery processes each message twice, as a redelivery would, and
-// checks how often the effect applied.
+// checks how often the effect applied, on every store.
 func TestRedelivery(t *testing.T) {
 	for _, tc := range []struct {
 		strategy string
+		params   any
 		want     int // applications of one intent delivered twice
 	}{
-		{"none", 2},
-		{"dedup-table", 1},
-		{"dedup-table-split", 1},
+		{"none", nil, 2},
+		{"dedup-table", nil, 1},
+		{"dedup-table-split", nil, 1},
+		{"unique-key", &catalog.UniqueKeyParams{Effect: catalog.Create}, 1},
+		{"unique-key", &catalog.UniqueKeyParams{Effect: catalog.Increment}, 2}, // no natural unique row
+		{"state-machine", nil, 1},
+		{"version-cas", nil, 1},
+		{"check-then-act", nil, 1}, // one at a time, it holds
+		{"redis-setnx", nil, 1},
 	} {
-		t.Run(tc.strategy, func(t *testing.T) {
+		eachEnv(t, tc.strategy, func(t *testing.T, env Env) {
 			ctx := context.Background()
-			env := openEnv(t)
+			env.Params = tc.params
 			st := All[tc.strategy]
 			if err := st.Setup(ctx, env); err != nil {
 				t.Fatal(err)
@@ -71,13 +77,23 @@ func TestRedelivery(t *testing.T) {
 // TestSplitLosesOnCrashBetween: the fake-idempotency anti-pattern commits the
 // marker, dies, and then skips the redelivery: the effect never applies.
 func TestSplitLosesOnCrashBetween(t *testing.T) {
+	for _, tc := range []struct {
+		strategy string
+		point    catalog.CrashPoint
+	}{
+		{"dedup-table-split", catalog.BetweenDedupAndEffect},
+		{"redis-setnx", catalog.BetweenSetnxAndEffect},
+	} {
+		eachEnv(t, tc.strategy, func(t *testing.T, env Env) { testLosesOnCrashBetween(t, env, All[tc.strategy], tc.point) })
+	}
+}
+
+func testLosesOnCrashBetween(t *testing.T, env Env, s Strategy, point catalog.CrashPoint) {
 	ctx := context.Background()
-	env := openEnv(t)
-	s := DedupTableSplit{}
 	if err := s.Setup(ctx, env); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Process(ctx, env, msg(1), crashAt(catalog.BetweenDedupAndEffect)); !errors.Is(err, errCrash) {
+	if _, err := s.Process(ctx, env, msg(1), crashAt(point)); !errors.Is(err, errCrash) {
 		t.Fatalf("want the crash, got %v", err)
 	}
 	out, err := s.Process(ctx, env, msg(1), noCrash)
@@ -109,9 +125,8 @@ func TestEveryCatalogStrategyIsImplemented(t *testing.T) {
 // for it, besides the loop's.
 func TestCrashPointsMatchTheCatalog(t *testing.T) {
 	for _, st := range catalog.Strategies {
-		t.Run(st.Name, func(t *testing.T) {
+		eachEnv(t, st.Name, func(t *testing.T, env Env) {
 			var called []catalog.CrashPoint
-			env := openEnv(t)
 			impl := All[st.Name]
 			if err := impl.Setup(context.Background(), env); err != nil {
 				t.Fatal(err)
@@ -133,14 +148,4 @@ func TestCrashPointsMatchTheCatalog(t *testing.T) {
 			}
 		})
 	}
-}
-
-func openEnv(t *testing.T) Env {
-	t.Helper()
-	st, err := store.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return Env{Store: st}
 }

@@ -1,4 +1,4 @@
-package scenario
+package catalog
 
 import (
 	"fmt"
@@ -8,6 +8,10 @@ import (
 
 	"github.com/dqbench/dqbench/internal/strictyaml"
 )
+
+// Duration is a time.Duration written as "30s", "2m", "1m30s", in a
+// scenario and in the parameters of a fault or strategy.
+type Duration time.Duration
 
 // D returns d as a time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
@@ -32,7 +36,7 @@ const durationHelp = `a duration such as "30s", "2m" or "1m30s" (units: ms, s, m
 func parseDuration(s string) (Duration, error) {
 	x, err := time.ParseDuration(s)
 	if err != nil {
-		return 0, fmt.Errorf("bad duration %s: write %s", echo(s), durationHelp)
+		return 0, fmt.Errorf("bad duration %s: write %s", strictyaml.Echo(s), durationHelp)
 	}
 	return Duration(x), nil
 }

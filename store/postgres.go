@@ -1,0 +1,211 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/dqbench/dqbench/history"
+)
+
+// Postgres is a store in its own schema of a PostgreSQL database, created
+// when it opens and dropped when it closes. Each consumer instance's
+// transaction runs on a connection of its own (a pool of conns), so
+// concurrent instances race as they would in production. pgx prepares and
+// caches each statement per connection.
+type Postgres struct {
+	db     *sql.DB
+	schema string
+	addr   string
+
+	mu     sync.Mutex
+	rebind map[string]string
+	closed bool
+}
+
+var (
+	_ Store = (*Postgres)(nil)
+	_ Tx    = (*postgresTx)(nil)
+)
+
+// schemaName is what a store's schema may be called: lower-case letters,
+// digits and _, at most PostgreSQL's 63 bytes.
+var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+// SchemaFor turns a run's variant name into a schema name: "dqbench_" and
+// the name in lower case with every other character as _.
+func SchemaFor(name string) string {
+	var b strings.Builder
+	b.WriteString("dqbench_")
+	for _, r := range strings.ToLower(name) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	s := b.String()
+	if len(s) > 63 {
+		// Keep names distinct past PostgreSQL's 63 bytes: the run and
+		// variant numbers are at the end, so hash the whole name.
+		h := fnv.New64a()
+		h.Write([]byte(name))
+		s = fmt.Sprintf("%s_%016x", s[:46], h.Sum64())
+	}
+	return s
+}
+
+// pingTimeout bounds how long an unreachable server is waited for.
+const pingTimeout = 5 * time.Second
+
+// OpenPostgres creates schema in the database at url (a postgres:// URL or
+// a key=value connection string) and the business tables in it; conns
+// bounds the connections (one per consumer instance, plus one).
+func OpenPostgres(ctx context.Context, url, schema string, conns int) (*Postgres, error) {
+	if !schemaName.MatchString(schema) {
+		return nil, fmt.Errorf("schema name %q: use lower-case letters, digits and _", schema)
+	}
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("store URL: %w", err)
+	}
+	addr := fmt.Sprintf("%s:%d", cfg.Host, cfg.Port)
+	cfg.ConnectTimeout = pingTimeout
+	// Every connection works in the run's schema.
+	cfg.RuntimeParams["search_path"] = schema
+	// A commit survives a crash of the consumer process but is not flushed
+	// to disk before COMMIT returns: what SQLite's synchronous=NORMAL in WAL
+	// mode gives too, so the two stores are compared on equal terms.
+	cfg.RuntimeParams["synchronous_commit"] = "off"
+	db := stdlib.OpenDB(*cfg)
+	db.SetMaxOpenConns(max(conns, 1) + 1)
+	db.SetMaxIdleConns(max(conns, 1) + 1)
+	p := &Postgres{db: db, schema: schema, addr: addr, rebind: map[string]string{}}
+
+	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	if err := db.PingContext(pctx); err != nil {
+		db.Close()
+		if ctx.Err() != nil {
+			return nil, ctx.Err() // the run ended (another variant failed): not this server's fault
+		}
+		return nil, Unreachable("PostgreSQL", addr, err, `start one with "docker compose up -d postgres" (or "service postgresql start"), or run on SQLite (store: sqlite)`)
+	}
+	if _, err := db.ExecContext(ctx, `CREATE SCHEMA `+schema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("create schema %s on PostgreSQL at %s: %w", schema, addr, err)
+	}
+	if err := createBusiness(ctx, p, postgresDialect); err != nil {
+		return nil, errors.Join(fmt.Errorf("create store tables in schema %s: %w", schema, err), p.Close())
+	}
+	return p, nil
+}
+
+// Unreachable is the error for a store server that does not answer: what,
+// where, and how to start one.
+func Unreachable(what, addr string, err error, hint string) error {
+	msg := err.Error()
+	if errors.Is(err, context.DeadlineExceeded) {
+		msg = fmt.Sprintf("no answer within %s", pingTimeout)
+	}
+	// pgx lists one line per address it tried; the first says enough.
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		if rest := strings.TrimSpace(msg[i+1:]); rest != "" {
+			msg = strings.SplitN(rest, "\n", 2)[0]
+		}
+	}
+	return fmt.Errorf("%w: cannot reach %s at %s: %s; %s", ErrUnreachable, what, addr, msg, hint)
+}
+
+// Schema is the schema the store created.
+func (p *Postgres) Schema() string { return p.schema }
+
+func (p *Postgres) sql(query string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	q, ok := p.rebind[query]
+	if !ok {
+		q = postgresDialect.rebind(query)
+		p.rebind[query] = q
+	}
+	return q
+}
+
+// Setup runs ddl in the store's schema.
+func (p *Postgres) Setup(ctx context.Context, ddl ...string) error {
+	for _, q := range ddl {
+		if _, err := p.db.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Tx runs fn in a READ COMMITTED transaction (PostgreSQL's default, and
+// what most services run with) on a connection of its own.
+func (p *Postgres) Tx(ctx context.Context, fn func(Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	bg := context.Background()
+	tx, err := p.db.BeginTx(bg, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(&postgresTx{p: p, tx: tx}); err != nil {
+		return errors.Join(err, tx.Rollback())
+	}
+	return tx.Commit()
+}
+
+type postgresTx struct {
+	p  *Postgres
+	tx *sql.Tx
+}
+
+func (t *postgresTx) Exec(query string, args ...any) (int64, error) {
+	res, err := t.tx.ExecContext(context.Background(), t.p.sql(query), args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (t *postgresTx) QueryInt(query string, args ...any) (int64, bool, error) {
+	return scanInt(t.tx.QueryRowContext(context.Background(), t.p.sql(query), args...))
+}
+
+func (t *postgresTx) Apply(e Effect) error { return apply(t, e) }
+
+// Audit reads the ledger and checks the balances.
+func (p *Postgres) Audit(ctx context.Context) (history.Audit, error) {
+	return audit(ctx, p.db)
+}
+
+// Close drops the store's schema, with everything in it, and closes the
+// connections. A failed drop wraps ErrCleanup. A second Close does nothing.
+func (p *Postgres) Close() error {
+	p.mu.Lock()
+	closed := p.closed
+	p.closed = true
+	p.mu.Unlock()
+	if closed {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var err error
+	if _, derr := p.db.ExecContext(ctx, `DROP SCHEMA IF EXISTS `+p.schema+` CASCADE`); derr != nil {
+		err = fmt.Errorf("%w: drop schema %s on PostgreSQL at %s: %v", ErrCleanup, p.schema, p.addr, derr)
+	}
+	return errors.Join(err, p.db.Close())
+}
