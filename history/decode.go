@@ -81,6 +81,8 @@ func fastDecode(line []byte, e *Event, intern map[string]string) bool {
 			e.Redelivered, p, ok = readBool(line, p)
 		case "applied":
 			e.Applied, p, ok = readBool(line, p)
+		case "rejected":
+			e.Rejected, p, ok = readBool(line, p)
 		case "drained":
 			e.Drained, p, ok = readBool(line, p)
 		case "intents":

@@ -29,6 +29,7 @@ func sample() []history.Event {
 		{T: 8 * time.Millisecond, Variant: "naive", Type: history.Crash, Consumer: 1, Reason: "connection reset"},
 		{T: 9 * time.Millisecond, Variant: "naive", Type: history.Deliver, Intent: 1, Attempt: 2, Consumer: 2, Redelivered: true},
 		{T: 10 * time.Millisecond, Variant: "naive", Type: history.Effect, Intent: 1, Applied: true},
+		{T: 10 * time.Millisecond, Variant: "cas", Type: history.Effect, Intent: 2, Rejected: true, Reason: "out of order"},
 		{T: 11 * time.Millisecond, Variant: "dedup", Type: history.Effect, Intent: 1, Reason: "duplicate: message id already in the dedup table"},
 		{T: 12 * time.Millisecond, Variant: "naive", Type: history.Ack, Intent: 1, Consumer: 2},
 		{T: 13 * time.Millisecond, Variant: "naive", Type: history.DeadLetter, Intent: 3},
@@ -225,19 +226,25 @@ func TestRecorderStampsOffset(t *testing.T) {
 // The hand-written encoder writes what encoding/json would.
 func TestEncoderMatchesEncodingJSON(t *testing.T) {
 	for _, e := range sample() {
-		var got bytes.Buffer
-		if err := history.Write(&got, []history.Event{e}); err != nil {
-			t.Fatal(err)
-		}
-		var want bytes.Buffer
-		enc := json.NewEncoder(&want)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(e); err != nil {
-			t.Fatal(err)
-		}
-		if got.String() != want.String() {
-			t.Errorf("encoded\n got %s\nwant %s", got.String(), want.String())
-		}
+		encodesLikeJSON(t, e)
+	}
+}
+
+// encodesLikeJSON checks that Write writes e as encoding/json would.
+func encodesLikeJSON(t *testing.T, e history.Event) {
+	t.Helper()
+	var got bytes.Buffer
+	if err := history.Write(&got, []history.Event{e}); err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	enc := json.NewEncoder(&want)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(e); err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != want.String() {
+		t.Errorf("encoded\n got %s\nwant %s", got.String(), want.String())
 	}
 }
 
@@ -260,20 +267,7 @@ func FuzzEncode(f *testing.F) {
 	f.Add("v", "reason", "0@1", "fault", 1, 2)
 	f.Add("\xff\u2028", "\x00<>&", "", "", -1, 0)
 	f.Fuzz(func(t *testing.T, variant, reason, pos, fault string, intent, attempt int) {
-		e := history.Event{Variant: variant, Type: history.Deliver, Reason: reason, Position: pos, Fault: fault, Intent: intent, Attempt: attempt}
-		var got bytes.Buffer
-		if err := history.Write(&got, []history.Event{e}); err != nil {
-			t.Fatal(err)
-		}
-		var want bytes.Buffer
-		enc := json.NewEncoder(&want)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(e); err != nil {
-			t.Fatal(err)
-		}
-		if got.String() != want.String() {
-			t.Errorf("encoded\n got %s\nwant %s", got.String(), want.String())
-		}
+		encodesLikeJSON(t, history.Event{Variant: variant, Type: history.Deliver, Reason: reason, Position: pos, Fault: fault, Intent: intent, Attempt: attempt})
 	})
 }
 
