@@ -226,20 +226,28 @@ func (c *consumer) Next(ctx context.Context) (brokers.Delivery, error) {
 	}, nil
 }
 
-// Ack writes basic.ack to the socket and returns. AMQP 0-9-1 has no answer
-// to an ack, so "the broker has it" means: it is written, on a connection
-// the broker reads in order. The broker applies it before anything sent
-// after it on that connection (a later close included), and a connection
-// that breaks first loses it: the broker requeues the message, as with
-// any unacked delivery.
+// Ack acknowledges d and returns once the broker has processed the ack.
+// AMQP 0-9-1 has no answer to basic.ack, so Ack follows it with a round
+// trip on the same channel (basic.qos, unchanged): the broker handles a
+// channel's frames in order, so its qos-ok means the ack was applied.
+// Only writing the ack is not enough: a consumer killed right after it
+// (Abandon drops the socket with deliveries still unread, so the kernel
+// sends a reset) can lose acks the broker had not read yet, and the
+// broker redelivers messages whose ack the consumer believed done.
 func (c *consumer) Ack(ctx context.Context, d brokers.Delivery) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if c.autoAck {
+		return nil // the broker counted it acked when it sent it
 	}
 	if err := c.ch.Ack(d.Handle.(uint64), false); err != nil {
 		return fmt.Errorf("ack intent %d on %s: %w", d.Intent, c.d.queue, err)
 	}
 	c.settled.Add(1)
+	if err := c.flush(); err != nil {
+		return fmt.Errorf("ack intent %d on %s: %w", d.Intent, c.d.queue, err)
+	}
 	return nil
 }
 
@@ -249,11 +257,11 @@ func (c *consumer) held() int64 { return c.fc.delivers.Load() - c.settled.Load()
 // flush makes a round trip on the consumer's channel (basic.qos with the
 // same prefetch): the broker answers after the deliveries it had sent on
 // the channel before, so once it returns they have been read and counted.
-// A closed channel has nothing more to read.
-func (c *consumer) flush() {
+// A closed channel has nothing more to read (Backlog ignores the error).
+func (c *consumer) flush() error {
 	c.flushMu.Lock()
 	defer c.flushMu.Unlock()
-	_ = c.ch.Qos(c.prefetch, 0, false)
+	return c.ch.Qos(c.prefetch, 0, false)
 }
 
 // Abandon drops the TCP connection without a word, as a killed process

@@ -226,7 +226,7 @@ func (d *queueDest) Backlog(ctx context.Context) (int64, error) {
 
 	n := int64(q.Messages)
 	for _, c := range live {
-		c.flush()
+		_ = c.flush()
 		n += c.held()
 	}
 	if !stable || q.Consumers > len(live) {
