@@ -361,10 +361,10 @@ func TestResolve(t *testing.T) {
 		t.Errorf("Resolve(typo) error = %v", err)
 	}
 	for arg, want := range map[string]string{
-		"testdata/nope.yaml": "testdata/nope.yaml: no such file; give an existing scenario file or a built-in name (built-ins: delivery-guarantees, kafka-idempotent-producer, quickstart, strategies-matrix, strategy-id-source, strategy-setnx-ttl)",
+		"testdata/nope.yaml": "testdata/nope.yaml: no such file; give an existing scenario file or a built-in name (built-ins: delivery-guarantees, kafka-idempotent-producer, quickstart, rabbitmq-consumer-crash, strategies-matrix, strategy-id-source, strategy-setnx-ttl)",
 		"nope.yml":           "nope.yml: no such file; give an existing scenario file or a built-in name (built-ins:",
-		"dir/quickstart":     `dir/quickstart: no such file; give an existing scenario file or a built-in name (built-ins: delivery-guarantees, kafka-idempotent-producer, quickstart, strategies-matrix, strategy-id-source, strategy-setnx-ttl); did you mean "quickstart"?`,
-		"quickstrat.yaml":    `quickstrat.yaml: no such file; give an existing scenario file or a built-in name (built-ins: delivery-guarantees, kafka-idempotent-producer, quickstart, strategies-matrix, strategy-id-source, strategy-setnx-ttl); did you mean "quickstart"?`,
+		"dir/quickstart":     `dir/quickstart: no such file; give an existing scenario file or a built-in name (built-ins: delivery-guarantees, kafka-idempotent-producer, quickstart, rabbitmq-consumer-crash, strategies-matrix, strategy-id-source, strategy-setnx-ttl); did you mean "quickstart"?`,
+		"quickstrat.yaml":    `quickstrat.yaml: no such file; give an existing scenario file or a built-in name (built-ins: delivery-guarantees, kafka-idempotent-producer, quickstart, rabbitmq-consumer-crash, strategies-matrix, strategy-id-source, strategy-setnx-ttl); did you mean "quickstart"?`,
 	} {
 		if _, err := Resolve(arg); err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("Resolve(%q) error = %v\nwant %s", arg, err, want)
