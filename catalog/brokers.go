@@ -33,6 +33,9 @@ type Broker struct {
 	// ValidAddress says what is wrong with one entry of addresses (nil:
 	// host:port, as HostPort checks).
 	ValidAddress func(string) error
+	// AutoAck: the broker can count a delivery acked when it sends it
+	// (consumer ack: auto).
+	AutoAck bool
 	// NewSettings returns a pointer to a zero value of the kind's own
 	// settings (the broker keys besides kind, mode and addresses). A
 	// settings type may have a Defaults() method, called after decoding.
@@ -130,6 +133,7 @@ var Brokers = []Broker{
 		ExampleAddress: "amqp://guest:guest@127.0.0.1:5672/",
 		DefaultAddress: "amqp://guest:guest@127.0.0.1:5672/",
 		ValidAddress:   AMQPURL,
+		AutoAck:        true,
 		NewSettings:    func() any { return new(RabbitMQSettings) },
 	},
 }

@@ -99,6 +99,10 @@ var fixtures = []fixture{
 		`6:33: broker.addresses[1]: "amqp://guest:***@[::1" is not an AMQP URL`,
 		`7:15: broker.queue_type: "lazy" is not allowed (allowed: classic, quorum)`,
 	}},
+	{"invalid/auto-ack-on-kafka.yaml", []string{
+		`5:8: consumer.ack: auto (the broker acks on delivery) is only for rabbitmq, not kafka; use before-process`,
+		`9:21: variants[0].consumer.ack: auto (the broker acks on delivery) is only for rabbitmq, not kafka`,
+	}},
 	{"invalid/addresses-without-external.yaml", []string{
 		`5:14: broker.addresses: only used with mode: external`,
 	}},
@@ -141,7 +145,7 @@ var fixtures = []fixture{
 		`4:9: broker.kind: "rabbit" is not allowed (allowed: kafka, rabbitmq)`,
 		`6:15: broker.addresses[0]: "localhost" is not host:port`,
 		`8:15: producer.idempotent: must be true or false, got string "no"`,
-		`10:8: consumer.ack: "before" is not allowed (allowed: after-process, before-process)`,
+		`10:8: consumer.ack: "before" is not allowed (allowed: after-process, before-process, auto)`,
 		`12:5: variants[0]: missing required key "name"`,
 		`14:13: variants[0].expect.lost: bad expectation "-1"`,
 	}},
@@ -361,10 +365,10 @@ func TestResolve(t *testing.T) {
 		t.Errorf("Resolve(typo) error = %v", err)
 	}
 	for arg, want := range map[string]string{
-		"testdata/nope.yaml": "testdata/nope.yaml: no such file; give an existing scenario file or a built-in name (built-ins: delivery-guarantees, kafka-idempotent-producer, quickstart, rabbitmq-consumer-crash, strategies-matrix, strategy-id-source, strategy-setnx-ttl)",
+		"testdata/nope.yaml": "testdata/nope.yaml: no such file; give an existing scenario file or a built-in name (built-ins: delivery-guarantees, kafka-idempotent-producer, quickstart, rabbitmq-autoack-crash, rabbitmq-consumer-crash, strategies-matrix, strategy-id-source, strategy-setnx-ttl)",
 		"nope.yml":           "nope.yml: no such file; give an existing scenario file or a built-in name (built-ins:",
-		"dir/quickstart":     `dir/quickstart: no such file; give an existing scenario file or a built-in name (built-ins: delivery-guarantees, kafka-idempotent-producer, quickstart, rabbitmq-consumer-crash, strategies-matrix, strategy-id-source, strategy-setnx-ttl); did you mean "quickstart"?`,
-		"quickstrat.yaml":    `quickstrat.yaml: no such file; give an existing scenario file or a built-in name (built-ins: delivery-guarantees, kafka-idempotent-producer, quickstart, rabbitmq-consumer-crash, strategies-matrix, strategy-id-source, strategy-setnx-ttl); did you mean "quickstart"?`,
+		"dir/quickstart":     `dir/quickstart: no such file; give an existing scenario file or a built-in name (built-ins: delivery-guarantees, kafka-idempotent-producer, quickstart, rabbitmq-autoack-crash, rabbitmq-consumer-crash, strategies-matrix, strategy-id-source, strategy-setnx-ttl); did you mean "quickstart"?`,
+		"quickstrat.yaml":    `quickstrat.yaml: no such file; give an existing scenario file or a built-in name (built-ins: delivery-guarantees, kafka-idempotent-producer, quickstart, rabbitmq-autoack-crash, rabbitmq-consumer-crash, strategies-matrix, strategy-id-source, strategy-setnx-ttl); did you mean "quickstart"?`,
 	} {
 		if _, err := Resolve(arg); err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("Resolve(%q) error = %v\nwant %s", arg, err, want)

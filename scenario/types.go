@@ -56,7 +56,7 @@ type Producer struct {
 // Consumer holds consumer settings; a variant may override each one.
 type Consumer struct {
 	Instances int             `yaml:"instances" json:"instances,omitempty" jsonschema:"minimum=1,maximum=64,description=Consumer processes sharing the subscription (default 1)."`
-	Ack       catalog.AckMode `yaml:"ack" json:"ack,omitempty" jsonschema:"description=When the consumer acks/commits: after-process (at-least-once\\, default) or before-process (at-most-once)."`
+	Ack       catalog.AckMode `yaml:"ack" json:"ack,omitempty" jsonschema:"description=When the consumer acks/commits: after-process (at-least-once\\, default) or before-process (at-most-once) or auto (the broker acks on delivery: RabbitMQ autoAck\\, at-most-once; rabbitmq only)."`
 	Prefetch  int             `yaml:"prefetch" json:"prefetch,omitempty" jsonschema:"minimum=1,maximum=100000,description=Messages fetched per poll / prefetch count (default 100)."`
 }
 

@@ -21,6 +21,7 @@ type checker struct {
 func (c *checker) check() {
 	c.top()
 	c.broker()
+	c.autoAck()
 	c.producer("producer", &c.s.Producer)
 	c.consumer("consumer", &c.s.Consumer)
 	c.stores()
@@ -105,6 +106,32 @@ func (c *checker) broker() {
 		}
 	}
 	c.params("broker", b.Settings, string(b.Kind))
+}
+
+// autoAck checks that ack: auto is only used where the broker can ack on
+// delivery (catalog.Broker.AutoAck).
+func (c *checker) autoAck() {
+	kind, ok := catalog.LookupBroker(c.s.Broker.Kind)
+	if !ok || kind.AutoAck {
+		return
+	}
+	var can []string
+	for _, b := range catalog.Brokers {
+		if b.AutoAck {
+			can = append(can, string(b.Kind))
+		}
+	}
+	check := func(path string, m catalog.AckMode) {
+		if m == catalog.AckAuto {
+			c.errorf(path, "%s: auto (the broker acks on delivery) is only for %s, not %s; use before-process for at-most-once", path, strings.Join(can, ", "), kind.Kind)
+		}
+	}
+	check("consumer.ack", c.s.Consumer.Ack)
+	for i, v := range c.s.Variants {
+		if v.Consumer != nil {
+			check(fmt.Sprintf("variants[%d].consumer.ack", i), v.Consumer.Ack)
+		}
+	}
 }
 
 // modePath is where a missing address is best reported: the mode when

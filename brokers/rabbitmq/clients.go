@@ -161,7 +161,7 @@ func closeConn(ctx context.Context, conn *amqp.Connection) {
 // Consumer starts a consumer on its own connection: basic.qos(prefetch)
 // and manual acks.
 func (d *queueDest) Consumer(ctx context.Context, gen int) (brokers.Consumer, error) {
-	c := &consumer{d: d, gen: gen, prefetch: max(d.spec.Prefetch, 1)}
+	c := &consumer{d: d, gen: gen, prefetch: max(d.spec.Prefetch, 1), autoAck: d.spec.AutoAck}
 	conn, err := dial(ctx, d.r.url, func(nc net.Conn) net.Conn {
 		c.fc = &frameCounter{Conn: nc}
 		return c.fc
@@ -216,6 +216,9 @@ func (c *consumer) Next(ctx context.Context) (brokers.Delivery, error) {
 	if !ok {
 		return brokers.Delivery{}, fmt.Errorf("rabbitmq consumer %d on %s: the channel closed", c.gen, c.d.queue)
 	}
+	if c.autoAck {
+		c.settled.Add(1) // handed over: the broker forgot it when it sent it
+	}
 	intent, err := brokers.ParseKey(m.MessageId)
 	if err != nil {
 		return brokers.Delivery{}, fmt.Errorf("message on %s: %w", c.d.queue, err)
@@ -251,7 +254,9 @@ func (c *consumer) Ack(ctx context.Context, d brokers.Delivery) error {
 	return nil
 }
 
-// held is how many deliveries this consumer read and has not acked.
+// held is how many deliveries this consumer read and has not acked; with
+// autoAck, how many it read and Next has not handed over yet (the broker
+// no longer has them, but the run will still process them).
 func (c *consumer) held() int64 { return c.fc.delivers.Load() - c.settled.Load() }
 
 // flush makes a round trip on the consumer's channel (basic.qos with the
