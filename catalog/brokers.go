@@ -106,6 +106,14 @@ func MaskURL(a string) string {
 // path.
 var userinfo = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://[^:/@]*:)[^/]*@`)
 
+// MaskURLs hides the password of every URL in a text (a scenario saved
+// with a run).
+func MaskURLs(text string) string {
+	return userinfoInText.ReplaceAllString(text, "${1}***@")
+}
+
+var userinfoInText = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^:/@\s"'\]\[,{}]*:)[^/@\s"'\]\[,{}]*@`)
+
 // ModeOf is the mode a scenario for kind k runs in when it names none.
 func ModeOf(k BrokerKind) Mode {
 	if b, ok := LookupBroker(k); ok && b.DefaultMode != "" {
