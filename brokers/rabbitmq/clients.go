@@ -175,15 +175,24 @@ func (d *queueDest) Consumer(ctx context.Context, gen int) (brokers.Consumer, er
 	if err == nil {
 		err = c.ch.Qos(c.prefetch, 0, false)
 	}
-	if err == nil {
-		tag := fmt.Sprintf("%s-consumer-%d", d.queue, gen)
-		c.deliveries, err = c.ch.ConsumeWithContext(ctx, d.queue, tag, c.autoAck, false, false, false, nil)
-	}
 	if err != nil {
 		closeConn(ctx, conn)
 		return nil, fmt.Errorf("rabbitmq consumer %d on %s: %w", gen, d.queue, err)
 	}
+	// Counted before basic.consume: the broker may deliver before
+	// consume-ok reaches us, and Backlog must see those deliveries.
+	// One call at a time on a channel: Backlog's flush may come meanwhile.
 	d.join(c)
+	tag := fmt.Sprintf("%s-consumer-%d", d.queue, gen)
+	c.rpcMu.Lock()
+	c.deliveries, err = c.ch.ConsumeWithContext(ctx, d.queue, tag, c.autoAck, false, false, false, nil)
+	c.rpcMu.Unlock()
+	if err != nil {
+		d.leave(c)
+		closeConn(ctx, conn)
+		return nil, fmt.Errorf("rabbitmq consumer %d on %s: %w", gen, d.queue, err)
+	}
+	d.registered(c)
 	return c, nil
 }
 
@@ -198,8 +207,10 @@ type consumer struct {
 	deliveries <-chan amqp.Delivery
 	closed     chan *amqp.Error
 
+	consuming bool // consume-ok received (guarded by d.mu)
+
 	settled atomic.Int64 // deliveries acked
-	flushMu sync.Mutex
+	rpcMu   sync.Mutex   // amqp091 matches a channel's replies to one call at a time
 	once    sync.Once
 }
 
@@ -264,8 +275,8 @@ func (c *consumer) held() int64 { return c.fc.delivers.Load() - c.settled.Load()
 // the channel before, so once it returns they have been read and counted.
 // A closed channel has nothing more to read (Backlog ignores the error).
 func (c *consumer) flush() error {
-	c.flushMu.Lock()
-	defer c.flushMu.Unlock()
+	c.rpcMu.Lock()
+	defer c.rpcMu.Unlock()
 	return c.ch.Qos(c.prefetch, 0, false)
 }
 

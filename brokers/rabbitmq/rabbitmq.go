@@ -154,7 +154,7 @@ type queueDest struct {
 	adminCh *amqp.Channel // this destination's own: a failed call closes a channel
 
 	mu       sync.Mutex
-	live     map[*consumer]bool // consuming, as far as the broker knows
+	live     map[*consumer]bool // started and not closed or abandoned
 	departed []*consumer        // closed or abandoned, maybe still registered at the broker
 	changes  int                // counts joins and departures, for Backlog
 }
@@ -195,15 +195,16 @@ func (d *queueDest) inspect() (amqp.Queue, error) {
 // the unacked are counted here, from the consumers this destination
 // started:
 //
-//   - a live consumer holds what it read off its socket (basic.deliver
-//     frames, counted by frameCounter) less what it acked; a round trip
-//     on its channel after the declare makes sure every delivery the
-//     broker had taken out of the ready count by then has been read;
+//   - a live consumer (from before its basic.consume) holds what it read
+//     off its socket (basic.deliver frames, counted by frameCounter) less
+//     what it acked; a round trip on its channel after the declare makes
+//     sure every delivery the broker had taken out of the ready count by
+//     then has been read;
 //   - a consumer that closed or was abandoned gives its unacked back: the
 //     broker requeues them (ready again) in the step that removes the
-//     consumer. Until the declare shows fewer consumers than live ones,
-//     they are counted as held (at least one, for a delivery that was on
-//     the wire when the connection died).
+//     consumer. Until the declare shows no more consumers than the live
+//     ones whose consume-ok came, they are counted as held (at least one,
+//     for deliveries that were on the wire when the connection died).
 //
 // So the count can be high for a moment, never low: a low one would end
 // the drain early and count undelivered intents as lost.
@@ -217,8 +218,12 @@ func (d *queueDest) Backlog(ctx context.Context) (int64, error) {
 	}
 	d.mu.Lock()
 	live := make([]*consumer, 0, len(d.live))
+	consuming := 0
 	for c := range d.live {
 		live = append(live, c)
+		if c.consuming {
+			consuming++
+		}
 	}
 	departed := d.departed
 	stable := d.changes == before
@@ -229,7 +234,7 @@ func (d *queueDest) Backlog(ctx context.Context) (int64, error) {
 		_ = c.flush()
 		n += c.held()
 	}
-	if !stable || q.Consumers > len(live) {
+	if !stable || q.Consumers > consuming {
 		for _, c := range departed {
 			n += max(c.held(), 1)
 		}
@@ -267,6 +272,14 @@ func (d *queueDest) join(c *consumer) {
 		d.live = map[*consumer]bool{}
 	}
 	d.live[c] = true
+	d.changes++
+}
+
+// registered notes that the broker confirmed c's basic.consume.
+func (d *queueDest) registered(c *consumer) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c.consuming = true
 	d.changes++
 }
 
