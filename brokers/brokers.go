@@ -58,6 +58,10 @@ type DestinationSpec struct {
 	Window     int
 	// Prefetch is how many messages a consumer fetches at once.
 	Prefetch int
+	// AutoAck: the broker counts a delivery acked when it sends it
+	// (consumer ack: auto, only for kinds with catalog.Broker.AutoAck);
+	// Consumer.Ack is then a no-op.
+	AutoAck bool
 }
 
 // Message is one publish.

@@ -1,10 +1,20 @@
 package catalog
 
+import (
+	"errors"
+	"net"
+	"net/url"
+	"regexp"
+)
+
 // BrokerKind names a kind of broker.
 type BrokerKind string
 
 // The broker kinds.
-const Kafka BrokerKind = "kafka"
+const (
+	Kafka    BrokerKind = "kafka"
+	RabbitMQ BrokerKind = "rabbitmq"
+)
 
 // Broker describes one broker kind.
 type Broker struct {
@@ -12,8 +22,20 @@ type Broker struct {
 	Doc  string
 	// Modes are the modes this build supports for the kind.
 	Modes []Mode
+	// DefaultMode is the mode of a scenario that names none (embedded
+	// when empty).
+	DefaultMode Mode
 	// ExampleAddress is shown in messages about addresses.
 	ExampleAddress string
+	// DefaultAddress, when set, is the address of an external broker whose
+	// scenario names none (RabbitMQ's local guest URL).
+	DefaultAddress string
+	// ValidAddress says what is wrong with one entry of addresses (nil:
+	// host:port, as HostPort checks).
+	ValidAddress func(string) error
+	// AutoAck: the broker can count a delivery acked when it sends it
+	// (consumer ack: auto).
+	AutoAck bool
 	// NewSettings returns a pointer to a zero value of the kind's own
 	// settings (the broker keys besides kind, mode and addresses). A
 	// settings type may have a Defaults() method, called after decoding.
@@ -32,6 +54,74 @@ func (s *KafkaSettings) Defaults() {
 	}
 }
 
+// QueueType is the kind of RabbitMQ queue each variant declares.
+type QueueType string
+
+// RabbitMQ queue types.
+const (
+	ClassicQueue QueueType = "classic"
+	QuorumQueue  QueueType = "quorum"
+)
+
+// Allowed lists the valid values, for strict decoding and the schema.
+func (QueueType) Allowed() []string { return []string{string(ClassicQueue), string(QuorumQueue)} }
+
+// RabbitMQSettings are the broker settings of kind rabbitmq.
+type RabbitMQSettings struct {
+	QueueType QueueType `yaml:"queue_type" json:"queue_type,omitempty" jsonschema:"description=Type of each variant's durable queue: classic (default) or quorum."`
+}
+
+// Defaults fills in what the scenario leaves out.
+func (s *RabbitMQSettings) Defaults() {
+	if s.QueueType == "" {
+		s.QueueType = ClassicQueue
+	}
+}
+
+// HostPort checks a host:port address (Kafka's bootstrap servers).
+func HostPort(a string) error {
+	if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+		return errors.New("not host:port")
+	}
+	return nil
+}
+
+// AMQPURL checks an amqp:// or amqps:// URL with a host (RabbitMQ).
+func AMQPURL(a string) error {
+	u, err := url.Parse(a)
+	if err != nil || (u.Scheme != "amqp" && u.Scheme != "amqps") || u.Host == "" {
+		return errors.New("not an AMQP URL (amqp://USER:PASSWORD@HOST:PORT/VHOST)")
+	}
+	return nil
+}
+
+// MaskURL hides the password of a URL (amqp://guest:***@host:5672/), for
+// every message and report that shows an address, also when the rest of
+// the URL does not parse. A string without a password comes back as it is.
+func MaskURL(a string) string {
+	return userinfo.ReplaceAllString(a, "${1}***@")
+}
+
+// userinfo matches "scheme://user:password@" up to the last @ before the
+// path.
+var userinfo = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://[^:/@]*:)[^/]*@`)
+
+// MaskURLs hides the password of every URL in a text (a scenario saved
+// with a run).
+func MaskURLs(text string) string {
+	return userinfoInText.ReplaceAllString(text, "${1}***@")
+}
+
+var userinfoInText = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^:/@\s"'\]\[,{}]*:)[^/@\s"'\]\[,{}]*@`)
+
+// ModeOf is the mode a scenario for kind k runs in when it names none.
+func ModeOf(k BrokerKind) Mode {
+	if b, ok := LookupBroker(k); ok && b.DefaultMode != "" {
+		return b.DefaultMode
+	}
+	return Embedded
+}
+
 // Brokers lists every broker kind. Each has an adapter in brokers/, wired
 // in brokers/all.
 var Brokers = []Broker{
@@ -40,7 +130,19 @@ var Brokers = []Broker{
 		Doc:            "Kafka: franz-go's kfake in-process (embedded) or a real cluster (external), with the kgo client",
 		Modes:          []Mode{Embedded, External},
 		ExampleAddress: "127.0.0.1:9092",
+		ValidAddress:   HostPort,
 		NewSettings:    func() any { return new(KafkaSettings) },
+	},
+	{
+		Kind:           RabbitMQ,
+		Doc:            "RabbitMQ: a running broker (external) reached with amqp091-go; a durable queue per variant, publisher confirms, manual acks",
+		Modes:          []Mode{External},
+		DefaultMode:    External,
+		ExampleAddress: "amqp://guest:guest@127.0.0.1:5672/",
+		DefaultAddress: "amqp://guest:guest@127.0.0.1:5672/",
+		ValidAddress:   AMQPURL,
+		AutoAck:        true,
+		NewSettings:    func() any { return new(RabbitMQSettings) },
 	},
 }
 

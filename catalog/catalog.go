@@ -42,10 +42,13 @@ type AckMode string
 const (
 	AckAfterProcess  AckMode = "after-process"  // at-least-once
 	AckBeforeProcess AckMode = "before-process" // at-most-once
+	// AckAuto: the broker counts a delivery acked when it sends it
+	// (RabbitMQ's autoAck), at-most-once; only where Broker.AutoAck.
+	AckAuto AckMode = "auto"
 )
 
 // AckModes lists the consumer acknowledgement modes.
-var AckModes = []AckMode{AckAfterProcess, AckBeforeProcess}
+var AckModes = []AckMode{AckAfterProcess, AckBeforeProcess, AckAuto}
 
 // CrashPoint is a place in a consumer's handling of one delivery where a
 // consumer-crash fault can kill it.

@@ -32,6 +32,9 @@ func (r *variantRun) consume(ctx context.Context, dest brokers.Destination, ackF
 		gen := int(r.gens.Add(1))
 		raw, err := dest.Consumer(ctx, gen)
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil // the drain ended while a replacement started
+			}
 			return err
 		}
 		c := history.RecordConsumer(raw, gen, r.seen, r.rec)

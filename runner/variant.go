@@ -130,7 +130,7 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 
 	dest, err := r.broker.Open(ctx, brokers.DestinationSpec{
 		Name: r.name, Idempotent: *prod.Idempotent, Acks: prod.Acks, Window: prod.Window,
-		Prefetch: cons.Prefetch,
+		Prefetch: cons.Prefetch, AutoAck: cons.Ack == catalog.AckAuto,
 	})
 	if err != nil {
 		return nil, nil, err
@@ -149,7 +149,7 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 	consCtx, stopConsumers := context.WithCancel(ctx)
 	defer stopConsumers()
 	consErr := make(chan error, 1)
-	r.slots = slots{ctx: consCtx, stop: stopConsumers, errs: consErr, dest: dest, ackFirst: cons.Ack == catalog.AckBeforeProcess}
+	r.slots = slots{ctx: consCtx, stop: stopConsumers, errs: consErr, dest: dest, ackFirst: cons.Ack == catalog.AckBeforeProcess || cons.Ack == catalog.AckAuto}
 	for range cons.Instances {
 		r.startSlot()
 	}

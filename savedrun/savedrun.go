@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/history"
 	"github.com/dqbench/dqbench/scenario"
@@ -87,6 +88,8 @@ func (d *Dir) Finish(s *scenario.Scenario, meta check.Meta, audits map[string]hi
 	if err != nil {
 		return err
 	}
+	// Judging needs no password, and a saved run gets shared.
+	y = []byte(catalog.MaskURLs(string(y)))
 	if err := os.WriteFile(filepath.Join(d.Path, ScenarioFile), y, 0o644); err != nil {
 		return err
 	}

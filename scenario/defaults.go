@@ -55,7 +55,10 @@ func applyDefaults(s *Scenario) {
 	setIfZero(&s.Messages, DefaultMessages)
 	setIfZero(&s.Deadline, DefaultDeadline)
 	setIfZero(&s.Drain, DefaultDrain)
-	setIfZero(&s.Broker.Mode, catalog.Embedded)
+	setIfZero(&s.Broker.Mode, catalog.ModeOf(s.Broker.Kind))
+	if kind, ok := catalog.LookupBroker(s.Broker.Kind); ok && s.Broker.Mode == catalog.External && len(s.Broker.Addresses) == 0 && kind.DefaultAddress != "" {
+		s.Broker.Addresses = []string{kind.DefaultAddress}
+	}
 	if s.Broker.Settings == nil {
 		s.Broker.Settings, _ = s.Broker.NewParams()
 	}

@@ -36,6 +36,7 @@ var fixtures = []fixture{
 	{file: "valid/full.yaml"},
 	{file: "valid/external.yaml"},
 	{file: "valid/merge-keys.yaml"},
+	{file: "valid/rabbitmq.yaml"},
 
 	{"invalid/unknown-top-key.yaml", []string{
 		`5:1: unknown key "varients" at the top level (allowed: version, name, description, seed, messages, deadline, drain, broker, producer, consumer, store, redis, faults, variants); did you mean "variants"?`,
@@ -92,6 +93,16 @@ var fixtures = []fixture{
 	{"invalid/broker-fault-on-external.yaml", []string{
 		`5:11: faults[0]: produce-response-lost cannot act here: it is injected inside the embedded Kafka broker (kfake); use broker kind: kafka, mode: embedded`,
 	}},
+	{"invalid/rabbitmq-address-and-mode.yaml", []string{
+		`5:9: broker.mode: embedded is not supported for rabbitmq (supported: external)`,
+		`6:15: broker.addresses[0]: "127.0.0.1:5672" is not an AMQP URL`,
+		`6:33: broker.addresses[1]: "amqp://guest:***@[::1" is not an AMQP URL`,
+		`7:15: broker.queue_type: "lazy" is not allowed (allowed: classic, quorum)`,
+	}},
+	{"invalid/auto-ack-on-kafka.yaml", []string{
+		`5:8: consumer.ack: auto (the broker acks on delivery) is only for rabbitmq, not kafka; use before-process`,
+		`9:21: variants[0].consumer.ack: auto (the broker acks on delivery) is only for rabbitmq, not kafka`,
+	}},
 	{"invalid/addresses-without-external.yaml", []string{
 		`5:14: broker.addresses: only used with mode: external`,
 	}},
@@ -99,7 +110,7 @@ var fixtures = []fixture{
 		`7:15: YAML syntax error: sequence end token ']' not found`,
 	}},
 	{"invalid/bad-broker-kind.yaml", []string{
-		`4:9: broker.kind: "kafak" is not allowed (allowed: kafka); did you mean "kafka"?`,
+		`4:9: broker.kind: "kafak" is not allowed (allowed: kafka, rabbitmq); did you mean "kafka"?`,
 	}},
 	{"invalid/acks-need-non-idempotent.yaml", []string{
 		`6:9: producer.acks: acks leader needs idempotent: false (Kafka's idempotent producer requires acks all, and idempotent defaults to true)`,
@@ -131,10 +142,10 @@ var fixtures = []fixture{
 	{"invalid/many-problems.yaml", []string{
 		`1:10: version: 2 is not supported; this dqbench reads version 1`,
 		`2:7: name: must not be empty`,
-		`4:9: broker.kind: "rabbitmq" is not allowed (allowed: kafka)`,
+		`4:9: broker.kind: "rabbit" is not allowed (allowed: kafka, rabbitmq)`,
 		`6:15: broker.addresses[0]: "localhost" is not host:port`,
 		`8:15: producer.idempotent: must be true or false, got string "no"`,
-		`10:8: consumer.ack: "before" is not allowed (allowed: after-process, before-process)`,
+		`10:8: consumer.ack: "before" is not allowed (allowed: after-process, before-process, auto)`,
 		`12:5: variants[0]: missing required key "name"`,
 		`14:13: variants[0].expect.lost: bad expectation "-1"`,
 	}},
@@ -148,7 +159,7 @@ var fixtures = []fixture{
 		`9:1: a second YAML document (after ---): a file holds one scenario`,
 	}},
 	{"invalid/two-documents-and-more.yaml", []string{
-		`4:9: broker.kind: "kafak" is not allowed (allowed: kafka); did you mean "kafka"?`,
+		`4:9: broker.kind: "kafak" is not allowed (allowed: kafka, rabbitmq); did you mean "kafka"?`,
 		`9:1: a second YAML document (after ---): a file holds one scenario`,
 	}},
 	{"invalid/duplicate-keys.yaml", []string{

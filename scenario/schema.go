@@ -89,18 +89,30 @@ func withParams(s *jsonschema.Schema, key string, kinds []string, params func(ki
 	s.AdditionalProperties = nil // the branches close the object
 }
 
-// JSONSchemaExtend adds each broker kind's own settings and requires
-// addresses with mode external.
+// JSONSchemaExtend adds each broker kind's own settings, its modes, and
+// requires addresses with mode external where the kind has no default
+// address.
 func (Broker) JSONSchemaExtend(s *jsonschema.Schema) {
-	withParams(s, "kind", catalog.BrokerKind("").Allowed(), func(kind string) any {
+	kinds := catalog.BrokerKind("").Allowed()
+	withParams(s, "kind", kinds, func(kind string) any {
 		b, _ := catalog.LookupBroker(catalog.BrokerKind(kind))
 		if b.NewSettings == nil {
 			return nil
 		}
 		return b.NewSettings()
 	})
-	s.If = propertyIs("mode", &jsonschema.Schema{Const: string(catalog.External)})
-	s.Then = &jsonschema.Schema{Required: []string{"addresses"}}
+	for i, branch := range s.OneOf[len(s.OneOf)-len(kinds):] {
+		b, _ := catalog.LookupBroker(catalog.BrokerKind(kinds[i]))
+		if m, ok := branch.Properties.Get("mode"); ok {
+			mode := *m
+			mode.Enum = anySlice(catalog.Strings(b.Modes))
+			branch.Properties.Set("mode", &mode)
+		}
+		if b.DefaultAddress == "" {
+			branch.If = propertyIs("mode", &jsonschema.Schema{Const: string(catalog.External)})
+			branch.Then = &jsonschema.Schema{Required: []string{"addresses"}}
+		}
+	}
 }
 
 // JSONSchemaExtend adds each fault type's own parameters and requires

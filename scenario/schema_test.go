@@ -63,6 +63,7 @@ func TestSchemaAgreesWithParse(t *testing.T) {
 		}
 		valid[f], _ = os.ReadFile(f)
 	}
+	valid["rabbitmq-external-default-address"] = []byte("version: 1\nname: s\nbroker: {kind: rabbitmq, mode: external}\nvariants: [{name: v, strategy: none}]\n")
 	for name, data := range valid {
 		if _, err := Parse(name, data); err != nil {
 			t.Fatalf("%s does not parse: %v", name, err)
@@ -83,6 +84,10 @@ func TestSchemaAgreesWithParse(t *testing.T) {
 		base + "broker: {kind: kafka}\nfaults: [{type: consumer-crash, at: before-process}]\n",
 		base + "broker: {kind: kafka, partitions: 1001}\n",
 		base + "broker: {kind: kafka, mode: external}\n",
+		base + "broker: {kind: rabbitmq, mode: embedded}\n",
+		base + "broker: {kind: rabbitmq, partitions: 2}\n",
+		base + "broker: {kind: rabbitmq, queue_type: lazy}\n",
+		base + "broker: {kind: kafka, queue_type: quorum}\n",
 	} {
 		if _, err := Parse("bad.yaml", []byte(bad)); err == nil {
 			t.Fatalf("Parse accepts %q", bad)

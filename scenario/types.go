@@ -39,8 +39,8 @@ type Scenario struct {
 // Broker says which broker to run against and where it is.
 type Broker struct {
 	Kind      catalog.BrokerKind `yaml:"kind" json:"kind" jsonschema:"required,description=Broker kind."`
-	Mode      catalog.Mode       `yaml:"mode" json:"mode,omitempty" jsonschema:"description=embedded: an in-process broker (default); external: a running broker at addresses."`
-	Addresses []string           `yaml:"addresses" json:"addresses,omitempty" jsonschema:"description=host:port of the broker(s); required with mode external."`
+	Mode      catalog.Mode       `yaml:"mode" json:"mode,omitempty" jsonschema:"description=embedded: an in-process broker (the default for kafka); external: a running broker at addresses (the only mode and default for rabbitmq)."`
+	Addresses []string           `yaml:"addresses" json:"addresses,omitempty" jsonschema:"description=Where the broker is: host:port of each Kafka broker (required with mode external)\\, or AMQP URLs for rabbitmq (default amqp://guest:guest@127.0.0.1:5672/)."`
 	// Settings is the kind's own settings (catalog.Broker.NewSettings),
 	// written beside kind in the same mapping.
 	Settings any `yaml:",params" json:"-"`
@@ -56,7 +56,7 @@ type Producer struct {
 // Consumer holds consumer settings; a variant may override each one.
 type Consumer struct {
 	Instances int             `yaml:"instances" json:"instances,omitempty" jsonschema:"minimum=1,maximum=64,description=Consumer processes sharing the subscription (default 1)."`
-	Ack       catalog.AckMode `yaml:"ack" json:"ack,omitempty" jsonschema:"description=When the consumer acks/commits: after-process (at-least-once\\, default) or before-process (at-most-once)."`
+	Ack       catalog.AckMode `yaml:"ack" json:"ack,omitempty" jsonschema:"description=When the consumer acks/commits: after-process (at-least-once\\, default) or before-process (at-most-once) or auto (the broker acks on delivery: RabbitMQ autoAck\\, at-most-once; rabbitmq only)."`
 	Prefetch  int             `yaml:"prefetch" json:"prefetch,omitempty" jsonschema:"minimum=1,maximum=100000,description=Messages fetched per poll / prefetch count (default 100)."`
 }
 

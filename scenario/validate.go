@@ -2,8 +2,8 @@ package scenario
 
 import (
 	"fmt"
-	"net"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/dqbench/dqbench/catalog"
@@ -21,6 +21,7 @@ type checker struct {
 func (c *checker) check() {
 	c.top()
 	c.broker()
+	c.autoAck()
 	c.producer("producer", &c.s.Producer)
 	c.consumer("consumer", &c.s.Consumer)
 	c.stores()
@@ -75,29 +76,79 @@ func (c *checker) broker() {
 	}
 	mode := b.Mode
 	if !c.d.Has("broker.mode") {
-		mode = catalog.Embedded
+		mode = catalog.ModeOf(b.Kind)
 	}
 	kind, known := catalog.LookupBroker(b.Kind)
 	if known && c.d.Has("broker.mode") && indexOf(catalog.Strings(kind.Modes), string(mode)) < 0 {
 		c.errorf("broker.mode", "broker.mode: %s is not supported for %s (supported: %s)", mode, b.Kind, strings.Join(catalog.Strings(kind.Modes), ", "))
+		mode = "" // said once: no more about addresses for that mode
 	}
-	example := "host:port"
+	example, valid, what := "host:port", catalog.HostPort, "host:port"
 	if known {
 		example = kind.ExampleAddress
+		if kind.ValidAddress != nil {
+			valid = kind.ValidAddress
+		}
+		if b.Kind == catalog.RabbitMQ {
+			what = "AMQP URL"
+		}
 	}
 	switch {
-	case mode == catalog.External && len(b.Addresses) == 0:
-		c.errorf("broker.mode", `broker: mode external needs addresses: add addresses: ["%s"] (host:port of each broker), or use mode: embedded`, example)
+	case mode == catalog.External && len(b.Addresses) == 0 && kind.DefaultAddress == "":
+		c.errorf(modePath(c), `broker: mode external needs addresses: add addresses: ["%s"] (%s of each broker)%s`, example, what, orEmbedded(kind))
 	case mode == catalog.Embedded && len(b.Addresses) > 0:
 		c.errorf("broker.addresses", "broker.addresses: only used with mode: external; add mode: external or remove addresses")
 	}
 	for i, a := range b.Addresses {
-		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+		if err := valid(a); err != nil {
 			p := fmt.Sprintf("broker.addresses[%d]", i)
-			c.errorf(p, `%s: %s is not host:port (e.g. "%s")`, p, echo(a), example)
+			c.errorf(p, `%s: %s is %s (e.g. "%s")`, p, echo(catalog.MaskURL(a)), err, example)
 		}
 	}
 	c.params("broker", b.Settings, string(b.Kind))
+}
+
+// autoAck checks that ack: auto is only used where the broker can ack on
+// delivery (catalog.Broker.AutoAck).
+func (c *checker) autoAck() {
+	kind, ok := catalog.LookupBroker(c.s.Broker.Kind)
+	if !ok || kind.AutoAck {
+		return
+	}
+	var can []string
+	for _, b := range catalog.Brokers {
+		if b.AutoAck {
+			can = append(can, string(b.Kind))
+		}
+	}
+	check := func(path string, m catalog.AckMode) {
+		if m == catalog.AckAuto {
+			c.errorf(path, "%s: auto (the broker acks on delivery) is only for %s, not %s; use before-process for at-most-once", path, strings.Join(can, ", "), kind.Kind)
+		}
+	}
+	check("consumer.ack", c.s.Consumer.Ack)
+	for i, v := range c.s.Variants {
+		if v.Consumer != nil {
+			check(fmt.Sprintf("variants[%d].consumer.ack", i), v.Consumer.Ack)
+		}
+	}
+}
+
+// modePath is where a missing address is best reported: the mode when
+// written, else the broker.
+func modePath(c *checker) string {
+	if c.d.Has("broker.mode") {
+		return "broker.mode"
+	}
+	return "broker"
+}
+
+// orEmbedded suggests the embedded mode where the kind has one.
+func orEmbedded(kind catalog.Broker) string {
+	if slices.Contains(kind.Modes, catalog.Embedded) || kind.Kind == "" {
+		return ", or use mode: embedded"
+	}
+	return ""
 }
 
 // params checks a parameter struct: its required keys, and its numbers
@@ -216,7 +267,7 @@ func (c *checker) faults() {
 func (c *checker) faultsAvailable() {
 	mode := c.s.Broker.Mode
 	if mode == "" {
-		mode = catalog.Embedded
+		mode = catalog.ModeOf(c.s.Broker.Kind)
 	}
 	for i, f := range c.s.Faults {
 		kind, ok := catalog.LookupFault(f.Type)

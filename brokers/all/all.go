@@ -8,6 +8,7 @@ import (
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/brokers/kafka"
+	"github.com/dqbench/dqbench/brokers/rabbitmq"
 	"github.com/dqbench/dqbench/catalog"
 )
 
@@ -16,7 +17,8 @@ type Opener func(ctx context.Context, cfg brokers.Config) (brokers.Broker, error
 
 // Brokers maps each broker kind to its adapter.
 var Brokers = map[catalog.BrokerKind]Opener{
-	catalog.Kafka: kafka.Open,
+	catalog.Kafka:    kafka.Open,
+	catalog.RabbitMQ: rabbitmq.Open,
 }
 
 // Open opens the broker cfg describes.

@@ -83,8 +83,11 @@ func Spec(t *testing.T, idempotent bool) brokers.DestinationSpec {
 		return '-'
 	}, t.Name())
 	name = fmt.Sprintf("%s-%d-%d", name, time.Now().UnixNano()%1e9, seq.Add(1))
+	// Prefetch is above every subtest's message count: an AMQP consumer
+	// receives nothing more while it holds prefetch unacked deliveries,
+	// and testAbandon reads all before acking any.
 	return brokers.DestinationSpec{
-		Name: name, Idempotent: idempotent, Acks: catalog.AcksAll, Window: 16, Prefetch: 10,
+		Name: name, Idempotent: idempotent, Acks: catalog.AcksAll, Window: 16, Prefetch: 64,
 	}
 }
 

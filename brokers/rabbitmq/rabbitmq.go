@@ -1,0 +1,297 @@
+// Package rabbitmq runs dqbench against a running RabbitMQ (mode external)
+// with github.com/rabbitmq/amqp091-go: a durable queue per variant,
+// persistent messages, publisher confirms and manual acks.
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/dqbench/dqbench/brokers"
+	"github.com/dqbench/dqbench/catalog"
+)
+
+// dialTimeout bounds the TCP connect and the AMQP handshake.
+const dialTimeout = 5 * time.Second
+
+// copyHeader names the stored copy a message is: the publish that made it
+// (see Delivery.Position).
+const copyHeader = "dqbench-copy"
+
+// RabbitMQ is a running broker reached at one AMQP URL.
+type RabbitMQ struct {
+	url       string // with the password: only for dialling
+	masked    string // for every message
+	queueType catalog.QueueType
+	conn      *amqp.Connection // admin: declares, backlog, deletes
+
+	seq atomic.Int64 // numbers producers, for the copy header
+}
+
+var _ brokers.Broker = (*RabbitMQ)(nil)
+
+// Open connects to the first of cfg.Addresses that answers.
+func Open(ctx context.Context, cfg brokers.Config) (brokers.Broker, error) {
+	settings, _ := cfg.Settings.(*catalog.RabbitMQSettings)
+	if settings == nil {
+		settings = new(catalog.RabbitMQSettings)
+		settings.Defaults()
+	}
+	addrs := cfg.Addresses
+	if len(addrs) == 0 {
+		b, _ := catalog.LookupBroker(catalog.RabbitMQ)
+		addrs = []string{b.DefaultAddress}
+	}
+	var errs []string
+	for _, a := range addrs {
+		conn, err := dial(ctx, a, nil)
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		return &RabbitMQ{url: a, masked: catalog.MaskURL(a), queueType: settings.QueueType, conn: conn}, nil
+	}
+	return nil, fmt.Errorf("%w: %s; start one with \"docker compose up -d rabbitmq\" (or \"service rabbitmq-server start\" where it is installed)",
+		brokers.ErrUnreachable, strings.Join(errs, "; "))
+}
+
+// dial opens a connection to url; wrap, when given, wraps the TCP
+// connection (the consumers count the frames they read through it).
+func dial(ctx context.Context, url string, wrap func(net.Conn) net.Conn) (*amqp.Connection, error) {
+	masked := catalog.MaskURL(url)
+	fail := func(err error) error {
+		msg := err.Error()
+		if u, perr := amqp.ParseURI(url); perr == nil && u.Password != "" {
+			msg = strings.ReplaceAll(msg, u.Password, "***")
+		}
+		return fmt.Errorf("cannot reach RabbitMQ at %s: %s", masked, msg)
+	}
+	if strings.HasPrefix(url, "amqps:") {
+		return nil, fmt.Errorf("RabbitMQ at %s: amqps (TLS) is not supported yet; use an amqp:// URL", masked)
+	}
+	deadline := time.Now().Add(dialTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	cfg := amqp.Config{
+		Heartbeat: 10 * time.Second,
+		Locale:    "en_US",
+		Dial: func(network, addr string) (net.Conn, error) {
+			var d net.Dialer
+			dctx, cancel := context.WithDeadline(ctx, deadline)
+			defer cancel()
+			c, err := d.DialContext(dctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			// The handshake too; amqp091 clears it once the connection is
+			// open.
+			if err := c.SetDeadline(deadline); err != nil {
+				c.Close()
+				return nil, err
+			}
+			if wrap != nil {
+				c = wrap(c)
+			}
+			return c, nil
+		},
+	}
+	conn, err := amqp.DialConfig(url, cfg)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {
+			err = fmt.Errorf("no answer in time (%v)", err)
+		}
+		return nil, fail(err)
+	}
+	return conn, nil
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// Name says which RabbitMQ this is, password masked.
+func (r *RabbitMQ) Name() string { return "rabbitmq " + r.masked }
+
+// Close closes the admin connection.
+func (r *RabbitMQ) Close() error {
+	if err := r.conn.Close(); err != nil && !errors.Is(err, amqp.ErrClosed) {
+		return fmt.Errorf("close connection to %s: %w", r.masked, err)
+	}
+	return nil
+}
+
+// Open declares the variant's durable queue.
+func (r *RabbitMQ) Open(ctx context.Context, spec brokers.DestinationSpec) (brokers.Destination, error) {
+	d := &queueDest{r: r, spec: spec, queue: "dqbench-" + spec.Name}
+	ch, err := d.admin()
+	if err != nil {
+		return nil, err
+	}
+	args := amqp.Table{amqp.QueueTypeArg: string(r.queueType)}
+	if _, err := ch.QueueDeclare(d.queue, true, false, false, false, args); err != nil {
+		return nil, fmt.Errorf("declare queue %s on %s: %w", d.queue, r.masked, err)
+	}
+	return d, nil
+}
+
+// queueDest is one variant's queue.
+type queueDest struct {
+	r     *RabbitMQ
+	spec  brokers.DestinationSpec
+	queue string
+
+	adminMu sync.Mutex
+	adminCh *amqp.Channel // this destination's own: a failed call closes a channel
+
+	mu       sync.Mutex
+	live     map[*consumer]bool // started and not closed or abandoned
+	departed []*consumer        // closed or abandoned, maybe still registered at the broker
+	changes  int                // counts joins and departures, for Backlog
+}
+
+var _ brokers.Destination = (*queueDest)(nil)
+
+// admin returns the destination's admin channel, opening a fresh one when
+// the last call closed it.
+func (d *queueDest) admin() (*amqp.Channel, error) {
+	if d.adminCh != nil && !d.adminCh.IsClosed() {
+		return d.adminCh, nil
+	}
+	ch, err := d.r.conn.Channel()
+	if err != nil {
+		return nil, fmt.Errorf("%w: channel on %s: %v", brokers.ErrUnreachable, d.r.masked, err)
+	}
+	d.adminCh = ch
+	return ch, nil
+}
+
+// inspect is a passive declare: the queue's ready messages and consumers.
+func (d *queueDest) inspect() (amqp.Queue, error) {
+	d.adminMu.Lock()
+	defer d.adminMu.Unlock()
+	ch, err := d.admin()
+	if err != nil {
+		return amqp.Queue{}, err
+	}
+	q, err := ch.QueueDeclarePassive(d.queue, true, false, false, false, nil)
+	if err != nil {
+		return amqp.Queue{}, fmt.Errorf("inspect queue %s on %s: %w", d.queue, d.r.masked, err)
+	}
+	return q, nil
+}
+
+// Backlog counts the queue's messages that are ready plus those delivered
+// and not acked. AMQP reports only the ready ones (queue.declare-ok), so
+// the unacked are counted here, from the consumers this destination
+// started:
+//
+//   - a live consumer (from before its basic.consume) holds what it read
+//     off its socket (basic.deliver frames, counted by frameCounter) less
+//     what it acked; a round trip on its channel after the declare makes
+//     sure every delivery the broker had taken out of the ready count by
+//     then has been read;
+//   - a consumer that closed or was abandoned gives its unacked back: the
+//     broker requeues them (ready again) in the step that removes the
+//     consumer. Until the declare shows no more consumers than the live
+//     ones whose consume-ok came, they are counted as held (at least one,
+//     for deliveries that were on the wire when the connection died).
+//
+// So the count can be high for a moment, never low: a low one would end
+// the drain early and count undelivered intents as lost.
+func (d *queueDest) Backlog(ctx context.Context) (int64, error) {
+	d.mu.Lock()
+	before := d.changes
+	d.mu.Unlock()
+	q, err := d.inspect()
+	if err != nil {
+		return 0, err
+	}
+	d.mu.Lock()
+	live := make([]*consumer, 0, len(d.live))
+	consuming := 0
+	for c := range d.live {
+		live = append(live, c)
+		if c.consuming {
+			consuming++
+		}
+	}
+	departed := d.departed
+	stable := d.changes == before
+	d.mu.Unlock()
+
+	n := int64(q.Messages)
+	for _, c := range live {
+		_ = c.flush()
+		n += c.held()
+	}
+	if !stable || q.Consumers > consuming {
+		for _, c := range departed {
+			n += max(c.held(), 1)
+		}
+		return n, nil
+	}
+	// Every consumer that departed before the declare is gone from the
+	// broker, and what it held is in q.Messages.
+	d.mu.Lock()
+	if d.changes == before {
+		d.departed = d.departed[len(departed):]
+	}
+	d.mu.Unlock()
+	return n, nil
+}
+
+// Close deletes the queue.
+func (d *queueDest) Close(ctx context.Context) error {
+	d.adminMu.Lock()
+	defer d.adminMu.Unlock()
+	ch, err := d.admin()
+	if err == nil {
+		_, err = ch.QueueDelete(d.queue, false, false, false)
+		ch.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("%w on %s: delete queue %s: %v", brokers.ErrCleanup, d.r.Name(), d.queue, err)
+	}
+	return nil
+}
+
+func (d *queueDest) join(c *consumer) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.live == nil {
+		d.live = map[*consumer]bool{}
+	}
+	d.live[c] = true
+	d.changes++
+}
+
+// registered notes that the broker confirmed c's basic.consume.
+func (d *queueDest) registered(c *consumer) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c.consuming = true
+	d.changes++
+}
+
+func (d *queueDest) leave(c *consumer) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.live[c] {
+		return
+	}
+	delete(d.live, c)
+	if !c.autoAck {
+		d.departed = append(d.departed, c)
+	}
+	d.changes++
+}

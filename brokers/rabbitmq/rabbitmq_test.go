@@ -1,0 +1,132 @@
+package rabbitmq_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/dqbench/dqbench/brokers"
+	"github.com/dqbench/dqbench/brokers/brokertest"
+	"github.com/dqbench/dqbench/brokers/rabbitmq"
+	"github.com/dqbench/dqbench/catalog"
+)
+
+// amqp091 stops every goroutine it starts once a connection is closed, so
+// nothing needs ignoring.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// envURL names the RabbitMQ to run the contract against (default the local
+// one, amqp://guest:guest@127.0.0.1:5672/).
+const envURL = "DQBENCH_RABBITMQ_URL"
+
+func brokerURL() string {
+	if v := os.Getenv(envURL); v != "" {
+		return v
+	}
+	return "amqp://guest:guest@127.0.0.1:5672/"
+}
+
+func config(url string, qt catalog.QueueType) brokers.Config {
+	return brokers.Config{
+		Kind: catalog.RabbitMQ, Mode: catalog.External, Addresses: []string{url},
+		Settings: &catalog.RabbitMQSettings{QueueType: qt},
+	}
+}
+
+// reachable skips the test when no RabbitMQ answers, unless
+// DQBENCH_REQUIRE_BROKERS=1 (CI), where that is a failure.
+func reachable(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	b, err := rabbitmq.Open(ctx, config(brokerURL(), catalog.ClassicQueue))
+	if err != nil {
+		if os.Getenv("DQBENCH_REQUIRE_BROKERS") == "1" {
+			t.Fatalf("DQBENCH_REQUIRE_BROKERS=1 but: %v", err)
+		}
+		t.Skipf("no RabbitMQ to test against (%v); set %s or start one (docker compose up -d rabbitmq)", err, envURL)
+	}
+	b.Close()
+}
+
+func open(qt catalog.QueueType) func(t *testing.T) brokers.Broker {
+	return func(t *testing.T) brokers.Broker {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		b, err := rabbitmq.Open(ctx, config(brokerURL(), qt))
+		if err != nil {
+			t.Fatalf("rabbitmq.Open: %v", err)
+		}
+		return b
+	}
+}
+
+func TestClassicQueue(t *testing.T) {
+	reachable(t)
+	brokertest.Run(t, open(catalog.ClassicQueue))
+}
+
+func TestQuorumQueue(t *testing.T) {
+	reachable(t)
+	brokertest.Run(t, open(catalog.QuorumQueue))
+}
+
+// TestUnreachable: a closed port is ErrUnreachable, naming the address
+// with its password masked and saying how to start a broker.
+func TestUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	start := time.Now()
+	_, err = rabbitmq.Open(t.Context(), config("amqp://guest:s3cret-pw@"+addr+"/", catalog.ClassicQueue))
+	if !errors.Is(err, brokers.ErrUnreachable) {
+		t.Fatalf("Open on a closed port: %v, want ErrUnreachable", err)
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "s3cret-pw") {
+		t.Errorf("error %q shows the password", msg)
+	}
+	for _, want := range []string{"amqp://guest:***@" + addr, "docker compose up -d rabbitmq"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q does not say %q", msg, want)
+		}
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("Open took %s to fail", d)
+	}
+}
+
+// TestSilentPeer: a port that accepts and never answers fails within the
+// dial timeout, not at the run's deadline.
+func TestSilentPeer(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	_, err = rabbitmq.Open(ctx, config("amqp://u:pw-xyz@"+l.Addr().String()+"/", catalog.ClassicQueue))
+	if !errors.Is(err, brokers.ErrUnreachable) || strings.Contains(err.Error(), "pw-xyz") {
+		t.Fatalf("Open on a silent peer: %v, want ErrUnreachable without the password", err)
+	}
+}

@@ -1,0 +1,83 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/dqbench/dqbench/brokers"
+	"github.com/dqbench/dqbench/check"
+	"github.com/dqbench/dqbench/scenario"
+)
+
+// TestRabbitMQBuiltins runs the RabbitMQ built-ins against the local
+// broker (their default address) twice with one seed: the signs the
+// README promises, every intent published and confirmed (and delivered
+// where acks are manual), and the same duplicates, lost and faults_injected
+// both times where the seed decides them. Skipped when no RabbitMQ answers,
+// unless DQBENCH_REQUIRE_BROKERS=1.
+func TestRabbitMQBuiltins(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want map[string]func(c map[string]int) bool
+		// repeats: the counts depend on the seed alone. Not with autoAck:
+		// a crash loses whatever the broker had pushed by then.
+		repeats bool
+	}{
+		{"rabbitmq-consumer-crash", map[string]func(map[string]int) bool{
+			"none":              func(c map[string]int) bool { return c["duplicates"] > 0 && c["lost"] == 0 },
+			"dedup-table":       func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 },
+			"dedup-table-split": func(c map[string]int) bool { return c["lost"] > 0 },
+		}, true},
+		{"rabbitmq-autoack-crash", map[string]func(map[string]int) bool{
+			"none":        func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] > 0 },
+			"dedup-table": func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] > 0 },
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var seen [2]map[string][3]int
+			for i := range seen {
+				s, err := scenario.Resolve(tc.name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s.Messages = 600
+				s.Deadline = scenario.Duration(5 * time.Minute)
+				res, err := runJudged(t, context.Background(), s)
+				if errors.Is(err, brokers.ErrUnreachable) && os.Getenv("DQBENCH_REQUIRE_BROKERS") != "1" {
+					t.Skipf("no RabbitMQ at the default address: %v", err)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !res.Run.Passed || !res.Run.Valid() {
+					t.Errorf("run did not pass: %+v", res.Run)
+				}
+				seen[i] = map[string][3]int{}
+				for _, v := range res.Run.Variants {
+					c := map[string]int{}
+					for _, name := range check.CountNames() {
+						c[name], _ = v.Counts.Get(name)
+					}
+					if ok := tc.want[v.Name]; ok == nil || !ok(c) {
+						t.Errorf("variant %s: unexpected counts %v", v.Name, c)
+					}
+					if v.Attempted != 600 || v.Acknowledged != 600 || (tc.repeats && v.Delivered != 600) {
+						t.Errorf("variant %s: every intent should be published, acked and delivered: %v", v.Name, c)
+					}
+					seen[i][v.Name] = [3]int{c["duplicates"], c["lost"], c["faults_injected"]}
+				}
+			}
+			if !tc.repeats {
+				return
+			}
+			for name, a := range seen[0] {
+				if b := seen[1][name]; a != b {
+					t.Errorf("variant %s: same seed, duplicates/lost/faults %v then %v", name, a, b)
+				}
+			}
+		})
+	}
+}
