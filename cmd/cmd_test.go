@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dqbench/dqbench/brokers"
+	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/history"
 	"github.com/dqbench/dqbench/runner"
@@ -171,6 +172,21 @@ func TestRunFlags(t *testing.T) {
 		{name: "--messages 50", args: []string{"run", cli, "--messages", "50"}, test: func(t *testing.T, r result) {
 			if c := r.only(t); c.s.Messages != 50 {
 				t.Errorf("messages %d, want 50", c.s.Messages)
+			}
+		}},
+		{name: "--addresses", args: []string{"run", cli, "--addresses", "127.0.0.1:9092,127.0.0.1:9093"}, test: func(t *testing.T, r result) {
+			if c := r.only(t); c.s.Broker.Mode != catalog.External || strings.Join(c.s.Broker.Addresses, ",") != "127.0.0.1:9092,127.0.0.1:9093" {
+				t.Errorf("broker %+v, want external at the two addresses", c.s.Broker)
+			}
+		}},
+		{name: "--addresses not host:port", args: []string{"run", cli, "--addresses", "nohostport"}, code: ExitUsage, test: func(t *testing.T, r result) {
+			if len(r.fake.calls) != 0 || !strings.Contains(r.err, "--addresses: nohostport: not host:port") {
+				t.Errorf("calls %d, stderr %s", len(r.fake.calls), r.err)
+			}
+		}},
+		{name: "--addresses with a fault only an embedded broker has", args: []string{"run", "kafka-idempotent-producer", "--addresses", "127.0.0.1:9092"}, code: ExitUsage, test: func(t *testing.T, r result) {
+			if len(r.fake.calls) != 0 || !strings.Contains(r.err, "fault produce-response-lost cannot act on an external broker") {
+				t.Errorf("calls %d, stderr %s", len(r.fake.calls), r.err)
 			}
 		}},
 		{name: "--timeout 90s", args: []string{"run", cli, "--timeout", "90s"}, test: func(t *testing.T, r result) {

@@ -33,6 +33,8 @@ type runOptions struct {
 	timeout time.Duration
 	store   string
 	redis   string
+	// addresses points every scenario at an external broker of its kind.
+	addresses []string
 
 	run runFunc
 }
@@ -63,6 +65,7 @@ with --out, saves what it recorded, marked incomplete, and exits 3.
   dqbench run quickstart -o json --seed 7
   dqbench run my-scenario.yaml --messages 10000 --out runs/
   dqbench run strategies-matrix --store postgres://postgres@127.0.0.1:5432/test
+  dqbench run quickstart --addresses 127.0.0.1:9092
   dqbench run quickstart kafka-idempotent-producer -o markdown >> "$GITHUB_STEP_SUMMARY"`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -79,6 +82,7 @@ with --out, saves what it recorded, marked incomplete, and exits 3.
 	f.DurationVar(&o.timeout, "timeout", 0, "deadline of each run, e.g. 90s (default: the scenario's deadline)")
 	f.StringVar(&o.store, "store", "", "business store of every variant: sqlite or postgres://USER@HOST:PORT/DATABASE (default: the scenario's store)")
 	f.StringVar(&o.redis, "redis", "", "Redis for strategies that need one, e.g. redis://127.0.0.1:6379 (default: the scenario's redis)")
+	f.StringSliceVar(&o.addresses, "addresses", nil, "run against an external broker of the scenario's kind at these addresses (comma-separated; host:port for Kafka, amqp:// URLs for RabbitMQ), instead of the scenario's broker")
 	return c
 }
 
@@ -121,6 +125,12 @@ func runScenarios(ctx context.Context, s Streams, o runOptions, args []string) e
 		}
 		if o.messages > 0 {
 			sc.Messages = o.messages
+		}
+		if len(o.addresses) > 0 {
+			if err := sc.UseExternalBroker(o.addresses); err != nil {
+				problems = append(problems, fmt.Sprintf("%s: --addresses: %v", sc.File, err))
+				continue
+			}
 		}
 		if o.timeout > 0 {
 			sc.Deadline = scenario.Duration(o.timeout)

@@ -852,3 +852,26 @@ func TestLoadTooLarge(t *testing.T) {
 		t.Errorf("Load(big) = %v", err)
 	}
 }
+
+// --addresses: a scenario pointed at an external broker of its kind.
+func TestUseExternalBroker(t *testing.T) {
+	s, err := Resolve("quickstart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UseExternalBroker([]string{"127.0.0.1:9092"}); err != nil || s.Broker.Mode != "external" || s.Broker.Addresses[0] != "127.0.0.1:9092" {
+		t.Errorf("quickstart: %v, broker %+v", err, s.Broker)
+	}
+	s, _ = Resolve("rabbitmq-consumer-crash")
+	err = s.UseExternalBroker([]string{"http://guest:secret@127.0.0.1:5672/"})
+	if err == nil || strings.Contains(err.Error(), "secret") {
+		t.Errorf("a bad AMQP URL: %v (want an error without the password)", err)
+	}
+	s, _ = Resolve("kafka-idempotent-producer")
+	if err := s.UseExternalBroker([]string{"127.0.0.1:9092"}); err == nil || !strings.Contains(err.Error(), "produce-response-lost") {
+		t.Errorf("a fault that needs the embedded broker: %v", err)
+	}
+	if s.Broker.Mode != "embedded" {
+		t.Errorf("a refused override changed the broker: %+v", s.Broker)
+	}
+}

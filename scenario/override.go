@@ -1,0 +1,52 @@
+package scenario
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/dqbench/dqbench/catalog"
+)
+
+// UseExternalBroker points s at a running broker of its kind at addrs (the
+// run's --addresses), as if the scenario said mode: external with those
+// addresses. It refuses what that scenario would not validate: a kind with
+// no external mode, an address the kind does not take, a fault that cannot
+// act on an external broker. Messages mask passwords.
+func (s *Scenario) UseExternalBroker(addrs []string) error {
+	kind, ok := catalog.LookupBroker(s.Broker.Kind)
+	if !ok {
+		return fmt.Errorf("broker kind %q is not supported by this build", s.Broker.Kind)
+	}
+	if !slices.Contains(kind.Modes, catalog.External) {
+		return fmt.Errorf("broker kind %s has no external mode in this build", s.Broker.Kind)
+	}
+	if len(addrs) == 0 {
+		return errors.New("give at least one address")
+	}
+	var problems []string
+	for _, a := range addrs {
+		if kind.ValidAddress == nil {
+			continue
+		}
+		if err := kind.ValidAddress(a); err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", catalog.MaskURL(a), err))
+		}
+	}
+	for _, f := range s.Faults {
+		k, ok := catalog.LookupFault(f.Type)
+		if !ok || k.Available == nil {
+			continue
+		}
+		if why := k.Available(catalog.Where{Broker: s.Broker.Kind, Mode: catalog.External, Acks: catalog.AcksAll}); why != "" {
+			problems = append(problems, fmt.Sprintf("fault %s cannot act on an external broker: %s", f.Name, why))
+		}
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
+	}
+	s.Broker.Mode = catalog.External
+	s.Broker.Addresses = slices.Clone(addrs)
+	return nil
+}
