@@ -32,8 +32,7 @@ func effectKind(env Env) catalog.EffectKind {
 
 func (UniqueKey) Process(ctx context.Context, env Env, m Message, _ CrashHook) (Outcome, error) {
 	kind := effectKind(env)
-	var out Outcome
-	err := env.Store.Tx(ctx, func(tx store.Tx) error {
+	return inTx(ctx, env, func(tx store.Tx, out *Outcome) error {
 		if kind == catalog.Create {
 			// The order row is the business effect's own row, keyed by the
 			// business id; the ledger row records that it applied.
@@ -47,10 +46,6 @@ func (UniqueKey) Process(ctx context.Context, env Env, m Message, _ CrashHook) (
 		out.Applied = true
 		return tx.Apply(m.Effect)
 	})
-	if err != nil {
-		return Outcome{}, err
-	}
-	return out, nil
 }
 
 // StateMachine moves the order of the intent from PENDING to PAID with a
@@ -87,8 +82,7 @@ func (StateMachine) Setup(ctx context.Context, env Env) error {
 }
 
 func (StateMachine) Process(ctx context.Context, env Env, m Message, _ CrashHook) (Outcome, error) {
-	var out Outcome
-	err := env.Store.Tx(ctx, func(tx store.Tx) error {
+	return inTx(ctx, env, func(tx store.Tx, out *Outcome) error {
 		n, err := tx.Exec(`UPDATE payments SET status = 'PAID' WHERE id = ? AND status = 'PENDING'`, m.Effect.Intent)
 		if err != nil {
 			return err
@@ -109,10 +103,6 @@ func (StateMachine) Process(ctx context.Context, env Env, m Message, _ CrashHook
 		}
 		return nil
 	})
-	if err != nil {
-		return Outcome{}, err
-	}
-	return out, nil
 }
 
 // VersionCAS updates the intent's account only at the version the message
@@ -146,8 +136,7 @@ func (VersionCAS) Setup(ctx context.Context, env Env) error {
 func ExpectedVersion(intent int) int64 { return int64((intent - 1) / store.Accounts) }
 
 func (VersionCAS) Process(ctx context.Context, env Env, m Message, _ CrashHook) (Outcome, error) {
-	var out Outcome
-	err := env.Store.Tx(ctx, func(tx store.Tx) error {
+	return inTx(ctx, env, func(tx store.Tx, out *Outcome) error {
 		n, err := tx.Exec(`UPDATE versions SET version = version + 1 WHERE account = ? AND version = ?`, m.Effect.Account, m.Version)
 		if err != nil {
 			return err
@@ -168,10 +157,6 @@ func (VersionCAS) Process(ctx context.Context, env Env, m Message, _ CrashHook) 
 		}
 		return nil
 	})
-	if err != nil {
-		return Outcome{}, err
-	}
-	return out, nil
 }
 
 // CheckThenAct asks "processed?" in one transaction and applies and marks in

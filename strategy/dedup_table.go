@@ -26,8 +26,7 @@ func (DedupTable) Process(ctx context.Context, env Env, m Message, _ CrashHook) 
 		retention = p.Retention.D()
 	}
 	now := env.now()
-	var out Outcome
-	err := env.Store.Tx(ctx, func(tx store.Tx) error {
+	return inTx(ctx, env, func(tx store.Tx, out *Outcome) error {
 		if retention > 0 {
 			if _, err := tx.Exec(`DELETE FROM processed WHERE at < ?`, now.Add(-retention).UnixNano()); err != nil {
 				return err
@@ -41,10 +40,6 @@ func (DedupTable) Process(ctx context.Context, env Env, m Message, _ CrashHook) 
 		out.Applied = true
 		return tx.Apply(m.Effect)
 	})
-	if err != nil {
-		return Outcome{}, err
-	}
-	return out, nil
 }
 
 // DedupTableSplit commits the dedup row in its own transaction before the

@@ -91,3 +91,13 @@ func markProcessed(tx store.Tx, id string, at time.Time) (bool, error) {
 }
 
 const skippedDuplicate = "duplicate: message id already in the dedup table"
+
+// inTx runs fn in one transaction of env's store and returns the outcome fn
+// filled in, or the zero Outcome when the transaction failed.
+func inTx(ctx context.Context, env Env, fn func(tx store.Tx, out *Outcome) error) (Outcome, error) {
+	var out Outcome
+	if err := env.Store.Tx(ctx, func(tx store.Tx) error { return fn(tx, &out) }); err != nil {
+		return Outcome{}, err
+	}
+	return out, nil
+}
