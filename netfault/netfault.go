@@ -39,7 +39,7 @@ var ErrNeedsEmbedded = errors.New("a protocol-aware toxic runs only in dqbench's
 // Layer is one toxiproxy server and the proxies made on it.
 type Layer struct {
 	client   *tpclient.Client
-	endpoint string                // for messages
+	endpoint string               // for messages
 	api      *toxiproxy.ApiServer // the in-process server, nil for an external one
 	server   *http.Server
 	stopped  chan struct{} // closed when server's Serve returned
