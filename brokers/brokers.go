@@ -140,3 +140,26 @@ type ProduceResponseLoser interface {
 	// and lost is called once with every intent the request carried.
 	LoseProduceResponses(fires func(intent, attempt int) bool, lost func(intents []int))
 }
+
+// AckLoser is a destination whose consumers' acks can be lost on the
+// network (RabbitMQ through the in-process toxiproxy).
+type AckLoser interface {
+	// LoseAcks installs the fault on every consumer started afterwards:
+	// when a consumer acks a delivery whose intent and delivery attempt
+	// fires says to hit, the ack never reaches the broker and the
+	// connection then breaks; the consumer believes it acked (Ack returns
+	// nil), the broker redelivers. lost is called once per lost ack. It
+	// reports false when the consumers send no acks (ack: auto).
+	LoseAcks(fires func(intent, attempt int) bool, lost func(intent, attempt int)) (bool, error)
+}
+
+// ConfirmLoser is a destination whose producers can lose the broker's
+// publish confirms on the network while the connection stays up.
+type ConfirmLoser interface {
+	// LoseConfirms installs the fault on every producer started
+	// afterwards: the broker stores a publish whose intent and attempt
+	// fires says to hit, but its confirm never reaches the producer, so
+	// that publish's done is called only when the producer closes (an
+	// unknown outcome). lost is called once per lost confirm.
+	LoseConfirms(fires func(intent, attempt int) bool, lost func(intent, attempt int)) error
+}

@@ -69,7 +69,12 @@ func (QueueType) Allowed() []string { return []string{string(ClassicQueue), stri
 // RabbitMQSettings are the broker settings of kind rabbitmq.
 type RabbitMQSettings struct {
 	QueueType QueueType `yaml:"queue_type" json:"queue_type,omitempty" jsonschema:"description=Type of each variant's durable queue: classic (default) or quorum."`
+	Toxiproxy string    `yaml:"toxiproxy" json:"toxiproxy,omitempty" jsonschema:"description=API URL of an external toxiproxy (http://HOST:8474) that every producer and consumer connection goes through (--toxiproxy overrides); default: an in-process toxiproxy. The AMQP-aware faults (ack-lost\\, confirm-lost) need the in-process one."`
 }
+
+// UseToxiproxy routes the kind's client connections through the external
+// toxiproxy at url (the run's --toxiproxy).
+func (s *RabbitMQSettings) UseToxiproxy(url string) { s.Toxiproxy = url }
 
 // Defaults fills in what the scenario leaves out.
 func (s *RabbitMQSettings) Defaults() {

@@ -10,6 +10,8 @@ const (
 	ConsumerCrash       FaultType = "consumer-crash"
 	ProduceResponseLost FaultType = "produce-response-lost"
 	ConsumerZombie      FaultType = "consumer-zombie"
+	AckLost             FaultType = "ack-lost"
+	ConfirmLost         FaultType = "confirm-lost"
 )
 
 // Fault describes one fault type.
@@ -26,6 +28,9 @@ type Fault struct {
 	// Available says why the fault cannot act where it would be used, or ""
 	// when it can. Validation rejects a fault that cannot act.
 	Available func(Where) string
+	// InProcessToxiproxy: the fault is a protocol-aware toxic that runs in
+	// dqbench's own toxiproxy, so an external toxiproxy cannot inject it.
+	InProcessToxiproxy bool
 }
 
 // Where is what decides whether a fault can act: the broker and the
@@ -73,6 +78,29 @@ var Faults = []Fault{
 			return ""
 		},
 	},
+	{
+		Type:               AckLost,
+		Doc:                "the consumer applies the effect and sends its ack, which never reaches the broker (a protocol-aware toxiproxy toxic drops that AMQP basic.ack frame); the connection then breaks, the broker requeues and redelivers. The consumer believes it acked: the history shows the ack, then the redelivery",
+		Injection:          "one consumer ack lost (and its connection broken)",
+		Available:          needsAMQPProxy,
+		InProcessToxiproxy: true,
+	},
+	{
+		Type:               ConfirmLost,
+		Doc:                "the broker stores the publish, but its publisher confirm (the AMQP basic.ack to the producer) is dropped by a protocol-aware toxiproxy toxic while the connection stays up; the producer times out (producer confirm_timeout) and republishes (producer retries), so the queue holds two copies",
+		Injection:          "one publisher confirm lost",
+		Available:          needsAMQPProxy,
+		InProcessToxiproxy: true,
+	},
+}
+
+// needsAMQPProxy: the fault is a toxic that parses AMQP 0-9-1 frames, in
+// front of a RabbitMQ client's connection.
+func needsAMQPProxy(w Where) string {
+	if w.Broker != RabbitMQ {
+		return "it parses AMQP 0-9-1 frames on a RabbitMQ client's connection; use broker kind: rabbitmq"
+	}
+	return ""
 }
 
 // LookupFault returns the fault type t.

@@ -76,6 +76,8 @@ var All = map[catalog.FaultType]Arm{
 	catalog.ConsumerCrash:       armConsumerCrash,
 	catalog.ProduceResponseLost: armProduceResponseLost,
 	catalog.ConsumerZombie:      armConsumerCrash,
+	catalog.AckLost:             armAckLost,
+	catalog.ConfirmLost:         armConfirmLost,
 }
 
 // Install arms f in one variant.
@@ -107,6 +109,36 @@ func armProduceResponseLost(f Fault, env Env) (bool, error) {
 		env.Fired(history.Event{Type: history.Fault, Fault: f.Name, Intents: intents})
 	})
 	return true, nil
+}
+
+func armAckLost(f Fault, env Env) (bool, error) {
+	loser, ok := env.Dest.(brokers.AckLoser)
+	if !ok {
+		return false, fmt.Errorf("fault %s: this broker cannot lose consumer acks", f.Name)
+	}
+	armed, err := loser.LoseAcks(f.Schedule.Fires, env.firedOn(f))
+	if err != nil {
+		return false, fmt.Errorf("fault %s: %w", f.Name, err)
+	}
+	return armed, nil
+}
+
+func armConfirmLost(f Fault, env Env) (bool, error) {
+	loser, ok := env.Dest.(brokers.ConfirmLoser)
+	if !ok {
+		return false, fmt.Errorf("fault %s: this broker cannot lose publish confirms", f.Name)
+	}
+	if err := loser.LoseConfirms(f.Schedule.Fires, env.firedOn(f)); err != nil {
+		return false, fmt.Errorf("fault %s: %w", f.Name, err)
+	}
+	return true, nil
+}
+
+// firedOn records one injection of f on an attempt of an intent.
+func (env Env) firedOn(f Fault) func(intent, attempt int) {
+	return func(intent, attempt int) {
+		env.Fired(history.Event{Type: history.Fault, Fault: f.Name, Intent: intent, Attempt: attempt})
+	}
 }
 
 // Crashes holds the consumer-crash faults armed in one variant, by crash

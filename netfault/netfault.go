@@ -39,6 +39,7 @@ var ErrNeedsEmbedded = errors.New("a protocol-aware toxic runs only in dqbench's
 // Layer is one toxiproxy server and the proxies made on it.
 type Layer struct {
 	client   *tpclient.Client
+	url      string               // the API's URL
 	endpoint string               // for messages
 	api      *toxiproxy.ApiServer // the in-process server, nil for an external one
 	server   *http.Server
@@ -65,7 +66,8 @@ func Start() (*Layer, error) {
 		defer close(l.stopped)
 		_ = l.server.Serve(ln)
 	}()
-	l.client = tpclient.NewClient("http://" + ln.Addr().String())
+	l.url = "http://" + ln.Addr().String()
+	l.client = tpclient.NewClient(l.url)
 	l.api = api
 	return l, nil
 }
@@ -86,12 +88,15 @@ func Connect(url string) (*Layer, error) {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
-	return &Layer{client: c, endpoint: "toxiproxy at " + url, host: host}, nil
+	return &Layer{client: c, url: url, endpoint: "toxiproxy at " + url, host: host}, nil
 }
 
 // Embedded reports whether the server runs in this process (and so has the
 // protocol-aware toxics).
 func (l *Layer) Embedded() bool { return l.server != nil }
+
+// URL is the toxiproxy's API URL.
+func (l *Layer) URL() string { return l.url }
 
 // Name says which toxiproxy this is.
 func (l *Layer) Name() string { return l.endpoint }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -96,5 +97,66 @@ func TestExternalHasNoFilters(t *testing.T) {
 	p := &Proxy{l: l}
 	if err := p.AddFilter("x", Upstream, nil); err == nil {
 		t.Fatal("an external toxiproxy accepted a protocol-aware toxic")
+	}
+}
+
+// TestExternal drives a toxiproxy through its HTTP API only (Connect), as
+// with --toxiproxy, here the in-process server's: a proxy passes bytes,
+// and toxiproxy's own reset_peer toxic breaks its connections.
+func TestExternal(t *testing.T) {
+	upstream, got := sink(t)
+	server, err := Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	l, err := Connect(server.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Embedded() {
+		t.Fatal("a connected toxiproxy says it runs in this process")
+	}
+	p, err := l.Proxy("ext", upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	c, err := net.Dial("tcp", p.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write([]byte("through")); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if s := <-got; s != "through" {
+		t.Errorf("the server read %q through the proxy", s)
+	}
+	if err := p.Add(Toxic{Name: "reset", Type: "reset_peer", Stream: Upstream, Attributes: map[string]any{"timeout": 0}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err = net.Dial("tcp", p.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, _ = c.Write([]byte("x"))
+	if _, err := c.Read(make([]byte, 1)); err == nil {
+		t.Error("reset_peer left the connection open")
+	}
+	<-got
+}
+
+func TestConnectUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	_, err = Connect("http://" + addr)
+	if err == nil || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "docker compose up -d toxiproxy") {
+		t.Errorf("Connect to a closed port: %v", err)
 	}
 }

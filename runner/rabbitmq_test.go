@@ -35,6 +35,15 @@ func TestRabbitMQBuiltins(t *testing.T) {
 			"none":        func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] > 0 },
 			"dedup-table": func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] > 0 },
 		}, false},
+		// One duplicate per lost ack, exactly: the connection breaks before
+		// anything else is processed.
+		{"rabbitmq-ack-lost", map[string]func(map[string]int) bool{
+			"none": func(c map[string]int) bool {
+				return c["duplicates"] > 0 && c["duplicates"] == c["faults_injected"] && c["lost"] == 0
+			},
+			"dedup-table":       func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 && c["faults_injected"] > 0 },
+			"dedup-table-split": func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 },
+		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var seen [2]map[string][3]int

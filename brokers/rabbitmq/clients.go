@@ -13,6 +13,8 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/dqbench/dqbench/brokers"
+	"github.com/dqbench/dqbench/netfault"
+	amqpfault "github.com/dqbench/dqbench/netfault/amqp"
 )
 
 // errUnknownOutcome: the channel or connection closed before the broker
@@ -24,10 +26,25 @@ var errUnknownOutcome = errors.New("channel closed before the publisher confirm:
 const closeWait = 5 * time.Second
 
 // Producer publishes persistent messages on a channel in confirm mode, at
-// most spec.Window unconfirmed at once (amqp091's deferred confirmations).
+// most spec.Window unconfirmed at once (amqp091's deferred confirmations),
+// through its own proxy.
 func (d *queueDest) Producer(ctx context.Context) (brokers.Producer, error) {
-	conn, err := dial(ctx, d.r.url, nil)
+	id := fmt.Sprintf("p%d", d.r.seq.Add(1))
+	px, err := d.r.proxy(d.queue + "-" + id)
 	if err != nil {
+		return nil, err
+	}
+	p := &producer{d: d, px: px, id: id}
+	if d.confirmLost != nil {
+		p.tags = new(amqpfault.Tags)
+		if err := px.AddFilter("confirm-lost", netfault.Downstream, amqpfault.LoseConfirms(p.tags, d.confirmLost.fires, d.confirmLost.lost)); err != nil {
+			_ = px.Close(ctx)
+			return nil, err
+		}
+	}
+	conn, err := dial(ctx, d.r.url, px.Addr, nil)
+	if err != nil {
+		_ = px.Close(ctx)
 		return nil, fmt.Errorf("%w: %v", brokers.ErrUnreachable, err)
 	}
 	ch, err := conn.Channel()
@@ -36,31 +53,26 @@ func (d *queueDest) Producer(ctx context.Context) (brokers.Producer, error) {
 	}
 	if err != nil {
 		conn.Close()
+		_ = px.Close(ctx)
 		return nil, fmt.Errorf("rabbitmq producer on %s: %w", d.r.masked, err)
 	}
-	window := max(d.spec.Window, 1)
-	p := &producer{
-		d: d, conn: conn, ch: ch,
-		id:      fmt.Sprintf("p%d", d.r.seq.Add(1)),
-		window:  make(chan struct{}, window),
-		pending: make(chan pending, window),
-		stop:    make(chan struct{}),
-		loop:    make(chan struct{}),
-	}
-	go p.confirms()
+	p.conn, p.ch = conn, ch
+	p.window = make(chan struct{}, max(d.spec.Window, 1))
+	p.stop = make(chan struct{})
 	return p, nil
 }
 
 type producer struct {
 	d    *queueDest
+	px   *netfault.Proxy
 	conn *amqp.Connection
 	ch   *amqp.Channel
-	id   string // names this producer's publishes in the copy header
+	id   string          // names this producer's publishes in the copy header
+	tags *amqpfault.Tags // which publish sequence number carries which intent, for confirm-lost
 
-	window  chan struct{} // a slot per unconfirmed publish
-	pending chan pending  // in publish order, for confirms()
-	stop    chan struct{} // closed by Close: no more publishes
-	loop    chan struct{} // closed when confirms() has called every done
+	window  chan struct{}  // a slot per unconfirmed publish
+	stop    chan struct{}  // closed by Close: no more publishes
+	waiting sync.WaitGroup // a goroutine per unconfirmed publish
 
 	mu      sync.Mutex // publish order = sequence numbers; guards closing
 	closing bool
@@ -68,11 +80,6 @@ type producer struct {
 }
 
 var _ brokers.Producer = (*producer)(nil)
-
-type pending struct {
-	dc   *amqp.DeferredConfirmation
-	done func(error)
-}
 
 func (p *producer) Publish(ctx context.Context, m brokers.Message, done func(error)) {
 	select {
@@ -95,7 +102,11 @@ func (p *producer) Publish(ctx context.Context, m brokers.Message, done func(err
 	// no producer-side dedup), so the publish's sequence number on this
 	// producer's channel names the copy; a consumer reports it as the
 	// delivery's Position.
-	copyID := fmt.Sprintf("%s#%d", p.id, p.ch.GetNextPublishSeqNo())
+	seq := p.ch.GetNextPublishSeqNo()
+	copyID := fmt.Sprintf("%s#%d", p.id, seq)
+	if p.tags != nil {
+		p.tags.Put(seq, m.Intent, m.Attempt)
+	}
 	dc, err := p.ch.PublishWithDeferredConfirmWithContext(ctx, "", p.d.queue, false, false, amqp.Publishing{
 		DeliveryMode: amqp.Persistent,
 		MessageId:    m.Key,
@@ -107,45 +118,48 @@ func (p *producer) Publish(ctx context.Context, m brokers.Message, done func(err
 		done(fmt.Errorf("publish intent %d to %s: %w (outcome unknown)", m.Intent, p.d.queue, err))
 		return
 	}
-	p.pending <- pending{dc, done} // never blocks: the window bounds it
+	p.waiting.Add(1)
+	go p.confirm(dc, done)
 }
 
-// confirms calls each publish's done in publish order once the broker
-// answered it: nil for basic.ack, an error for basic.nack (the broker
-// refused it), errUnknownOutcome when the channel closed first (amqp091
-// then marks every outstanding confirmation as not acked).
-func (p *producer) confirms() {
-	defer close(p.loop)
-	for pe := range p.pending {
-		<-pe.dc.Done()
-		var err error
-		if !pe.dc.Acked() {
-			if p.ch.IsClosed() {
-				err = errUnknownOutcome
-			} else {
-				err = fmt.Errorf("broker nacked the publish to %s (basic.nack)", p.d.queue)
-			}
+// confirm calls a publish's done once the broker answered it: nil for
+// basic.ack, an error for basic.nack (the broker refused it),
+// errUnknownOutcome when the channel closed first (amqp091 then marks
+// every outstanding confirmation as not acked). Each publish waits on its
+// own, so a confirm that never comes holds up no other.
+func (p *producer) confirm(dc *amqp.DeferredConfirmation, done func(error)) {
+	defer p.waiting.Done()
+	<-dc.Done()
+	var err error
+	if !dc.Acked() {
+		if p.ch.IsClosed() {
+			err = errUnknownOutcome
+		} else {
+			err = fmt.Errorf("broker nacked the publish to %s (basic.nack)", p.d.queue)
 		}
-		<-p.window
-		pe.done(err)
 	}
+	<-p.window
+	done(err)
 }
 
 // Close waits for the outstanding confirms within ctx, then closes the
-// connection, which ends whatever is still unconfirmed as unknown.
+// connection, which ends whatever is still unconfirmed as unknown, and
+// deletes the producer's proxy.
 func (p *producer) Close(ctx context.Context) {
 	p.once.Do(func() {
 		close(p.stop)
 		p.mu.Lock()
 		p.closing = true
-		close(p.pending)
 		p.mu.Unlock()
+		confirmed := make(chan struct{})
+		go func() { p.waiting.Wait(); close(confirmed) }()
 		select {
-		case <-p.loop:
+		case <-confirmed:
 		case <-ctx.Done():
 		}
 		closeConn(ctx, p.conn)
-		<-p.loop
+		<-confirmed
+		_ = p.px.Close(context.WithoutCancel(ctx))
 	})
 }
 
@@ -158,15 +172,29 @@ func closeConn(ctx context.Context, conn *amqp.Connection) {
 	_ = conn.CloseDeadline(deadline)
 }
 
-// Consumer starts a consumer on its own connection: basic.qos(prefetch)
-// and manual acks.
+// Consumer starts a consumer on its own connection, through its own
+// proxy: basic.qos(prefetch) and manual acks.
 func (d *queueDest) Consumer(ctx context.Context, gen int) (brokers.Consumer, error) {
 	c := &consumer{d: d, gen: gen, prefetch: max(d.spec.Prefetch, 1), autoAck: d.spec.AutoAck}
-	conn, err := dial(ctx, d.r.url, func(nc net.Conn) net.Conn {
+	px, err := d.r.proxy(fmt.Sprintf("%s-c%d", d.queue, gen))
+	if err != nil {
+		return nil, err
+	}
+	c.px = px
+	if d.ackLost != nil && !c.autoAck {
+		c.tags = new(amqpfault.Tags)
+		c.acked = make(chan struct{}, 1)
+		if err := px.AddFilter("ack-lost", netfault.Upstream, amqpfault.LoseAcks(c.tags, d.ackLost.fires, d.ackLost.lost)); err != nil {
+			_ = px.Close(ctx)
+			return nil, err
+		}
+	}
+	conn, err := dial(ctx, d.r.url, px.Addr, func(nc net.Conn) net.Conn {
 		c.fc = &frameCounter{Conn: nc}
 		return c.fc
 	})
 	if err != nil {
+		_ = px.Close(ctx)
 		return nil, fmt.Errorf("%w: %v", brokers.ErrUnreachable, err)
 	}
 	c.conn = conn
@@ -177,6 +205,7 @@ func (d *queueDest) Consumer(ctx context.Context, gen int) (brokers.Consumer, er
 	}
 	if err != nil {
 		closeConn(ctx, conn)
+		_ = px.Close(ctx)
 		return nil, fmt.Errorf("rabbitmq consumer %d on %s: %w", gen, d.queue, err)
 	}
 	// Counted before basic.consume: the broker may deliver before
@@ -190,6 +219,7 @@ func (d *queueDest) Consumer(ctx context.Context, gen int) (brokers.Consumer, er
 	if err != nil {
 		d.leave(c)
 		closeConn(ctx, conn)
+		_ = px.Close(ctx)
 		return nil, fmt.Errorf("rabbitmq consumer %d on %s: %w", gen, d.queue, err)
 	}
 	d.registered(c)
@@ -201,6 +231,7 @@ type consumer struct {
 	gen        int
 	prefetch   int
 	autoAck    bool
+	px         *netfault.Proxy
 	fc         *frameCounter
 	conn       *amqp.Connection
 	ch         *amqp.Channel
@@ -212,11 +243,22 @@ type consumer struct {
 	settled atomic.Int64 // deliveries acked
 	rpcMu   sync.Mutex   // amqp091 matches a channel's replies to one call at a time
 	once    sync.Once
+
+	// With ack-lost armed: which delivery tag carries which intent, for
+	// the filter; and one delivery at a time (see Next).
+	tags      *amqpfault.Tags
+	handedOut atomic.Int64  // deliveries Next returned
+	answered  atomic.Int64  // of those, acked (or found unackable)
+	acked     chan struct{} // a signal per answered delivery
+	broken    atomic.Bool   // an ack's round trip failed: the connection is gone
 }
 
 var _ brokers.Consumer = (*consumer)(nil)
 
 func (c *consumer) Next(ctx context.Context) (brokers.Delivery, error) {
+	if err := c.awaitAcks(ctx); err != nil {
+		return brokers.Delivery{}, err
+	}
 	var m amqp.Delivery
 	var ok bool
 	select {
@@ -235,6 +277,7 @@ func (c *consumer) Next(ctx context.Context) (brokers.Delivery, error) {
 		return brokers.Delivery{}, fmt.Errorf("message on %s: %w", c.d.queue, err)
 	}
 	pos, _ := m.Headers[copyHeader].(string)
+	c.handedOut.Add(1)
 	return brokers.Delivery{
 		Intent: intent, Body: m.Body, Position: pos, Redelivered: m.Redelivered, Handle: m.DeliveryTag,
 	}, nil
@@ -248,6 +291,13 @@ func (c *consumer) Next(ctx context.Context) (brokers.Delivery, error) {
 // (Abandon drops the socket with deliveries still unread, so the kernel
 // sends a reset) can lose acks the broker had not read yet, and the
 // broker redelivers messages whose ack the consumer believed done.
+//
+// When the connection breaks after the ack was written and before the
+// round trip's answer, the consumer cannot know whether the broker got the
+// ack; like any AMQP client it has written it, so Ack reports it done (the
+// history shows the ack, and the broker's redelivery if it was lost), but
+// Backlog goes on counting the delivery as held until the broker drops the
+// consumer and requeues what it had.
 func (c *consumer) Ack(ctx context.Context, d brokers.Delivery) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -255,12 +305,54 @@ func (c *consumer) Ack(ctx context.Context, d brokers.Delivery) error {
 	if c.autoAck {
 		return nil // the broker counted it acked when it sent it
 	}
-	if err := c.ch.Ack(d.Handle.(uint64), false); err != nil {
+	defer c.answer()
+	tag := d.Handle.(uint64)
+	if c.tags != nil {
+		c.tags.Put(tag, d.Intent, d.Attempt)
+	}
+	if err := c.ch.Ack(tag, false); err != nil {
 		return fmt.Errorf("ack intent %d on %s: %w", d.Intent, c.d.queue, err)
 	}
-	c.settled.Add(1)
 	if err := c.flush(); err != nil {
-		return fmt.Errorf("ack intent %d on %s: %w", d.Intent, c.d.queue, err)
+		c.broken.Store(true)
+		return nil
+	}
+	c.settled.Add(1)
+	return nil
+}
+
+// answer notes that a delivery Next handed out was acked or found
+// unackable (see awaitAcks).
+func (c *consumer) answer() {
+	if c.acked == nil {
+		return
+	}
+	c.answered.Add(1)
+	select {
+	case c.acked <- struct{}{}:
+	default:
+	}
+}
+
+// awaitAcks, with ack-lost armed, holds the next delivery back until every
+// delivery handed out was acked, and fails once an ack's round trip found
+// the connection broken. The consumer loop acks a delivery while it
+// handles the next; without this, the next delivery's effect could apply
+// (or not) before the break is seen, depending on timing, and the same
+// seed would not give the same counts.
+func (c *consumer) awaitAcks(ctx context.Context) error {
+	if c.acked == nil {
+		return nil
+	}
+	for c.answered.Load() < c.handedOut.Load() {
+		select {
+		case <-c.acked:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if c.broken.Load() {
+		return fmt.Errorf("rabbitmq consumer %d on %s: the connection broke after an ack", c.gen, c.d.queue)
 	}
 	return nil
 }
@@ -288,6 +380,7 @@ func (c *consumer) Abandon() {
 		c.d.leave(c)
 		_ = c.fc.Conn.Close()
 		c.waitClosed(closeWait)
+		_ = c.px.Close(context.Background())
 	})
 }
 
@@ -301,6 +394,7 @@ func (c *consumer) Close(ctx context.Context) {
 			_ = c.fc.Conn.Close()
 		}
 		c.waitClosed(closeWait)
+		_ = c.px.Close(context.WithoutCancel(ctx))
 	})
 }
 

@@ -1,6 +1,11 @@
 // Package rabbitmq runs dqbench against a running RabbitMQ (mode external)
 // with github.com/rabbitmq/amqp091-go: a durable queue per variant,
 // persistent messages, publisher confirms and manual acks.
+//
+// Every producer and consumer connection goes through toxiproxy (package
+// netfault; an in-process server unless the settings name an external
+// one), one proxy per connection, so that network faults can hit one
+// client; the admin connection (declares, backlog, deletes) goes direct.
 package rabbitmq
 
 import (
@@ -17,6 +22,7 @@ import (
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
+	"github.com/dqbench/dqbench/netfault"
 )
 
 // dialTimeout bounds the TCP connect and the AMQP handshake.
@@ -32,6 +38,8 @@ type RabbitMQ struct {
 	masked    string // for every message
 	queueType catalog.QueueType
 	conn      *amqp.Connection // admin: declares, backlog, deletes
+	upstream  string           // the broker's host:port, for the proxies
+	net       *netfault.Layer  // the toxiproxy every client connects through
 
 	seq atomic.Int64 // numbers producers, for the copy header
 }
@@ -52,20 +60,34 @@ func Open(ctx context.Context, cfg brokers.Config) (brokers.Broker, error) {
 	}
 	var errs []string
 	for _, a := range addrs {
-		conn, err := dial(ctx, a, nil)
+		conn, err := dial(ctx, a, "", nil)
 		if err != nil {
 			errs = append(errs, err.Error())
 			continue
 		}
-		return &RabbitMQ{url: a, masked: catalog.MaskURL(a), queueType: settings.QueueType, conn: conn}, nil
+		r := &RabbitMQ{url: a, masked: catalog.MaskURL(a), queueType: settings.QueueType, conn: conn}
+		if u, err := amqp.ParseURI(a); err == nil {
+			r.upstream = net.JoinHostPort(u.Host, fmt.Sprint(u.Port))
+		}
+		if settings.Toxiproxy != "" {
+			r.net, err = netfault.Connect(settings.Toxiproxy)
+		} else {
+			r.net, err = netfault.Start()
+		}
+		if err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("%w: %v", brokers.ErrUnreachable, err)
+		}
+		return r, nil
 	}
 	return nil, fmt.Errorf("%w: %s; start one with \"docker compose up -d rabbitmq\" (or \"service rabbitmq-server start\" where it is installed)",
 		brokers.ErrUnreachable, strings.Join(errs, "; "))
 }
 
-// dial opens a connection to url; wrap, when given, wraps the TCP
-// connection (the consumers count the frames they read through it).
-func dial(ctx context.Context, url string, wrap func(net.Conn) net.Conn) (*amqp.Connection, error) {
+// dial opens a connection to url, through the proxy at via when given;
+// wrap, when given, wraps the TCP connection (the consumers count the
+// frames they read through it).
+func dial(ctx context.Context, url, via string, wrap func(net.Conn) net.Conn) (*amqp.Connection, error) {
 	masked := catalog.MaskURL(url)
 	fail := func(err error) error {
 		msg := err.Error()
@@ -88,6 +110,9 @@ func dial(ctx context.Context, url string, wrap func(net.Conn) net.Conn) (*amqp.
 			var d net.Dialer
 			dctx, cancel := context.WithDeadline(ctx, deadline)
 			defer cancel()
+			if via != "" {
+				addr = via
+			}
 			c, err := d.DialContext(dctx, network, addr)
 			if err != nil {
 				return nil, err
@@ -122,12 +147,26 @@ func isTimeout(err error) bool {
 // Name says which RabbitMQ this is, password masked.
 func (r *RabbitMQ) Name() string { return "rabbitmq " + r.masked }
 
-// Close closes the admin connection.
+// Close closes the admin connection and stops an in-process toxiproxy.
 func (r *RabbitMQ) Close() error {
+	var errs []error
 	if err := r.conn.Close(); err != nil && !errors.Is(err, amqp.ErrClosed) {
-		return fmt.Errorf("close connection to %s: %w", r.masked, err)
+		errs = append(errs, fmt.Errorf("close connection to %s: %w", r.masked, err))
 	}
-	return nil
+	if err := r.net.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("stop the %s: %w", r.net.Name(), err))
+	}
+	return errors.Join(errs...)
+}
+
+// proxy puts a new toxiproxy proxy in front of the broker for one client
+// connection.
+func (r *RabbitMQ) proxy(name string) (*netfault.Proxy, error) {
+	p, err := r.net.Proxy(name, r.upstream)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", brokers.ErrUnreachable, err)
+	}
+	return p, nil
 }
 
 // Open declares the variant's durable queue.
@@ -152,6 +191,9 @@ type queueDest struct {
 
 	adminMu sync.Mutex
 	adminCh *amqp.Channel // this destination's own: a failed call closes a channel
+
+	// The network faults armed on this queue's clients (nil: none).
+	ackLost, confirmLost *lose
 
 	mu       sync.Mutex
 	live     map[*consumer]bool // started and not closed or abandoned
