@@ -44,6 +44,15 @@ func TestRabbitMQBuiltins(t *testing.T) {
 			"dedup-table":       func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 && c["faults_injected"] > 0 },
 			"dedup-table-split": func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 },
 		}, true},
+		// One second copy per lost confirm; dedup on a per-send id misses it.
+		{"rabbitmq-confirm-lost", map[string]func(map[string]int) bool{
+			"none": func(c map[string]int) bool {
+				return c["duplicates"] > 0 && c["duplicates"] == c["faults_injected"] && c["lost"] == 0
+			},
+			"dedup-table":               func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 && c["faults_injected"] > 0 },
+			"dedup-table-split":         func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 },
+			"dedup-table-per-send-uuid": func(c map[string]int) bool { return c["duplicates"] > 0 && c["lost"] == 0 },
+		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var seen [2]map[string][3]int

@@ -142,9 +142,16 @@ func (p *producer) confirm(dc *amqp.DeferredConfirmation, done func(error)) {
 	done(err)
 }
 
-// Close waits for the outstanding confirms within ctx, then closes the
-// connection, which ends whatever is still unconfirmed as unknown, and
-// deletes the producer's proxy.
+// lateConfirmWait bounds how long Close waits for outstanding confirms.
+// The pipeline closes a producer once every intent has an outcome, so what
+// is still outstanding then is a publish the application gave up on (no
+// confirm within producer.confirm_timeout): a late confirm is recorded if
+// it comes by then, and a lost one does not hold the run up.
+const lateConfirmWait = time.Second
+
+// Close waits for the outstanding confirms within ctx and lateConfirmWait,
+// then closes the connection, which ends whatever is still unconfirmed as
+// unknown, and deletes the producer's proxy.
 func (p *producer) Close(ctx context.Context) {
 	p.once.Do(func() {
 		close(p.stop)
@@ -153,8 +160,11 @@ func (p *producer) Close(ctx context.Context) {
 		p.mu.Unlock()
 		confirmed := make(chan struct{})
 		go func() { p.waiting.Wait(); close(confirmed) }()
+		late := time.NewTimer(lateConfirmWait)
+		defer late.Stop()
 		select {
 		case <-confirmed:
+		case <-late.C:
 		case <-ctx.Done():
 		}
 		closeConn(ctx, p.conn)
