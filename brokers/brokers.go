@@ -68,6 +68,14 @@ type DestinationSpec struct {
 	// (consumer ack: auto, only for kinds with catalog.Broker.AutoAck);
 	// Consumer.Ack is then a no-op.
 	AutoAck bool
+	// DeadLetter: the destination moves refused messages (and, with
+	// DeliveryLimit, over-delivered ones) to a dead-letter queue, read
+	// through DeadLetterer.
+	DeadLetter bool
+	// DeliveryLimit: the broker dead-letters a message delivered this many
+	// times without an ack (0: no limit; only kinds with
+	// catalog.Broker.DeliveryLimit).
+	DeliveryLimit int
 }
 
 // Message is one publish.
@@ -168,4 +176,25 @@ type ConfirmLoser interface {
 	// that publish's done is called only when the producer closes (an
 	// unknown outcome). lost is called once per lost confirm.
 	LoseConfirms(fires func(intent, attempt int) bool, lost func(intent, attempt int)) error
+}
+
+// Nacker is a consumer that can hand a delivery back as failed (a poison
+// message): the consumer loop calls it instead of Ack after processing
+// failed.
+type Nacker interface {
+	// Nack tells the broker the delivery failed and returns once the
+	// broker has it. requeue: deliver it again (a transient failure; AMQP
+	// basic.nack with requeue); otherwise refuse it for good (basic.reject),
+	// and the broker dead-letters it.
+	Nack(ctx context.Context, d Delivery, requeue bool) error
+}
+
+// DeadLetterer is a destination whose broker moves refused and
+// over-delivered messages to a dead-letter queue; the runner reads that
+// queue and records a dead-letter event for each message there.
+type DeadLetterer interface {
+	// DeadLetters starts a consumer on the dead-letter queue. Its
+	// deliveries carry the intent and position as the original's did;
+	// Backlog counts what it has not acked.
+	DeadLetters(ctx context.Context) (Consumer, error)
 }

@@ -36,6 +36,14 @@ type Broker struct {
 	// AutoAck: the broker can count a delivery acked when it sends it
 	// (consumer ack: auto).
 	AutoAck bool
+	// DeadLetter: a consumer can hand a failed delivery back (consumer
+	// on_failure) and the broker dead-letters what is refused or delivered
+	// too often (consumer delivery_limit).
+	DeadLetter bool
+	// DeliveryLimit says why the kind's settings cannot count deliveries
+	// (consumer delivery_limit), or "" when they can; nil when the kind
+	// never does.
+	DeliveryLimit func(settings any) string
 	// NewSettings returns a pointer to a zero value of the kind's own
 	// settings (the broker keys besides kind, mode and addresses). A
 	// settings type may have a Defaults() method, called after decoding.
@@ -148,6 +156,13 @@ var Brokers = []Broker{
 		ValidAddress:   AMQPURL,
 		AutoAck:        true,
 		NewSettings:    func() any { return new(RabbitMQSettings) },
+		DeadLetter:     true,
+		DeliveryLimit: func(settings any) string {
+			if s, ok := settings.(*RabbitMQSettings); ok && s.QueueType != QuorumQueue {
+				return "RabbitMQ counts deliveries only on quorum queues (x-delivery-limit); set broker queue_type: quorum"
+			}
+			return ""
+		},
 	},
 }
 

@@ -12,6 +12,7 @@ const (
 	ConsumerZombie      FaultType = "consumer-zombie"
 	AckLost             FaultType = "ack-lost"
 	ConfirmLost         FaultType = "confirm-lost"
+	PoisonMessage       FaultType = "poison-message"
 )
 
 // Fault describes one fault type.
@@ -91,6 +92,17 @@ var Faults = []Fault{
 		Injection:          "one publisher confirm lost",
 		Available:          needsAMQPProxy,
 		InProcessToxiproxy: true,
+	},
+	{
+		Type:      PoisonMessage,
+		Doc:       "the chosen intents fail processing on every delivery (a poison message); the consumer hands each failed delivery back (consumer on_failure): requeued, it loops unless the queue's delivery_limit dead-letters it; rejected, the broker dead-letters it at once. The runner reads the dead-letter queue",
+		Injection: "one failed processing of a poison message (so, with requeue, the loop count)",
+		Available: func(w Where) string {
+			if b, _ := LookupBroker(w.Broker); !b.DeadLetter {
+				return "its consumer hands failed deliveries back to the broker, which dead-letters them; use broker kind: rabbitmq"
+			}
+			return ""
+		},
 	},
 }
 

@@ -243,6 +243,9 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	if len(audit.BalanceMismatch) > 0 {
 		notes = append(notes, fmt.Sprintf("%d accounts' balances disagree with their ledger rows", len(audit.BalanceMismatch)))
 	}
+	if t.drain != nil && t.drain.Drained && len(t.drain.Intents) > 0 {
+		notes = append(notes, fmt.Sprintf("%d poison messages were still looping when the drain ended (each failed delivery requeued, no delivery limit): %d failed deliveries in all are counted in faults", len(t.drain.Intents), t.faults))
+	}
 	return c, notes
 }
 

@@ -62,6 +62,8 @@ type Env struct {
 	Dest     brokers.Destination
 	Strategy catalog.Strategy
 	Crashes  *Crashes
+	// Failures is where processing faults (poison-message) register.
+	Failures *Failures
 	// Fired records one injection.
 	Fired func(history.Event)
 }
@@ -78,6 +80,7 @@ var All = map[catalog.FaultType]Arm{
 	catalog.ConsumerZombie:      armConsumerCrash,
 	catalog.AckLost:             armAckLost,
 	catalog.ConfirmLost:         armConfirmLost,
+	catalog.PoisonMessage:       armPoisonMessage,
 }
 
 // Install arms f in one variant.
@@ -175,4 +178,34 @@ func (c *Crashes) At(p catalog.CrashPoint, d brokers.Delivery, consumer int) cat
 		}
 	}
 	return ""
+}
+
+func armPoisonMessage(f Fault, env Env) (bool, error) {
+	env.Failures.add(f, env.Fired)
+	return true, nil
+}
+
+// Failures holds the poison-message faults armed in one variant; the
+// consumer loop asks it before processing each delivery.
+type Failures struct {
+	faults []crash
+}
+
+func (p *Failures) add(f Fault, fired func(history.Event)) {
+	p.faults = append(p.faults, crash{f: f, fired: fired})
+}
+
+// Fails reports whether processing d fails (d's intent is a poison
+// message), recording the injection. A poison message fails on every
+// delivery: the schedule is asked for the intent's first attempt whatever
+// d.Attempt is, and max_attempt does not apply.
+func (p *Failures) Fails(d brokers.Delivery, consumer int) bool {
+	for _, cr := range p.faults {
+		if cr.f.Schedule.Fires(d.Intent, 1) {
+			cr.fired(history.Event{Type: history.Fault, Fault: cr.f.Name,
+				Intent: d.Intent, Attempt: d.Attempt, Consumer: consumer})
+			return true
+		}
+	}
+	return false
 }

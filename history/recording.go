@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/dqbench/dqbench/brokers"
@@ -114,3 +115,13 @@ func (c *RecordingConsumer) Abandon(reason string) {
 
 // Close stops the instance at the end of a run, within ctx.
 func (c *RecordingConsumer) Close(ctx context.Context) { c.c.Close(ctx) }
+
+// Nack hands d back to the broker as failed (brokers.Nacker); the history
+// has the failure already (the effect event with Rejected, the fault).
+func (c *RecordingConsumer) Nack(ctx context.Context, d brokers.Delivery, requeue bool) error {
+	n, ok := c.c.(brokers.Nacker)
+	if !ok {
+		return errors.New("this broker's consumer cannot hand a failed delivery back")
+	}
+	return n.Nack(ctx, d, requeue)
+}

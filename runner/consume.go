@@ -157,6 +157,9 @@ func (r *variantRun) deliver(ctx context.Context, c *history.RecordingConsumer, 
 	if err := crash(catalog.BeforeProcess); err != nil {
 		return err
 	}
+	if r.failures.Fails(d, c.Gen()) {
+		return r.fail(ctx, c, d, ackFirst, pending)
+	}
 	var b body
 	if err := json.Unmarshal(d.Body, &b); err != nil {
 		return errFatal{fmt.Errorf("intent %d: undecodable body: %w", d.Intent, err)}

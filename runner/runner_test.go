@@ -18,15 +18,19 @@ import (
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/history"
+	"github.com/dqbench/dqbench/netfault"
 	"github.com/dqbench/dqbench/scenario"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// modernc's SQLite and kgo keep no goroutines after Close; the
-		// signal watcher below belongs to the Go runtime.
-		goleak.IgnoreTopFunction("os/signal.signal_recv"),
-	)
+	// modernc's SQLite and kgo keep no goroutines after Close; the signal
+	// watcher belongs to the Go runtime, and toxiproxy can leave one
+	// goroutine per broken connection (netfault.StuckInToxiproxy).
+	opts := []goleak.Option{goleak.IgnoreTopFunction("os/signal.signal_recv")}
+	for _, f := range netfault.StuckInToxiproxy {
+		opts = append(opts, goleak.IgnoreTopFunction(f))
+	}
+	goleak.VerifyTestMain(m, opts...)
 }
 
 // judged is a run and the judgement of its history.

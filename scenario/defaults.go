@@ -26,14 +26,16 @@ const (
 // or time, or overflow a broker's own types. The JSON schema's maximum= tags
 // in types.go say the same (TestSchemaBounds keeps them in step).
 const (
-	MaxMessages   = 10_000_000
-	MaxWindow     = 100_000
-	MaxInstances  = 64
-	MaxPrefetch   = 100_000
-	MaxEvery      = MaxMessages
-	MaxMaxAttempt = 1_000
-	MaxDeadline   = Duration(24 * time.Hour)
-	MaxRetries    = 100
+	MaxMessages  = 10_000_000
+	MaxWindow    = 100_000
+	MaxInstances = 64
+	MaxPrefetch  = 100_000
+	// MaxDeliveryLimit bounds consumer.delivery_limit.
+	MaxDeliveryLimit = 1000
+	MaxEvery         = MaxMessages
+	MaxMaxAttempt    = 1_000
+	MaxDeadline      = Duration(24 * time.Hour)
+	MaxRetries       = 100
 )
 
 // CheckMessages checks a number of messages given outside a scenario file
@@ -149,6 +151,8 @@ func (s *Scenario) ConsumerFor(v Variant) Consumer {
 		setIfNonZero(&c.Instances, o.Instances)
 		setIfNonZero(&c.Ack, o.Ack)
 		setIfNonZero(&c.Prefetch, o.Prefetch)
+		setIfNonZero(&c.OnFailure, o.OnFailure)
+		setIfNonZero(&c.DeliveryLimit, o.DeliveryLimit)
 	}
 	return c
 }

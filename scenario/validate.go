@@ -22,6 +22,7 @@ func (c *checker) check() {
 	c.top()
 	c.broker()
 	c.autoAck()
+	c.deadLetter()
 	c.producer("producer", &c.s.Producer)
 	c.consumer("consumer", &c.s.Consumer)
 	c.stores()
@@ -131,6 +132,40 @@ func (c *checker) autoAck() {
 		if v.Consumer != nil {
 			check(fmt.Sprintf("variants[%d].consumer.ack", i), v.Consumer.Ack)
 		}
+	}
+}
+
+// deadLetter checks that on_failure and delivery_limit are only used where
+// the broker takes failed deliveries back (catalog.Broker.DeadLetter) and
+// delivery_limit where its settings count deliveries.
+func (c *checker) deadLetter() {
+	kind, ok := catalog.LookupBroker(c.s.Broker.Kind)
+	if !ok {
+		return
+	}
+	check := func(path string, cs *Consumer) {
+		if cs == nil {
+			return
+		}
+		if c.d.Has(path+".on_failure") && !kind.DeadLetter {
+			c.errorf(path+".on_failure", "%s.on_failure: %s cannot hand a failed delivery back; leave it out", path, kind.Kind)
+		}
+		if cs.DeliveryLimit == 0 {
+			return
+		}
+		c.inRange(path+".delivery_limit", cs.DeliveryLimit, MaxDeliveryLimit)
+		switch {
+		case kind.DeliveryLimit == nil:
+			c.errorf(path+".delivery_limit", "%s.delivery_limit: %s has no delivery limit; leave it out", path, kind.Kind)
+		default:
+			if why := kind.DeliveryLimit(c.s.Broker.Settings); why != "" {
+				c.errorf(path+".delivery_limit", "%s.delivery_limit: %s", path, why)
+			}
+		}
+	}
+	check("consumer", &c.s.Consumer)
+	for i, v := range c.s.Variants {
+		check(fmt.Sprintf("variants[%d].consumer", i), v.Consumer)
 	}
 }
 

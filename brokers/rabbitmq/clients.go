@@ -331,6 +331,35 @@ func (c *consumer) Ack(ctx context.Context, d brokers.Delivery) error {
 	return nil
 }
 
+// Nack hands d back as failed: requeued (basic.nack with requeue) or
+// refused for good (basic.reject), when the queue dead-letters it. Like
+// Ack, it returns once the broker has processed it.
+func (c *consumer) Nack(ctx context.Context, d brokers.Delivery, requeue bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if c.autoAck {
+		return nil // the broker forgot it when it sent it
+	}
+	defer c.answer()
+	tag := d.Handle.(uint64)
+	var err error
+	if requeue {
+		err = c.ch.Nack(tag, false, true)
+	} else {
+		err = c.ch.Reject(tag, false)
+	}
+	if err != nil {
+		return fmt.Errorf("nack intent %d on %s: %w", d.Intent, c.d.queue, err)
+	}
+	if err := c.flush(); err != nil {
+		c.broken.Store(true)
+		return nil
+	}
+	c.settled.Add(1) // no longer held: requeued (ready again) or gone
+	return nil
+}
+
 // answer notes that a delivery Next handed out was acked or found
 // unackable (see awaitAcks).
 func (c *consumer) answer() {

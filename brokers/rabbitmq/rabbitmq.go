@@ -177,6 +177,19 @@ func (r *RabbitMQ) Open(ctx context.Context, spec brokers.DestinationSpec) (brok
 		return nil, err
 	}
 	args := amqp.Table{amqp.QueueTypeArg: string(r.queueType)}
+	if spec.DeadLetter {
+		// Dead-lettered through the default exchange, straight to the
+		// variant's own dead-letter queue.
+		d.dead = &queueDest{r: r, spec: brokers.DestinationSpec{Name: spec.Name + "-dead", Prefetch: spec.Prefetch}, queue: d.queue + "-dead"}
+		if _, err := ch.QueueDeclare(d.dead.queue, true, false, false, false, amqp.Table{amqp.QueueTypeArg: string(catalog.ClassicQueue)}); err != nil {
+			return nil, fmt.Errorf("declare queue %s on %s: %w", d.dead.queue, r.masked, err)
+		}
+		args["x-dead-letter-exchange"] = ""
+		args["x-dead-letter-routing-key"] = d.dead.queue
+	}
+	if spec.DeliveryLimit > 0 {
+		args["x-delivery-limit"] = spec.DeliveryLimit
+	}
 	if _, err := ch.QueueDeclare(d.queue, true, false, false, false, args); err != nil {
 		return nil, fmt.Errorf("declare queue %s on %s: %w", d.queue, r.masked, err)
 	}
@@ -194,6 +207,8 @@ type queueDest struct {
 
 	// The network faults armed on this queue's clients (nil: none).
 	ackLost, confirmLost *lose
+	// dead is the dead-letter queue, when spec.DeadLetter.
+	dead *queueDest
 
 	mu       sync.Mutex
 	live     map[*consumer]bool // started and not closed or abandoned
@@ -251,6 +266,16 @@ func (d *queueDest) inspect() (amqp.Queue, error) {
 // So the count can be high for a moment, never low: a low one would end
 // the drain early and count undelivered intents as lost.
 func (d *queueDest) Backlog(ctx context.Context) (int64, error) {
+	n, err := d.backlog()
+	if err != nil || d.dead == nil {
+		return n, err
+	}
+	dead, err := d.dead.backlog()
+	return n + dead, err
+}
+
+// backlog is Backlog for this queue alone.
+func (d *queueDest) backlog() (int64, error) {
 	d.mu.Lock()
 	before := d.changes
 	d.mu.Unlock()
@@ -292,7 +317,7 @@ func (d *queueDest) Backlog(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// Close deletes the queue.
+// Close deletes the queue (and its dead-letter queue).
 func (d *queueDest) Close(ctx context.Context) error {
 	d.adminMu.Lock()
 	defer d.adminMu.Unlock()
@@ -302,9 +327,25 @@ func (d *queueDest) Close(ctx context.Context) error {
 		ch.Close()
 	}
 	if err != nil {
-		return fmt.Errorf("%w on %s: delete queue %s: %v", brokers.ErrCleanup, d.r.Name(), d.queue, err)
+		err = fmt.Errorf("%w on %s: delete queue %s: %v", brokers.ErrCleanup, d.r.Name(), d.queue, err)
 	}
-	return nil
+	if d.dead != nil {
+		err = errors.Join(err, d.dead.Close(ctx))
+	}
+	return err
+}
+
+var (
+	_ brokers.DeadLetterer = (*queueDest)(nil)
+	_ brokers.Nacker       = (*consumer)(nil)
+)
+
+// DeadLetters starts a consumer on the dead-letter queue.
+func (d *queueDest) DeadLetters(ctx context.Context) (brokers.Consumer, error) {
+	if d.dead == nil {
+		return nil, fmt.Errorf("queue %s has no dead-letter queue", d.queue)
+	}
+	return d.dead.Consumer(ctx, 1)
 }
 
 func (d *queueDest) join(c *consumer) {
