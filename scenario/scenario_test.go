@@ -99,6 +99,14 @@ var fixtures = []fixture{
 		`6:33: broker.addresses[1]: "amqp://guest:***@[::1" is not an AMQP URL`,
 		`7:15: broker.queue_type: "lazy" is not allowed (allowed: classic, quorum)`,
 	}},
+	{"invalid/dead-letter-where-none.yaml", []string{
+		`5:19: consumer.delivery_limit: RabbitMQ counts deliveries only on quorum queues (x-delivery-limit); set broker queue_type: quorum`,
+		`12:28: variants[0].consumer.on_failure: "drop" is not allowed (allowed: requeue, reject)`,
+	}},
+	{"invalid/poison-on-kafka.yaml", []string{
+		`5:15: consumer.on_failure: kafka cannot hand a failed delivery back; leave it out`,
+		`7:11: faults[0]: ack-lost cannot act here: it parses AMQP 0-9-1 frames on a RabbitMQ client's connection; use broker kind: rabbitmq`,
+	}},
 	{"invalid/auto-ack-on-kafka.yaml", []string{
 		`5:8: consumer.ack: auto (the broker acks on delivery) is only for rabbitmq, not kafka; use before-process`,
 		`9:21: variants[0].consumer.ack: auto (the broker acks on delivery) is only for rabbitmq, not kafka`,
