@@ -72,6 +72,11 @@ type DestinationSpec struct {
 	// DeliveryLimit, over-delivered ones) to a dead-letter queue, read
 	// through DeadLetterer.
 	DeadLetter bool
+	// MaxLength bounds the queue's ready messages (0: no bound), and
+	// Overflow says what a full queue does with a publish (only kinds with
+	// catalog.Broker.MaxLength).
+	MaxLength int
+	Overflow  catalog.Overflow
 	// DeliveryLimit: the broker dead-letters a message delivered this many
 	// times without an ack (0: no limit; only kinds with
 	// catalog.Broker.DeliveryLimit).

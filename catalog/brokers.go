@@ -44,6 +44,9 @@ type Broker struct {
 	// (consumer delivery_limit), or "" when they can; nil when the kind
 	// never does.
 	DeliveryLimit func(settings any) string
+	// MaxLength: the kind's queues can be bounded (producer max_length and
+	// overflow).
+	MaxLength bool
 	// NewSettings returns a pointer to a zero value of the kind's own
 	// settings (the broker keys besides kind, mode and addresses). A
 	// settings type may have a Defaults() method, called after decoding.
@@ -157,6 +160,7 @@ var Brokers = []Broker{
 		AutoAck:        true,
 		NewSettings:    func() any { return new(RabbitMQSettings) },
 		DeadLetter:     true,
+		MaxLength:      true,
 		DeliveryLimit: func(settings any) string {
 			if s, ok := settings.(*RabbitMQSettings); ok && s.QueueType != QuorumQueue {
 				return "RabbitMQ counts deliveries only on quorum queues (x-delivery-limit); set broker queue_type: quorum"

@@ -20,3 +20,22 @@ var FailureModes = []FailureMode{FailRequeue, FailReject}
 
 // Allowed lists the valid values, for strict decoding and the schema.
 func (FailureMode) Allowed() []string { return Strings(FailureModes) }
+
+// Overflow is what a full queue (producer max_length) does with a publish.
+type Overflow string
+
+// The overflow behaviours (RabbitMQ's x-overflow).
+const (
+	// DropHead drops the oldest message to make room, after the broker
+	// confirmed it: a loss no client sees.
+	DropHead Overflow = "drop-head"
+	// RejectPublish refuses the new publish with a basic.nack: the
+	// producer sees the failure.
+	RejectPublish Overflow = "reject-publish"
+)
+
+// Overflows lists the overflow behaviours.
+var Overflows = []Overflow{DropHead, RejectPublish}
+
+// Allowed lists the valid values, for strict decoding and the schema.
+func (Overflow) Allowed() []string { return Strings(Overflows) }

@@ -139,6 +139,7 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 		Prefetch: cons.Prefetch, AutoAck: cons.Ack == catalog.AckAuto,
 		DeadLetter:    cons.OnFailure == catalog.FailReject || cons.DeliveryLimit > 0,
 		DeliveryLimit: cons.DeliveryLimit,
+		MaxLength:     prod.MaxLength, Overflow: prod.Overflow,
 	})
 	if err != nil {
 		return nil, nil, err

@@ -32,10 +32,12 @@ const (
 	MaxPrefetch  = 100_000
 	// MaxDeliveryLimit bounds consumer.delivery_limit.
 	MaxDeliveryLimit = 1000
-	MaxEvery         = MaxMessages
-	MaxMaxAttempt    = 1_000
-	MaxDeadline      = Duration(24 * time.Hour)
-	MaxRetries       = 100
+	// MaxMaxLength bounds producer.max_length.
+	MaxMaxLength  = 10_000_000
+	MaxEvery      = MaxMessages
+	MaxMaxAttempt = 1_000
+	MaxDeadline   = Duration(24 * time.Hour)
+	MaxRetries    = 100
 )
 
 // CheckMessages checks a number of messages given outside a scenario file
@@ -139,6 +141,8 @@ func (s *Scenario) ProducerFor(v Variant) Producer {
 			p.Retries = new(*o.Retries)
 		}
 		setIfNonZero(&p.ConfirmTimeout, o.ConfirmTimeout)
+		setIfNonZero(&p.MaxLength, o.MaxLength)
+		setIfNonZero(&p.Overflow, o.Overflow)
 	}
 	return p
 }

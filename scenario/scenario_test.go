@@ -107,6 +107,10 @@ var fixtures = []fixture{
 		`5:15: consumer.on_failure: kafka cannot hand a failed delivery back; leave it out`,
 		`7:11: faults[0]: ack-lost cannot act here: it parses AMQP 0-9-1 frames on a RabbitMQ client's connection; use broker kind: rabbitmq`,
 	}},
+	{"invalid/max-length-on-kafka.yaml", []string{
+		`5:15: producer.max_length: kafka queues have no length limit here; leave it out`,
+		`9:26: variants[0].producer.overflow: "drop-tail" is not allowed (allowed: drop-head, reject-publish); did you mean "drop-head"?`,
+	}},
 	{"invalid/auto-ack-on-kafka.yaml", []string{
 		`5:8: consumer.ack: auto (the broker acks on delivery) is only for rabbitmq, not kafka; use before-process`,
 		`9:21: variants[0].consumer.ack: auto (the broker acks on delivery) is only for rabbitmq, not kafka`,

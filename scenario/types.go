@@ -54,6 +54,10 @@ type Producer struct {
 	// Retries and ConfirmTimeout are the application's publish policy.
 	Retries        *int     `yaml:"retries" json:"retries,omitempty" jsonschema:"minimum=0,maximum=100,description=How many times the application publishes an intent again when a send ends without a confirm (an unknown outcome) or none came within confirm_timeout (default 0: the client's own retries only)."`
 	ConfirmTimeout Duration `yaml:"confirm_timeout" json:"confirm_timeout,omitempty" jsonschema:"description=How long the application waits for a confirm before it gives the send up as unknown (and retries\\, with retries > 0); default: as long as the client takes to answer."`
+	// MaxLength and Overflow bound the variant's queue (a broker limit as
+	// a loss source). An empty Overflow is drop-head.
+	MaxLength int              `yaml:"max_length" json:"max_length,omitempty" jsonschema:"minimum=0,maximum=10000000,description=The queue holds at most this many ready messages (RabbitMQ x-max-length); 0 (default): no limit. rabbitmq only."`
+	Overflow  catalog.Overflow `yaml:"overflow" json:"overflow,omitempty" jsonschema:"description=What a full queue (max_length) does with a publish: drop-head (default: the oldest message is dropped after it was confirmed\\, a loss no client sees) or reject-publish (the new publish is refused with a basic.nack the producer sees). rabbitmq only."`
 }
 
 // Consumer holds consumer settings; a variant may override each one.

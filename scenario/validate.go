@@ -23,6 +23,7 @@ func (c *checker) check() {
 	c.broker()
 	c.autoAck()
 	c.deadLetter()
+	c.maxLength()
 	c.producer("producer", &c.s.Producer)
 	c.consumer("consumer", &c.s.Consumer)
 	c.stores()
@@ -166,6 +167,32 @@ func (c *checker) deadLetter() {
 	check("consumer", &c.s.Consumer)
 	for i, v := range c.s.Variants {
 		check(fmt.Sprintf("variants[%d].consumer", i), v.Consumer)
+	}
+}
+
+// maxLength checks that max_length and overflow are only used where the
+// broker's queues can be bounded (catalog.Broker.MaxLength).
+func (c *checker) maxLength() {
+	kind, ok := catalog.LookupBroker(c.s.Broker.Kind)
+	if !ok {
+		return
+	}
+	check := func(path string, p *Producer) {
+		if p == nil {
+			return
+		}
+		if p.MaxLength != 0 {
+			c.inRange(path+".max_length", p.MaxLength, MaxMaxLength)
+		}
+		for _, key := range []string{"max_length", "overflow"} {
+			if c.d.Has(path+"."+key) && !kind.MaxLength {
+				c.errorf(path+"."+key, "%s.%s: %s queues have no length limit here; leave it out", path, key, kind.Kind)
+			}
+		}
+	}
+	check("producer", &c.s.Producer)
+	for i, v := range c.s.Variants {
+		check(fmt.Sprintf("variants[%d].producer", i), v.Producer)
 	}
 }
 

@@ -187,6 +187,14 @@ func (r *RabbitMQ) Open(ctx context.Context, spec brokers.DestinationSpec) (brok
 		args["x-dead-letter-exchange"] = ""
 		args["x-dead-letter-routing-key"] = d.dead.queue
 	}
+	if spec.MaxLength > 0 {
+		args[amqp.QueueMaxLenArg] = spec.MaxLength
+		overflow := spec.Overflow
+		if overflow == "" {
+			overflow = catalog.DropHead
+		}
+		args[amqp.QueueOverflowArg] = string(overflow)
+	}
 	if spec.DeliveryLimit > 0 {
 		args["x-delivery-limit"] = spec.DeliveryLimit
 	}
