@@ -203,3 +203,12 @@ type DeadLetterer interface {
 	// Backlog counts what it has not acked.
 	DeadLetters(ctx context.Context) (Consumer, error)
 }
+
+// ConnectionResetter is a consumer whose network connection can be reset
+// (through toxiproxy) as a fault.
+type ConnectionResetter interface {
+	// ResetConnection resets the consumer's connection and returns once
+	// the client has seen it closed; the consumer is dead then (the broker
+	// requeues what it had not acked).
+	ResetConnection(ctx context.Context) error
+}

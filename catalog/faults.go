@@ -13,6 +13,7 @@ const (
 	AckLost             FaultType = "ack-lost"
 	ConfirmLost         FaultType = "confirm-lost"
 	PoisonMessage       FaultType = "poison-message"
+	ConnectionReset     FaultType = "connection-reset"
 )
 
 // Fault describes one fault type.
@@ -104,6 +105,21 @@ var Faults = []Fault{
 			return ""
 		},
 	},
+	{
+		Type:      ConnectionReset,
+		Doc:       "the consumer's connection is reset (toxiproxy's reset_peer toxic on its proxy) right after it received the chosen intent, before processing it: the broker requeues what the consumer had not acked and a replacement consumer starts. At-least-once redelivers the intent; with the ack before processing it is lost",
+		Injection: "one consumer connection reset",
+		Available: throughToxiproxy,
+	},
+}
+
+// throughToxiproxy: the fault is a toxiproxy toxic on a client's
+// connection; only RabbitMQ's clients go through toxiproxy so far.
+func throughToxiproxy(w Where) string {
+	if w.Broker != RabbitMQ {
+		return "it acts on a client's connection through toxiproxy, which only rabbitmq clients go through; use broker kind: rabbitmq"
+	}
+	return ""
 }
 
 // needsAMQPProxy: the fault is a toxic that parses AMQP 0-9-1 frames, in

@@ -81,6 +81,7 @@ var All = map[catalog.FaultType]Arm{
 	catalog.AckLost:             armAckLost,
 	catalog.ConfirmLost:         armConfirmLost,
 	catalog.PoisonMessage:       armPoisonMessage,
+	catalog.ConnectionReset:     armPoisonMessage, // registers the same way; Failures.Resets asks it
 }
 
 // Install arms f in one variant.
@@ -185,8 +186,8 @@ func armPoisonMessage(f Fault, env Env) (bool, error) {
 	return true, nil
 }
 
-// Failures holds the poison-message faults armed in one variant; the
-// consumer loop asks it before processing each delivery.
+// Failures holds the poison-message and connection-reset faults armed in
+// one variant; the consumer loop asks it before processing each delivery.
 type Failures struct {
 	faults []crash
 }
@@ -201,7 +202,20 @@ func (p *Failures) add(f Fault, fired func(history.Event)) {
 // d.Attempt is, and max_attempt does not apply.
 func (p *Failures) Fails(d brokers.Delivery, consumer int) bool {
 	for _, cr := range p.faults {
-		if cr.f.Schedule.Fires(d.Intent, 1) {
+		if cr.f.Type == catalog.PoisonMessage && cr.f.Schedule.Fires(d.Intent, 1) {
+			cr.fired(history.Event{Type: history.Fault, Fault: cr.f.Name,
+				Intent: d.Intent, Attempt: d.Attempt, Consumer: consumer})
+			return true
+		}
+	}
+	return false
+}
+
+// Resets reports whether the consumer's connection is reset as it received
+// d (connection-reset), recording the injection.
+func (p *Failures) Resets(d brokers.Delivery, consumer int) bool {
+	for _, cr := range p.faults {
+		if cr.f.Type == catalog.ConnectionReset && cr.f.Schedule.Fires(d.Intent, d.Attempt) {
 			cr.fired(history.Event{Type: history.Fault, Fault: cr.f.Name,
 				Intent: d.Intent, Attempt: d.Attempt, Consumer: consumer})
 			return true

@@ -125,3 +125,14 @@ func (c *RecordingConsumer) Nack(ctx context.Context, d brokers.Delivery, requeu
 	}
 	return n.Nack(ctx, d, requeue)
 }
+
+// ResetConnection resets the instance's network connection
+// (brokers.ConnectionResetter); the history records the fault, and the
+// instance's end as a crash with its reason.
+func (c *RecordingConsumer) ResetConnection(ctx context.Context) error {
+	r, ok := c.c.(brokers.ConnectionResetter)
+	if !ok {
+		return errors.New("this broker's consumer cannot have its connection reset")
+	}
+	return r.ResetConnection(ctx)
+}

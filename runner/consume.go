@@ -17,6 +17,10 @@ import (
 // errCrash ends a consumer at a crash point.
 var errCrash = errors.New("consumer crashed by fault")
 
+// errConnectionReset ends a consumer whose connection a fault reset; its
+// slot starts a replacement, as after a broken connection.
+var errConnectionReset = errors.New("connection reset by fault")
+
 // errZombie ends a consumer that lost its lease and finished its delivery:
 // its slot has a replacement already.
 var errZombie = errors.New("consumer lost its lease")
@@ -156,6 +160,15 @@ func (r *variantRun) deliver(ctx context.Context, c *history.RecordingConsumer, 
 	}
 	if err := crash(catalog.BeforeProcess); err != nil {
 		return err
+	}
+	if r.failures.Resets(d, c.Gen()) {
+		if err := pending.wait(); err != nil {
+			return err
+		}
+		if err := c.ResetConnection(ctx); err != nil {
+			return errFatal{fmt.Errorf("connection-reset on intent %d: %w", d.Intent, err)}
+		}
+		return errConnectionReset
 	}
 	if r.failures.Fails(d, c.Gen()) {
 		return r.fail(ctx, c, d, ackFirst, pending)

@@ -55,6 +55,15 @@ func TestRabbitMQBuiltins(t *testing.T) {
 			"dedup-table-split":         func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 },
 			"dedup-table-per-send-uuid": func(c map[string]int) bool { return c["duplicates"] > 0 && c["lost"] == 0 },
 		}, true},
+		{"rabbitmq-connection-reset", map[string]func(map[string]int) bool{
+			"at-least-once": func(c map[string]int) bool {
+				return c["redelivered"] > 0 && c["duplicates"] == 0 && c["lost"] == 0 && c["faults_injected"] > 0
+			},
+			"at-most-once": func(c map[string]int) bool {
+				return c["lost"] == c["faults_injected"] && c["lost"] > 0 && c["duplicates"] == 0
+			},
+			"dedup-table": func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 },
+		}, true},
 		// How many overflow depends on timing; the signs do not.
 		{"rabbitmq-max-length", map[string]func(map[string]int) bool{
 			"drop-head":             func(c map[string]int) bool { return c["lost"] > 0 && c["indeterminate"] == 0 },

@@ -360,6 +360,22 @@ func (c *consumer) Nack(ctx context.Context, d brokers.Delivery, requeue bool) e
 	return nil
 }
 
+var _ brokers.ConnectionResetter = (*consumer)(nil)
+
+// ResetConnection adds toxiproxy's reset_peer toxic to the consumer's
+// proxy and makes a round trip on the channel, whose first bytes trigger
+// it: the proxy resets both sides of the connection.
+func (c *consumer) ResetConnection(ctx context.Context) error {
+	if err := c.px.Add(netfault.Toxic{Name: "connection-reset", Type: "reset_peer", Stream: netfault.Upstream, Attributes: map[string]any{"timeout": 0}}); err != nil {
+		return err
+	}
+	if err := c.flush(); err == nil {
+		return fmt.Errorf("rabbitmq consumer %d on %s: the connection outlived its reset", c.gen, c.d.queue)
+	}
+	c.waitClosed(closeWait)
+	return nil
+}
+
 // answer notes that a delivery Next handed out was acked or found
 // unackable (see awaitAcks).
 func (c *consumer) answer() {
