@@ -24,8 +24,9 @@ func TestRabbitMQBuiltins(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		want map[string]func(c map[string]int) bool
-		// repeats: the counts depend on the seed alone. Not with autoAck:
-		// a crash loses whatever the broker had pushed by then.
+		// repeats: the counts depend on the seed alone, so it runs twice.
+		// Not with autoAck: a crash loses whatever the broker had pushed
+		// by then.
 		repeats bool
 	}{
 		{"rabbitmq-consumer-crash", map[string]func(map[string]int) bool{
@@ -54,7 +55,7 @@ func TestRabbitMQBuiltins(t *testing.T) {
 			"dedup-table":               func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 && c["faults_injected"] > 0 },
 			"dedup-table-split":         func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 },
 			"dedup-table-per-send-uuid": func(c map[string]int) bool { return c["duplicates"] > 0 && c["lost"] == 0 },
-		}, true},
+		}, false},
 		{"rabbitmq-connection-reset", map[string]func(map[string]int) bool{
 			"at-least-once": func(c map[string]int) bool {
 				return c["redelivered"] > 0 && c["duplicates"] == 0 && c["lost"] == 0 && c["faults_injected"] > 0
@@ -85,7 +86,11 @@ func TestRabbitMQBuiltins(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var seen [2]map[string][3]int
-			for i := range seen {
+			runs := 1 // a built-in whose counts vary with timing runs once
+			if tc.repeats {
+				runs = 2
+			}
+			for i := range runs {
 				s, err := scenario.Resolve(tc.name)
 				if err != nil {
 					t.Fatal(err)
