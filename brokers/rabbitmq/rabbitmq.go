@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -159,6 +160,15 @@ func (r *RabbitMQ) Close() error {
 	return errors.Join(errs...)
 }
 
+// majorVersion is the broker's major version, from the server properties
+// of the connection (0 when it does not say).
+func (r *RabbitMQ) majorVersion() int {
+	v, _ := r.conn.Properties["version"].(string)
+	major, _, _ := strings.Cut(v, ".")
+	n, _ := strconv.Atoi(major)
+	return n
+}
+
 // proxy puts a new toxiproxy proxy in front of the broker for one client
 // connection.
 func (r *RabbitMQ) proxy(name string) (*netfault.Proxy, error) {
@@ -195,8 +205,13 @@ func (r *RabbitMQ) Open(ctx context.Context, spec brokers.DestinationSpec) (brok
 		}
 		args[amqp.QueueOverflowArg] = string(overflow)
 	}
-	if spec.DeliveryLimit > 0 {
+	switch {
+	case spec.DeliveryLimit > 0:
 		args["x-delivery-limit"] = spec.DeliveryLimit
+	case r.queueType == catalog.QuorumQueue && r.majorVersion() >= 4:
+		// RabbitMQ 4 gives quorum queues a delivery limit of 20 unless
+		// told otherwise; -1 is its "no limit", as before 4.0.
+		args["x-delivery-limit"] = -1
 	}
 	if _, err := ch.QueueDeclare(d.queue, true, false, false, false, args); err != nil {
 		return nil, fmt.Errorf("declare queue %s on %s: %w", d.queue, r.masked, err)
