@@ -25,7 +25,7 @@ lint: ## gofmt, go vet
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet $(PKGS)
 
-bench: ## pipeline vs raw kgo+SQLite loop: median ratio of interleaved pairs, tx and commit bounds
+bench: ## pipeline vs raw kgo+SQLite loop (and vs raw amqp091-go when RabbitMQ answers): median ratios of interleaved runs
 	$(GO) test -run '^$$' -bench PipelineVsRaw -benchtime 1x -timeout 60m ./bench/ \
 		-args -bench.intents=$(BENCH_INTENTS) -bench.pairs=$(BENCH_PAIRS)
 

@@ -21,6 +21,10 @@ import (
 // confirmed or nacked a publish, which it may or may not have stored.
 var errUnknownOutcome = errors.New("channel closed before the publisher confirm: outcome unknown")
 
+// abandonFlushWait bounds Abandon's round trip for the acks written
+// before it.
+const abandonFlushWait = time.Second
+
 // closeWait bounds a clean connection close (connection.close-ok) and the
 // wait for the client's goroutines to end after a connection is dropped.
 const closeWait = 5 * time.Second
@@ -250,9 +254,10 @@ type consumer struct {
 
 	consuming bool // consume-ok received (guarded by d.mu)
 
-	settled atomic.Int64 // deliveries acked
-	rpcMu   sync.Mutex   // amqp091 matches a channel's replies to one call at a time
-	once    sync.Once
+	settled   atomic.Int64 // deliveries acked
+	unflushed atomic.Bool  // an ack was written since the last round trip
+	rpcMu     sync.Mutex   // amqp091 matches a channel's replies to one call at a time
+	once      sync.Once
 
 	// With ack-lost armed: which delivery tag carries which intent, for
 	// the filter; and one delivery at a time (see Next).
@@ -293,14 +298,19 @@ func (c *consumer) Next(ctx context.Context) (brokers.Delivery, error) {
 	}, nil
 }
 
-// Ack acknowledges d and returns once the broker has processed the ack.
-// AMQP 0-9-1 has no answer to basic.ack, so Ack follows it with a round
-// trip on the same channel (basic.qos, unchanged): the broker handles a
-// channel's frames in order, so its qos-ok means the ack was applied.
-// Only writing the ack is not enough: a consumer killed right after it
-// (Abandon drops the socket with deliveries still unread, so the kernel
-// sends a reset) can lose acks the broker had not read yet, and the
-// broker redelivers messages whose ack the consumer believed done.
+// Ack acknowledges d; the broker has it by the time anything depends on
+// it. AMQP 0-9-1 has no answer to basic.ack, so a round trip on the same
+// channel (basic.qos, unchanged) tells when the broker has applied it: it
+// handles a channel's frames in order, so its qos-ok means every ack
+// written before was applied. Only writing the ack is not enough before a
+// crash: a consumer killed right after it (Abandon drops the socket with
+// deliveries still unread, so the kernel sends a reset) can lose acks the
+// broker had not read yet, and the broker would redeliver messages whose
+// ack the consumer believed done. So the round trip is made where it
+// matters, not after every ack (it would cost most of the throughput):
+// Abandon makes it before dropping the socket, Backlog makes it anyway,
+// and with ack-lost armed every Ack makes it (awaitAcks needs each ack's
+// fate before the next delivery).
 //
 // When the connection breaks after the ack was written and before the
 // round trip's answer, the consumer cannot know whether the broker got the
@@ -322,6 +332,11 @@ func (c *consumer) Ack(ctx context.Context, d brokers.Delivery) error {
 	}
 	if err := c.ch.Ack(tag, false); err != nil {
 		return fmt.Errorf("ack intent %d on %s: %w", d.Intent, c.d.queue, err)
+	}
+	if c.acked == nil {
+		c.settled.Add(1)
+		c.unflushed.Store(true)
+		return nil
 	}
 	if err := c.flush(); err != nil {
 		c.broken.Store(true)
@@ -364,8 +379,13 @@ var _ brokers.ConnectionResetter = (*consumer)(nil)
 
 // ResetConnection adds toxiproxy's reset_peer toxic to the consumer's
 // proxy and makes a round trip on the channel, whose first bytes trigger
-// it: the proxy resets both sides of the connection.
+// it: the proxy resets both sides of the connection. The acks Ack returned
+// for reach the broker first (see Ack), so the reset hits exactly what the
+// consumer had not acked.
 func (c *consumer) ResetConnection(ctx context.Context) error {
+	if err := c.flush(); err != nil {
+		return fmt.Errorf("rabbitmq consumer %d on %s: %w", c.gen, c.d.queue, err)
+	}
 	if err := c.px.Add(netfault.Toxic{Name: "connection-reset", Type: "reset_peer", Stream: netfault.Upstream, Attributes: map[string]any{"timeout": 0}}); err != nil {
 		return err
 	}
@@ -424,14 +444,27 @@ func (c *consumer) held() int64 { return c.fc.delivers.Load() - c.settled.Load()
 func (c *consumer) flush() error {
 	c.rpcMu.Lock()
 	defer c.rpcMu.Unlock()
+	c.unflushed.Store(false)
 	return c.ch.Qos(c.prefetch, 0, false)
 }
 
 // Abandon drops the TCP connection without a word, as a killed process
 // would: nothing more is acked and the broker requeues what this consumer
-// had not acked. It does not wait on the broker.
+// had not acked. First it makes sure the broker has the acks Ack returned
+// for (see Ack), waiting at most abandonFlushWait: it does not wait on a
+// broker that stopped answering.
 func (c *consumer) Abandon() {
 	c.once.Do(func() {
+		if c.unflushed.Load() {
+			flushed := make(chan struct{})
+			go func() { _ = c.flush(); close(flushed) }()
+			t := time.NewTimer(abandonFlushWait)
+			select {
+			case <-flushed:
+			case <-t.C:
+			}
+			t.Stop()
+		}
 		c.d.leave(c)
 		_ = c.fc.Conn.Close()
 		c.waitClosed(closeWait)
