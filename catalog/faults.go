@@ -73,6 +73,7 @@ var Faults = []Fault{
 			return ""
 		},
 	},
+	consumerKill,
 }
 
 // LookupFault returns the fault type t.
@@ -113,6 +114,9 @@ func (AckMode) Allowed() []string { return Strings(AckModes) }
 // type, plus the crash point for a consumer crash or zombie.
 func DefaultFaultName(t FaultType, params any) string {
 	if p, ok := params.(*ConsumerCrashParams); ok && p.At != "" {
+		return fmt.Sprintf("%s@%s", t, p.At)
+	}
+	if p, ok := params.(*ConsumerKillParams); ok && p.At != "" {
 		return fmt.Sprintf("%s@%s", t, p.At)
 	}
 	return string(t)

@@ -78,6 +78,10 @@ func applyDefaults(s *Scenario) {
 	for i := range s.Variants {
 		v := &s.Variants[i]
 		setIfZero(&v.ID, catalog.BusinessID)
+		if p := v.Process; p != nil {
+			setIfZero(&p.Instances, DefaultInstances)
+			setIfZero(&p.Ready, catalog.Duration(DefaultReady))
+		}
 		if v.Params == nil {
 			v.Params, _ = v.NewParams()
 		}

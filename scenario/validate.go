@@ -30,6 +30,7 @@ func (c *checker) check() {
 	c.acks()
 	c.faultPoints()
 	c.faultsAvailable()
+	c.processVariants()
 }
 
 func (c *checker) top() {
@@ -331,7 +332,7 @@ func (c *checker) variants() {
 		}
 		if c.d.Has(vp + ".strategy") {
 			c.oneOf(vp+".strategy", v.Strategy, catalog.StrategyNames())
-		} else {
+		} else if !c.d.Has(vp + ".process") {
 			c.missing(vp+".strategy", "add strategy: one of "+strings.Join(catalog.StrategyNames(), ", "))
 		}
 		c.producer(vp+".producer", v.Producer)
