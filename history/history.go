@@ -55,6 +55,10 @@ type Event struct {
 	Drained     bool          `json:"drained,omitempty"`
 	Backlog     int64         `json:"backlog,omitempty"` // with drain: messages the broker still held
 	Reason      string        `json:"reason,omitempty"`
+	// PID is the operating system's id of a consumer process (process
+	// variants): with start, the process started; with fault and crash,
+	// the process killed or that exited.
+	PID int `json:"pid,omitempty"`
 }
 
 // Recorder writes events from many goroutines to one stream, in the order
