@@ -183,6 +183,10 @@ func (s *Supervisor) reap(inst *instance) {
 	default:
 		reason = "exited on its own: " + status + inst.stderr.suffix()
 	}
+	if stopping && killedBy == "" {
+		s.cfg.Rec.Record(history.Event{Type: history.Stop, Consumer: inst.gen, PID: inst.pid, Reason: reason})
+		return
+	}
 	s.cfg.Rec.Record(history.Event{Type: history.Crash, Consumer: inst.gen, PID: inst.pid, Reason: reason})
 	if stopping {
 		return

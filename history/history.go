@@ -35,6 +35,7 @@ const (
 	Start      Type = "start"       // a consumer instance started
 	DeadLetter Type = "dead-letter" // the intent went to a dead-letter queue
 	Drain      Type = "drain"       // the drain ended; Drained says whether the broker had nothing left, Reason why not
+	Stop       Type = "stop"        // a consumer process was stopped at the end of the run (process variants; Reason: how it exited)
 )
 
 // Event is one line of a history.
