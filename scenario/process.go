@@ -48,7 +48,7 @@ func (p *Process) Label() string {
 // broker dqbench can watch the process on. And a consumer-kill fault needs
 // a process variant to act on.
 func (c *checker) processVariants() {
-	any := false
+	any, brokerSaid := false, false
 	for i, v := range c.s.Variants {
 		vp := fmt.Sprintf("variants[%d]", i)
 		if v.Process == nil {
@@ -94,7 +94,8 @@ func (c *checker) processVariants() {
 		case strings.TrimSpace(v.Audit.Query) == "":
 			c.errorf(vp+".audit.query", "%s.audit.query: must not be empty", vp)
 		}
-		if mode := modeOf(c.s); c.s.Broker.Kind != catalog.Kafka || mode != catalog.Embedded {
+		if mode := modeOf(c.s); !brokerSaid && (c.s.Broker.Kind != catalog.Kafka || mode != catalog.Embedded) {
+			brokerSaid = true
 			c.errorf(pp, "%s: a process variant runs against the embedded Kafka for now (dqbench watches the process's fetches and commits inside kfake); use broker kind: kafka, mode: embedded", pp)
 		}
 	}
