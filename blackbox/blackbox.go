@@ -508,7 +508,7 @@ func (t *tail) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.buf = append(t.buf, p...)
-	for bytes.Count(t.buf, []byte("\n")) > t.max || len(t.buf) > t.maxBytes {
+	for t.count() > t.max || len(t.buf) > t.maxBytes {
 		i := bytes.IndexByte(t.buf, '\n')
 		if i < 0 || i+1 >= len(t.buf) {
 			t.buf = t.buf[len(t.buf)-min(len(t.buf), t.maxBytes):]
@@ -517,6 +517,15 @@ func (t *tail) Write(p []byte) (int, error) {
 		t.buf = t.buf[i+1:]
 	}
 	return len(p), nil
+}
+
+// count is how many lines buf holds, the last one maybe unfinished.
+func (t *tail) count() int {
+	n := bytes.Count(t.buf, []byte("\n"))
+	if len(t.buf) > 0 && t.buf[len(t.buf)-1] != '\n' {
+		n++
+	}
+	return n
 }
 
 // String is the last lines.

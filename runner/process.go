@@ -73,6 +73,7 @@ func (r *variantRun) runProcess(ctx context.Context) (audit *history.Audit, clea
 		"DQBENCH_GROUP=" + where.Group,
 		"DQBENCH_STORE=" + string(out.Kind),
 		"DQBENCH_STORE_DSN=" + out.DSN,
+		"DQBENCH_STORE_SCHEMA=" + out.Schema,
 		"DQBENCH_MESSAGES=" + strconv.Itoa(r.s.Messages),
 	}
 	for k, v := range p.Env {

@@ -25,6 +25,8 @@ type Outside struct {
 	// DSN is what the consumer opens: the SQLite file's path, or a
 	// PostgreSQL URL whose search_path is the variant's own schema.
 	DSN string
+	// Schema is the PostgreSQL schema ("" on SQLite).
+	Schema string
 
 	path string    // SQLite
 	pg   *Postgres // PostgreSQL: the schema, dropped by Close
@@ -51,10 +53,12 @@ func OpenOutside(ctx context.Context, w Where) (*Outside, error) {
 	if err != nil {
 		return nil, errors.Join(err, pg.Close())
 	}
+	// options (not a search_path parameter) is what both libpq and pgx
+	// pass on to the server, so any client library reads this URL.
 	q := u.Query()
-	q.Set("search_path", pg.Schema())
+	q.Set("options", "-csearch_path="+pg.Schema())
 	u.RawQuery = q.Encode()
-	return &Outside{Kind: catalog.Postgres, DSN: u.String(), pg: pg}, nil
+	return &Outside{Kind: catalog.Postgres, DSN: u.String(), Schema: pg.Schema(), pg: pg}, nil
 }
 
 // Audit runs query, which must return one row per message id: the id

@@ -72,9 +72,18 @@ func Store(ctx context.Context, ddl ...string) (*sql.DB, error) {
 	}
 	db.SetMaxOpenConns(1)
 	for _, q := range ddl {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("%s: %w", q, err)
+		// Instances start together: on PostgreSQL two CREATE TABLE IF NOT
+		// EXISTS at once can still collide, so try again.
+		for try := 1; ; try++ {
+			_, err = db.ExecContext(ctx, q)
+			if err == nil {
+				break
+			}
+			if try == 5 {
+				db.Close()
+				return nil, fmt.Errorf("%s: %w", q, err)
+			}
+			time.Sleep(time.Duration(try) * 50 * time.Millisecond)
 		}
 	}
 	return db, nil
