@@ -431,7 +431,8 @@ func (s *Supervisor) kill(inst *instance, fault string, p catalog.KillPoint, int
 }
 
 // Stop stops every instance: SIGTERM to each process group, SIGKILL to
-// what is left after grace or when ctx ends, and waits for them.
+// what is left after grace or when ctx ends, and waits for them. No
+// instance starts after it; calling it again kills what might be left.
 func (s *Supervisor) Stop(ctx context.Context, grace time.Duration) {
 	s.mu.Lock()
 	s.stopping = true

@@ -93,6 +93,13 @@ func (r *variantRun) runProcess(ctx context.Context) (audit *history.Audit, clea
 		},
 	})
 	watcher.WatchConsumers(sup.Watch())
+	defer func() {
+		// Stopped below; again here (a no-op then) if anything between
+		// panics, so no process outlives the run.
+		sctx, cancel := r.shutdownCtx(ctx)
+		defer cancel()
+		sup.Stop(sctx, 0)
+	}()
 
 	runErr := r.produce(ctx, dest, prod.Window)
 	var drained bool
