@@ -16,6 +16,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -76,6 +77,11 @@ type Supervisor struct {
 
 	wg   sync.WaitGroup
 	errs chan error
+	// spawn runs each process start on one goroutine locked to its thread
+	// (spawner): the kernel sends a child its parent-death signal when
+	// the thread that forked it ends, so that thread must outlive them.
+	spawn     chan func()
+	closeOnce sync.Once
 }
 
 // instance is one consumer process.
@@ -94,10 +100,22 @@ type instance struct {
 
 // New makes a supervisor; install its Watch on the destination, then Start.
 func New(cfg Config) *Supervisor {
-	return &Supervisor{
+	s := &Supervisor{
 		cfg: cfg, live: map[int]*instance{}, conns: map[string]*instance{},
 		delivered: map[int]int{}, committed: map[int]int{}, withheld: map[int]int{},
-		errs: make(chan error, 1),
+		errs: make(chan error, 1), spawn: make(chan func()),
+	}
+	go s.spawner()
+	return s
+}
+
+// spawner starts the processes, from one thread kept for their lifetime
+// (see spawn); Stop ends it.
+func (s *Supervisor) spawner() {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for start := range s.spawn {
+		start()
 	}
 }
 
@@ -113,8 +131,6 @@ func (s *Supervisor) Start() error {
 	}
 	return nil
 }
-
-func (s *Supervisor) command() string { return strings.Join(s.cfg.Command, " ") }
 
 // start starts a fresh instance in slot.
 func (s *Supervisor) start(slot int) error {
@@ -141,8 +157,10 @@ func (s *Supervisor) start(slot int) error {
 	if s.stopping {
 		return nil
 	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("%w: start %q: %v", ErrConsumer, s.command(), err)
+	started := make(chan error, 1)
+	s.spawn <- func() { started <- cmd.Start() }
+	if err := <-started; err != nil {
+		return fmt.Errorf("%w: start %s: %v", ErrConsumer, quote(s.cfg.Command), err)
 	}
 	inst.pid, inst.started = cmd.Process.Pid, time.Now()
 	s.live[gen] = inst
@@ -463,6 +481,7 @@ wait:
 		_ = syscall.Kill(-pg, syscall.SIGKILL)
 	}
 	s.wg.Wait()
+	s.closeOnce.Do(func() { close(s.spawn) })
 }
 
 func contains[T comparable](xs []T, x T) bool {

@@ -103,6 +103,16 @@ func TestStopRecordsExit(t *testing.T) {
 	}
 }
 
+// A program that is not there fails at once, naming it.
+func TestNoSuchProgram(t *testing.T) {
+	s, _, _ := supervisor(t, []string{"./no-such-consumer"}, time.Second)
+	err := s.Start()
+	s.Stop(context.Background(), time.Second)
+	if !errors.Is(err, ErrConsumer) || !strings.Contains(err.Error(), `start ["./no-such-consumer"]`) {
+		t.Errorf("error = %v", err)
+	}
+}
+
 func TestTail(t *testing.T) {
 	tl := newTail(2, 100)
 	tl.Write([]byte("a\nb\n"))
