@@ -124,6 +124,9 @@ func (s *Supervisor) Errors() chan error { return s.errs }
 
 // Start starts every instance.
 func (s *Supervisor) Start() error {
+	if !canAttribute {
+		return fmt.Errorf("%w: process variants need Linux for now: dqbench tells which process a broker connection comes from by its socket in /proc", ErrConsumer)
+	}
 	for slot := 1; slot <= s.cfg.Instances; slot++ {
 		if err := s.start(slot); err != nil {
 			return err
@@ -198,6 +201,9 @@ func (s *Supervisor) reap(inst *instance) {
 		reason = fmt.Sprintf("killed by %s (SIGKILL)", killedBy)
 	case stopping:
 		reason = "stopped at the end of the run: " + status
+		if ps := inst.cmd.ProcessState; ps != nil && !ps.Success() && status != "killed by signal terminated" {
+			reason += inst.stderr.suffix()
+		}
 	default:
 		reason = "exited on its own: " + status + inst.stderr.suffix()
 	}
