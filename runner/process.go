@@ -101,7 +101,7 @@ func (r *variantRun) runProcess(ctx context.Context) (audit *history.Audit, clea
 		sup.Stop(sctx, 0)
 	}()
 
-	runErr := r.produce(ctx, dest, prod.Window)
+	runErr := r.produce(ctx, dest, prod)
 	var drained bool
 	var backlog int64
 	var why string
