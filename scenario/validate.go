@@ -341,7 +341,7 @@ func (c *checker) variants() {
 		if c.d.Has(vp + ".strategy") {
 			c.oneOf(vp+".strategy", v.Strategy, catalog.StrategyNames())
 		} else if !c.d.Has(vp + ".process") {
-			c.missing(vp+".strategy", "add strategy: one of "+strings.Join(catalog.StrategyNames(), ", "))
+			c.missing(vp+".strategy", "add strategy: one of "+strings.Join(catalog.StrategyNames(), ", ")+"; or process: to run your own consumer program")
 		}
 		c.producer(vp+".producer", v.Producer)
 		c.consumer(vp+".consumer", v.Consumer)
