@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -107,6 +108,9 @@ variants:
 // seed, a consumer that exits at once, an audit query with a typo, and an
 // interrupted run; after each, none of the processes it started is left.
 func TestProcess(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("process variants need Linux (/proc)")
+	}
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("needs the go command to build the example consumers")
 	}
