@@ -217,14 +217,14 @@ func publishAll(dial func() (*amqp.Connection, error), queue string, n int) erro
 	return <-waited
 }
 
-// BenchmarkRabbitMQPipelineVsRaw is BenchmarkPipelineVsRaw's question on
+// BenchmarkRabbitMQVsRawLoop is BenchmarkPipelineVsRaw's question on
 // the local RabbitMQ: the pipeline (whose clients always go through the
 // in-process toxiproxy) against the raw amqp091-go loop, straight to the
 // broker and through an in-process toxiproxy, in interleaved rounds. It
 // reports pipeline/raw (goal >= 0.8) and what the proxy costs the raw loop.
 // Skipped when no RabbitMQ answers. It ignores b.N; run it with
 // -benchtime 1x ("make bench").
-func BenchmarkRabbitMQPipelineVsRaw(b *testing.B) {
+func BenchmarkRabbitMQVsRawLoop(b *testing.B) {
 	if c, err := amqp.Dial(rabbitURL); err != nil {
 		b.Skipf("no RabbitMQ at %s: %v", "amqp://guest:***@127.0.0.1:5672/", err)
 	} else {

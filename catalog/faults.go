@@ -80,6 +80,7 @@ var Faults = []Fault{
 			return ""
 		},
 	},
+	consumerKill,
 	{
 		Type:               AckLost,
 		Doc:                "the consumer applies the effect and sends its ack, which never reaches the broker (a protocol-aware toxiproxy toxic drops that AMQP basic.ack frame); the connection then breaks, the broker requeues and redelivers. The consumer believes it acked: the history shows the ack, then the redelivery",
@@ -169,6 +170,9 @@ func (AckMode) Allowed() []string { return Strings(AckModes) }
 // type, plus the crash point for a consumer crash or zombie.
 func DefaultFaultName(t FaultType, params any) string {
 	if p, ok := params.(*ConsumerCrashParams); ok && p.At != "" {
+		return fmt.Sprintf("%s@%s", t, p.At)
+	}
+	if p, ok := params.(*ConsumerKillParams); ok && p.At != "" {
 		return fmt.Sprintf("%s@%s", t, p.At)
 	}
 	return string(t)

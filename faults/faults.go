@@ -64,6 +64,9 @@ type Env struct {
 	Crashes  *Crashes
 	// Failures is where processing faults (poison-message) register.
 	Failures *Failures
+	// Kills is where consumer-kill registers; nil in a variant without a
+	// consumer process (a built-in strategy).
+	Kills *Kills
 	// Fired records one injection.
 	Fired func(history.Event)
 }
@@ -82,6 +85,7 @@ var All = map[catalog.FaultType]Arm{
 	catalog.ConfirmLost:         armConfirmLost,
 	catalog.PoisonMessage:       armPoisonMessage,
 	catalog.ConnectionReset:     armPoisonMessage, // registers the same way; Failures.Resets asks it
+	catalog.ConsumerKill:        armConsumerKill,
 }
 
 // Install arms f in one variant.
