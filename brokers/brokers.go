@@ -10,6 +10,7 @@ package brokers
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/dqbench/dqbench/catalog"
 )
@@ -211,4 +212,13 @@ type ConnectionResetter interface {
 	// the client has seen it closed; the consumer is dead then (the broker
 	// requeues what it had not acked).
 	ResetConnection(ctx context.Context) error
+}
+
+// Partitioner is a consumer that can be cut off from the broker (through
+// toxiproxy) as a fault.
+type Partitioner interface {
+	// Partition drops everything between the consumer and the broker from
+	// now on, and closes the connection after d; it returns at once. What
+	// the consumer acks meanwhile never arrives.
+	Partition(ctx context.Context, d time.Duration) error
 }

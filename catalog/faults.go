@@ -1,6 +1,9 @@
 package catalog
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // FaultType names a kind of fault.
 type FaultType string
@@ -14,6 +17,7 @@ const (
 	ConfirmLost         FaultType = "confirm-lost"
 	PoisonMessage       FaultType = "poison-message"
 	ConnectionReset     FaultType = "connection-reset"
+	Partition           FaultType = "partition"
 )
 
 // Fault describes one fault type.
@@ -112,6 +116,25 @@ var Faults = []Fault{
 		Injection: "one consumer connection reset",
 		Available: throughToxiproxy,
 	},
+	{
+		Type:      Partition,
+		Doc:       "the consumer is cut off from the broker right after it received the chosen intent (toxiproxy's timeout toxic on its proxy drops everything both ways) for a duration, after which its connection closes: it processes the intent meanwhile, its ack never arrives, and the broker requeues and redelivers the intent to the replacement consumer",
+		Injection: "one consumer partitioned from the broker",
+		NewParams: func() any { return new(PartitionParams) },
+		Available: throughToxiproxy,
+	},
+}
+
+// PartitionParams are partition's own parameters.
+type PartitionParams struct {
+	Duration Duration `yaml:"duration" json:"duration,omitempty" jsonschema:"description=How long the client is cut off before its connection closes (default 1s)."`
+}
+
+// Defaults fills in what the scenario leaves out.
+func (p *PartitionParams) Defaults() {
+	if p.Duration <= 0 {
+		p.Duration = Duration(time.Second)
+	}
 }
 
 // throughToxiproxy: the fault is a toxiproxy toxic on a client's

@@ -9,6 +9,7 @@ package faults
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
@@ -85,6 +86,7 @@ var All = map[catalog.FaultType]Arm{
 	catalog.ConfirmLost:         armConfirmLost,
 	catalog.PoisonMessage:       armPoisonMessage,
 	catalog.ConnectionReset:     armPoisonMessage, // registers the same way; Failures.Resets asks it
+	catalog.Partition:           armPoisonMessage, // registers the same way; Failures.Partitions asks it
 	catalog.ConsumerKill:        armConsumerKill,
 }
 
@@ -190,8 +192,9 @@ func armPoisonMessage(f Fault, env Env) (bool, error) {
 	return true, nil
 }
 
-// Failures holds the poison-message and connection-reset faults armed in
-// one variant; the consumer loop asks it before processing each delivery.
+// Failures holds the poison-message, connection-reset and partition faults
+// armed in one variant; the consumer loop asks it before processing each
+// delivery.
 type Failures struct {
 	faults []crash
 }
@@ -226,4 +229,17 @@ func (p *Failures) Resets(d brokers.Delivery, consumer int) bool {
 		}
 	}
 	return false
+}
+
+// Partitions reports for how long, if at all, the consumer is cut off
+// from the broker as it received d (partition), recording the injection.
+func (p *Failures) Partitions(d brokers.Delivery, consumer int) (time.Duration, bool) {
+	for _, cr := range p.faults {
+		if cr.f.Type == catalog.Partition && cr.f.Schedule.Fires(d.Intent, d.Attempt) {
+			cr.fired(history.Event{Type: history.Fault, Fault: cr.f.Name,
+				Intent: d.Intent, Attempt: d.Attempt, Consumer: consumer})
+			return cr.f.Params.(*catalog.PartitionParams).Duration.D(), true
+		}
+	}
+	return 0, false
 }

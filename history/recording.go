@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/dqbench/dqbench/brokers"
 )
@@ -135,4 +136,14 @@ func (c *RecordingConsumer) ResetConnection(ctx context.Context) error {
 		return errors.New("this broker's consumer cannot have its connection reset")
 	}
 	return r.ResetConnection(ctx)
+}
+
+// Partition cuts the instance off from the broker for d
+// (brokers.Partitioner).
+func (c *RecordingConsumer) Partition(ctx context.Context, d time.Duration) error {
+	p, ok := c.c.(brokers.Partitioner)
+	if !ok {
+		return errors.New("this broker's consumer cannot be partitioned")
+	}
+	return p.Partition(ctx, d)
 }

@@ -170,6 +170,14 @@ func (r *variantRun) deliver(ctx context.Context, c *history.RecordingConsumer, 
 		}
 		return errConnectionReset
 	}
+	if dur, ok := r.failures.Partitions(d, c.Gen()); ok {
+		if err := pending.wait(); err != nil {
+			return err
+		}
+		if err := c.Partition(ctx, dur); err != nil {
+			return errFatal{fmt.Errorf("partition on intent %d: %w", d.Intent, err)}
+		}
+	}
 	if r.failures.Fails(d, c.Gen()) {
 		return r.fail(ctx, c, d, ackFirst, pending)
 	}

@@ -20,7 +20,7 @@ import (
 // unless DQBENCH_REQUIRE_BROKERS=1.
 func TestRabbitMQBuiltins(t *testing.T) {
 	// Built-ins whose expectations count intents of their own message count.
-	ownMessages := map[string]bool{"rabbitmq-poison-dlq": true, "rabbitmq-max-length": true}
+	ownMessages := map[string]bool{"rabbitmq-poison-dlq": true, "rabbitmq-max-length": true, "rabbitmq-partition": true}
 	for _, tc := range []struct {
 		name string
 		want map[string]func(c map[string]int) bool
@@ -65,6 +65,13 @@ func TestRabbitMQBuiltins(t *testing.T) {
 			},
 			"dedup-table": func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 },
 		}, false},
+		{"rabbitmq-partition", map[string]func(map[string]int) bool{
+			"none": func(c map[string]int) bool {
+				return c["duplicates"] > 0 && c["duplicates"] == c["faults_injected"] && c["lost"] == 0
+			},
+			"dedup-table":       func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 },
+			"dedup-table-split": func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 },
+		}, false},
 		// How many overflow depends on timing; the signs do not.
 		{"rabbitmq-max-length", map[string]func(map[string]int) bool{
 			"drop-head":             func(c map[string]int) bool { return c["lost"] > 0 && c["indeterminate"] == 0 },
@@ -85,7 +92,7 @@ func TestRabbitMQBuiltins(t *testing.T) {
 		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if raceEnabled && (tc.name == "rabbitmq-confirm-lost" || tc.name == "rabbitmq-connection-reset") {
+			if raceEnabled && (tc.name == "rabbitmq-confirm-lost" || tc.name == "rabbitmq-connection-reset" || tc.name == "rabbitmq-partition") {
 				t.Skip("under -race: its code paths are ack-lost's, which runs")
 			}
 			var seen [2]map[string][3]int

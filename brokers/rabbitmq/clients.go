@@ -256,8 +256,10 @@ type consumer struct {
 
 	settled   atomic.Int64 // deliveries acked
 	unflushed atomic.Bool  // an ack was written since the last round trip
-	rpcMu     sync.Mutex   // amqp091 matches a channel's replies to one call at a time
-	once      sync.Once
+	// partitioned: cut off from the broker (Partition); acks are lost.
+	partitioned atomic.Bool
+	rpcMu       sync.Mutex // amqp091 matches a channel's replies to one call at a time
+	once        sync.Once
 
 	// With ack-lost armed: which delivery tag carries which intent, for
 	// the filter; and one delivery at a time (see Next).
@@ -333,6 +335,9 @@ func (c *consumer) Ack(ctx context.Context, d brokers.Delivery) error {
 	if err := c.ch.Ack(tag, false); err != nil {
 		return fmt.Errorf("ack intent %d on %s: %w", d.Intent, c.d.queue, err)
 	}
+	if c.partitioned.Load() {
+		return nil // written into the partition: the broker never gets it
+	}
 	if c.acked == nil {
 		c.settled.Add(1)
 		c.unflushed.Store(true)
@@ -393,6 +398,26 @@ func (c *consumer) ResetConnection(ctx context.Context) error {
 		return fmt.Errorf("rabbitmq consumer %d on %s: the connection outlived its reset", c.gen, c.d.queue)
 	}
 	c.waitClosed(closeWait)
+	return nil
+}
+
+var _ brokers.Partitioner = (*consumer)(nil)
+
+// Partition adds toxiproxy's timeout toxic to both directions of the
+// consumer's proxy: data is dropped, and the proxy closes the connection
+// after d. The acks Ack returned for reach the broker first; the ones
+// written during the partition are lost, so they are not counted settled
+// (Backlog goes on counting those deliveries as held).
+func (c *consumer) Partition(ctx context.Context, d time.Duration) error {
+	if err := c.flush(); err != nil {
+		return fmt.Errorf("rabbitmq consumer %d on %s: %w", c.gen, c.d.queue, err)
+	}
+	c.partitioned.Store(true)
+	for _, s := range []netfault.Stream{netfault.Upstream, netfault.Downstream} {
+		if err := c.px.Add(netfault.Toxic{Name: "partition-" + string(s), Type: "timeout", Stream: s, Attributes: map[string]any{"timeout": d.Milliseconds()}}); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
