@@ -222,3 +222,11 @@ type Partitioner interface {
 	// the consumer acks meanwhile never arrives.
 	Partition(ctx context.Context, d time.Duration) error
 }
+
+// Slower is a consumer whose network connection can be slowed (through
+// toxiproxy) as a fault.
+type Slower interface {
+	// Slow delays every chunk of data between the consumer and the broker
+	// by latency, in both directions, for the next d; it returns at once.
+	Slow(ctx context.Context, latency, d time.Duration) error
+}

@@ -18,6 +18,7 @@ const (
 	PoisonMessage       FaultType = "poison-message"
 	ConnectionReset     FaultType = "connection-reset"
 	Partition           FaultType = "partition"
+	Latency             FaultType = "latency"
 )
 
 // Fault describes one fault type.
@@ -123,6 +124,29 @@ var Faults = []Fault{
 		NewParams: func() any { return new(PartitionParams) },
 		Available: throughToxiproxy,
 	},
+	{
+		Type:      Latency,
+		Doc:       "the consumer's network turns slow right after it received the chosen intent (toxiproxy's latency toxic on both directions of its proxy) for a while: every frame between it and the broker is delayed. It changes how long things take, not what happens: on its own it neither duplicates nor loses",
+		Injection: "one consumer connection slowed",
+		NewParams: func() any { return new(LatencyParams) },
+		Available: throughToxiproxy,
+	},
+}
+
+// LatencyParams are latency's own parameters.
+type LatencyParams struct {
+	Latency  Duration `yaml:"latency" json:"latency,omitempty" jsonschema:"description=Delay added to every chunk of data in each direction (default 100ms)."`
+	Duration Duration `yaml:"duration" json:"duration,omitempty" jsonschema:"description=How long the connection stays slow (default 1s)."`
+}
+
+// Defaults fills in what the scenario leaves out.
+func (p *LatencyParams) Defaults() {
+	if p.Latency <= 0 {
+		p.Latency = Duration(100 * time.Millisecond)
+	}
+	if p.Duration <= 0 {
+		p.Duration = Duration(time.Second)
+	}
 }
 
 // PartitionParams are partition's own parameters.

@@ -87,6 +87,7 @@ var All = map[catalog.FaultType]Arm{
 	catalog.PoisonMessage:       armPoisonMessage,
 	catalog.ConnectionReset:     armPoisonMessage, // registers the same way; Failures.Resets asks it
 	catalog.Partition:           armPoisonMessage, // registers the same way; Failures.Partitions asks it
+	catalog.Latency:             armPoisonMessage, // registers the same way; Failures.Slows asks it
 	catalog.ConsumerKill:        armConsumerKill,
 }
 
@@ -192,8 +193,8 @@ func armPoisonMessage(f Fault, env Env) (bool, error) {
 	return true, nil
 }
 
-// Failures holds the poison-message, connection-reset and partition faults
-// armed in one variant; the consumer loop asks it before processing each
+// Failures holds the poison-message, connection-reset, partition and
+// latency faults armed in one variant; the consumer loop asks it before processing each
 // delivery.
 type Failures struct {
 	faults []crash
@@ -242,4 +243,18 @@ func (p *Failures) Partitions(d brokers.Delivery, consumer int) (time.Duration, 
 		}
 	}
 	return 0, false
+}
+
+// Slows reports how much latency, for how long, the consumer's connection
+// gets as it received d (latency), recording the injection.
+func (p *Failures) Slows(d brokers.Delivery, consumer int) (latency, duration time.Duration, ok bool) {
+	for _, cr := range p.faults {
+		if cr.f.Type == catalog.Latency && cr.f.Schedule.Fires(d.Intent, d.Attempt) {
+			cr.fired(history.Event{Type: history.Fault, Fault: cr.f.Name,
+				Intent: d.Intent, Attempt: d.Attempt, Consumer: consumer})
+			lp := cr.f.Params.(*catalog.LatencyParams)
+			return lp.Latency.D(), lp.Duration.D(), true
+		}
+	}
+	return 0, 0, false
 }

@@ -147,3 +147,12 @@ func (c *RecordingConsumer) Partition(ctx context.Context, d time.Duration) erro
 	}
 	return p.Partition(ctx, d)
 }
+
+// Slow delays the instance's network traffic (brokers.Slower).
+func (c *RecordingConsumer) Slow(ctx context.Context, latency, d time.Duration) error {
+	s, ok := c.c.(brokers.Slower)
+	if !ok {
+		return errors.New("this broker's consumer cannot be slowed")
+	}
+	return s.Slow(ctx, latency, d)
+}

@@ -170,6 +170,11 @@ func (r *variantRun) deliver(ctx context.Context, c *history.RecordingConsumer, 
 		}
 		return errConnectionReset
 	}
+	if lat, dur, ok := r.failures.Slows(d, c.Gen()); ok {
+		if err := c.Slow(ctx, lat, dur); err != nil {
+			return errFatal{fmt.Errorf("latency on intent %d: %w", d.Intent, err)}
+		}
+	}
 	if dur, ok := r.failures.Partitions(d, c.Gen()); ok {
 		if err := pending.wait(); err != nil {
 			return err

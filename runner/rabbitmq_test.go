@@ -145,3 +145,35 @@ func TestRabbitMQBuiltins(t *testing.T) {
 		})
 	}
 }
+
+// TestRabbitMQLatency: a slowed consumer connection changes timing, not
+// counts: every intent applied once, each injection recorded.
+func TestRabbitMQLatency(t *testing.T) {
+	s, err := scenario.Parse("latency.yaml", []byte(`
+version: 1
+name: latency
+messages: 200
+deadline: 60s
+drain: 5s
+broker: {kind: rabbitmq}
+consumer: {prefetch: 10}
+faults:
+  - {type: latency, every: 100, latency: 50ms, duration: 200ms}
+variants:
+  - {name: none, strategy: none}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := runJudged(t, context.Background(), s)
+	if errors.Is(err, brokers.ErrUnreachable) && os.Getenv("DQBENCH_REQUIRE_BROKERS") != "1" {
+		t.Skipf("no RabbitMQ at the default address: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := res.Run.Variants[0]
+	if !res.Run.Valid() || v.Effects != 200 || v.Duplicates != 0 || v.Lost != 0 || v.FaultsInjected != 2 {
+		t.Errorf("counts %+v (valid %v): want 200 effects, no duplicate or loss, 2 injections", v.Counts, res.Run.Valid())
+	}
+}

@@ -258,7 +258,9 @@ type consumer struct {
 	unflushed atomic.Bool  // an ack was written since the last round trip
 	// partitioned: cut off from the broker (Partition); acks are lost.
 	partitioned atomic.Bool
-	rpcMu       sync.Mutex // amqp091 matches a channel's replies to one call at a time
+	slowMu      sync.Mutex
+	slowTimer   *time.Timer // ends a Slow
+	rpcMu       sync.Mutex  // amqp091 matches a channel's replies to one call at a time
 	once        sync.Once
 
 	// With ack-lost armed: which delivery tag carries which intent, for
@@ -421,6 +423,43 @@ func (c *consumer) Partition(ctx context.Context, d time.Duration) error {
 	return nil
 }
 
+var _ brokers.Slower = (*consumer)(nil)
+
+// Slow adds toxiproxy's latency toxic to both directions of the consumer's
+// proxy and removes it after d (unless the consumer is gone by then). A
+// consumer slowed already stays as it is.
+func (c *consumer) Slow(ctx context.Context, latency, d time.Duration) error {
+	c.slowMu.Lock()
+	defer c.slowMu.Unlock()
+	if c.slowTimer != nil {
+		return nil
+	}
+	names := []string{"latency-upstream", "latency-downstream"}
+	for i, s := range []netfault.Stream{netfault.Upstream, netfault.Downstream} {
+		if err := c.px.Add(netfault.Toxic{Name: names[i], Type: "latency", Stream: s, Attributes: map[string]any{"latency": latency.Milliseconds()}}); err != nil {
+			return err
+		}
+	}
+	c.slowTimer = time.AfterFunc(d, func() {
+		c.slowMu.Lock()
+		defer c.slowMu.Unlock()
+		for _, name := range names {
+			_ = c.px.Remove(name) // fails only when the proxy is gone
+		}
+		c.slowTimer = nil
+	})
+	return nil
+}
+
+// stopSlow cancels a pending end of Slow: the proxy is about to go.
+func (c *consumer) stopSlow() {
+	c.slowMu.Lock()
+	defer c.slowMu.Unlock()
+	if c.slowTimer != nil {
+		c.slowTimer.Stop()
+	}
+}
+
 // answer notes that a delivery Next handed out was acked or found
 // unackable (see awaitAcks).
 func (c *consumer) answer() {
@@ -493,6 +532,7 @@ func (c *consumer) Abandon() {
 		c.d.leave(c)
 		_ = c.fc.Conn.Close()
 		c.waitClosed(closeWait)
+		c.stopSlow()
 		_ = c.px.Close(context.Background())
 	})
 }
@@ -507,6 +547,7 @@ func (c *consumer) Close(ctx context.Context) {
 			_ = c.fc.Conn.Close()
 		}
 		c.waitClosed(closeWait)
+		c.stopSlow()
 		_ = c.px.Close(context.WithoutCancel(ctx))
 	})
 }
