@@ -230,3 +230,13 @@ type Slower interface {
 	// by latency, in both directions, for the next d; it returns at once.
 	Slow(ctx context.Context, latency, d time.Duration) error
 }
+
+// AckSyncer is a consumer whose Ack may return before the broker has
+// applied the ack (AMQP has no answer to basic.ack). The consumer loop
+// calls SyncAcks when a fault hits at a crash point, before the fault
+// acts, so it meets the broker with every ack Ack returned for applied.
+type AckSyncer interface {
+	// SyncAcks returns once the broker has applied every ack written so
+	// far (an error when the connection is gone).
+	SyncAcks(ctx context.Context) error
+}

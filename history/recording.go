@@ -156,3 +156,13 @@ func (c *RecordingConsumer) Slow(ctx context.Context, latency, d time.Duration) 
 	}
 	return s.Slow(ctx, latency, d)
 }
+
+// SyncAcks waits until the broker has applied the acks written so far,
+// where the adapter's Ack does not (brokers.AckSyncer); otherwise there is
+// nothing to wait for.
+func (c *RecordingConsumer) SyncAcks(ctx context.Context) error {
+	if s, ok := c.c.(brokers.AckSyncer); ok {
+		return s.SyncAcks(ctx)
+	}
+	return nil
+}

@@ -142,7 +142,15 @@ func (r *variantRun) deliver(ctx context.Context, c *history.RecordingConsumer, 
 		if err := pending.wait(); err != nil {
 			return err
 		}
-		switch r.crashes.At(p, d, c.Gen()) {
+		ft := r.crashes.At(p, d, c.Gen())
+		if ft != "" {
+			// What hits here meets the broker with every ack so far
+			// applied (Abandon makes sure too).
+			if err := c.SyncAcks(ctx); err != nil && ctx.Err() == nil {
+				return err
+			}
+		}
+		switch ft {
 		case catalog.ConsumerCrash:
 			return errCrash
 		case catalog.ConsumerZombie:

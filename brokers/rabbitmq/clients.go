@@ -460,6 +460,17 @@ func (c *consumer) stopSlow() {
 	}
 }
 
+var _ brokers.AckSyncer = (*consumer)(nil)
+
+// SyncAcks makes the round trip that tells the broker has applied every
+// ack written so far (see Ack), when one was written since the last.
+func (c *consumer) SyncAcks(ctx context.Context) error {
+	if !c.unflushed.Load() {
+		return nil
+	}
+	return c.flush()
+}
+
 // answer notes that a delivery Next handed out was acked or found
 // unackable (see awaitAcks).
 func (c *consumer) answer() {
