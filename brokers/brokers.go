@@ -62,6 +62,10 @@ type DestinationSpec struct {
 	// (consumer ack: auto, only for kinds with catalog.Broker.AutoAck);
 	// Consumer.Ack is then a no-op.
 	AutoAck bool
+	// Settings is the kind's own settings for this variant (the broker's,
+	// with the variant's overrides: scenario.BrokerSettingsFor); nil
+	// means the broker's.
+	Settings any
 }
 
 // Message is one publish.
@@ -87,6 +91,9 @@ type Delivery struct {
 	// Attempt is this intent's delivery count in the variant, from 1; the
 	// recording consumer sets it, adapters leave it 0.
 	Attempt int
+	// QoS is the QoS level the delivery arrived with where the protocol
+	// has one (MQTT: "0", "1" or "2"); empty elsewhere.
+	QoS string
 	// Handle is the adapter's own reference, passed back to Ack.
 	Handle any
 }
@@ -139,4 +146,26 @@ type ProduceResponseLoser interface {
 	// for any, the broker stores the request and answers with a timeout,
 	// and lost is called once with every intent the request carried.
 	LoseProduceResponses(fires func(intent, attempt int) bool, lost func(intents []int))
+}
+
+// PacketLoser is a destination whose broker can lose one MQTT
+// acknowledgement (packet) of chosen intents on one leg, breaking the
+// connection that carried it, so the sender retries on reconnect.
+type PacketLoser interface {
+	// LosePackets installs the fault: each time packet passes on leg for
+	// an intent, fires is asked with the intent and how many times the
+	// packet has passed for it (1 for the first); when it says yes, the
+	// packet is lost and lost is called. It reports false, installing
+	// nothing, when the leg's QoS has no such packet.
+	LosePackets(packet catalog.MQTTPacket, leg catalog.Leg, fires func(intent, attempt int) bool, lost func(intent int)) bool
+}
+
+// Disconnecter is a destination whose broker can break the publisher's
+// or the consumer's connection at a chosen intent.
+type Disconnecter interface {
+	// Disconnect installs the fault: after the broker has handled an
+	// intent's PUBLISH on leg, fires is asked (attempt: how many times
+	// for that intent); when it says yes, that leg's client connection
+	// breaks and cut is called. It reports false when it cannot act.
+	Disconnect(leg catalog.Leg, fires func(intent, attempt int) bool, cut func(intent int)) bool
 }

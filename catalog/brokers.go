@@ -95,6 +95,15 @@ func AMQPURL(a string) error {
 	return nil
 }
 
+// MQTTURL checks a tcp:// or mqtt:// URL with a host and a port (MQTT).
+func MQTTURL(a string) error {
+	u, err := url.Parse(a)
+	if err != nil || (u.Scheme != "tcp" && u.Scheme != "mqtt") || u.Host == "" || u.Port() == "" {
+		return errors.New("not an MQTT URL (tcp://HOST:PORT)")
+	}
+	return nil
+}
+
 // MaskURL hides the password of a URL (amqp://guest:***@host:5672/), for
 // every message and report that shows an address, also when the rest of
 // the URL does not parse. A string without a password comes back as it is.
@@ -143,6 +152,14 @@ var Brokers = []Broker{
 		ValidAddress:   AMQPURL,
 		AutoAck:        true,
 		NewSettings:    func() any { return new(RabbitMQSettings) },
+	},
+	{
+		Kind:           MQTT,
+		Doc:            "MQTT 3.1.1: mochi-mqtt in-process (embedded), with eclipse/paho.mqtt.golang or eclipse/paho.golang as the client; a topic per variant, persistent sessions, manual acks",
+		Modes:          []Mode{Embedded},
+		ExampleAddress: "tcp://127.0.0.1:1883",
+		ValidAddress:   MQTTURL,
+		NewSettings:    func() any { return new(MQTTSettings) },
 	},
 }
 

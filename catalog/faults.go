@@ -10,6 +10,8 @@ const (
 	ConsumerCrash       FaultType = "consumer-crash"
 	ProduceResponseLost FaultType = "produce-response-lost"
 	ConsumerZombie      FaultType = "consumer-zombie"
+	AckLost             FaultType = "ack-lost"
+	Disconnect          FaultType = "disconnect"
 )
 
 // Fault describes one fault type.
@@ -73,6 +75,29 @@ var Faults = []Fault{
 			return ""
 		},
 	},
+	{
+		Type:      AckLost,
+		Doc:       "an MQTT acknowledgement (packet PUBACK, PUBREC, PUBREL or PUBCOMP of the chosen intent, on the chosen leg) never arrives: the connection that carried it breaks, and the sender retries on reconnect as MQTT 3.1.1 requires. Acts only in variants whose QoS on that leg uses the packet",
+		Injection: "one acknowledgement lost and its connection broken",
+		NewParams: func() any { return new(AckLostParams) },
+		Available: mqttEmbedded,
+	},
+	{
+		Type:      Disconnect,
+		Doc:       "the publisher's or the subscriber's connection breaks right after the broker handled the chosen intent's PUBLISH on that leg; the client reconnects (the publisher) or is restarted (the consumer) with its session",
+		Injection: "one connection broken",
+		NewParams: func() any { return new(DisconnectParams) },
+		Available: mqttEmbedded,
+	},
+}
+
+// mqttEmbedded says why a fault injected inside the embedded MQTT broker
+// cannot act elsewhere.
+func mqttEmbedded(w Where) string {
+	if w.Broker != MQTT || w.Mode != Embedded {
+		return "it is injected inside the embedded MQTT broker (mochi-mqtt); use broker kind: mqtt, mode: embedded"
+	}
+	return ""
 }
 
 // LookupFault returns the fault type t.
@@ -110,10 +135,17 @@ func (Acks) Allowed() []string { return Strings(AcksLevels) }
 func (AckMode) Allowed() []string { return Strings(AckModes) }
 
 // DefaultFaultName is a fault's label when the scenario gives none: its
-// type, plus the crash point for a consumer crash or zombie.
+// type, plus the crash point for a consumer crash or zombie, the packet
+// and leg of a lost MQTT acknowledgement, the leg of a disconnect.
 func DefaultFaultName(t FaultType, params any) string {
 	if p, ok := params.(*ConsumerCrashParams); ok && p.At != "" {
 		return fmt.Sprintf("%s@%s", t, p.At)
+	}
+	if p, ok := params.(*AckLostParams); ok && p.Packet != "" {
+		return fmt.Sprintf("%s@%s/%s", t, p.Packet, p.Leg)
+	}
+	if p, ok := params.(*DisconnectParams); ok && p.Leg != "" {
+		return fmt.Sprintf("%s@%s", t, p.Leg)
 	}
 	return string(t)
 }

@@ -66,6 +66,7 @@ type tally struct {
 	armed   []string
 	crashes int
 	drain   *history.Event
+	qos     map[string]int // deliveries per QoS level (MQTT)
 }
 
 // denseLimit bounds the slice of per-intent facts; intent ids past it (a
@@ -127,7 +128,15 @@ func (t *tally) add(e *history.Event) {
 				f.pos = h
 			case f.pos != h:
 				f.flags |= copies
+			default:
+				f.flags |= sameCopy
 			}
+		}
+		if e.QoS != "" {
+			if t.qos == nil {
+				t.qos = map[string]int{}
+			}
+			t.qos[e.QoS]++
 		}
 	case history.Effect:
 		switch {
@@ -202,6 +211,9 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	var notes []string
 	if logCopies > 0 {
 		notes = append(notes, fmt.Sprintf("%d intents were stored more than once by the broker (a producer retry after a lost response, without producer idempotence)", logCopies))
+		if len(t.qos) == 1 && t.qos["2"] > 0 {
+			notes = append(notes, fmt.Sprintf("%d intents were stored twice although published and delivered at QoS 2: the publishing client sent a PUBLISH again after the broker had taken it (QoS 2 forbids resending once PUBREC arrived): a client library's violation, on the publisher leg", logCopies))
+		}
 	}
 	if t.crashes > 0 {
 		notes = append(notes, fmt.Sprintf("%d consumer crashes, each followed by a replacement; the broker redelivers whatever a crashed consumer had not acked", t.crashes))
@@ -285,6 +297,11 @@ type Variant struct {
 	Passed   bool   `json:"passed"`
 	Counts
 	Expectations []ExpectationResult `json:"expectations"`
+	// DeliveredQoS counts deliveries per QoS level they arrived with
+	// (MQTT: the minimum of the publish and the subscription QoS).
+	DeliveredQoS map[string]int `json:"delivered_qos,omitempty"`
+	// Legs says on which leg each duplicate and loss arose (MQTT).
+	Legs *Legs `json:"legs,omitempty"`
 	// Notes explain where duplicates and losses came from.
 	Notes []string `json:"notes,omitempty"`
 	// Invalid lists why this variant's experiment does not count (a fault
@@ -341,7 +358,8 @@ func judge(plan Plan, meta Meta, events iter.Seq2[history.Event, error], audits 
 		t := tallies[v.Name]
 		audit, haveAudit := audits[v.Name]
 		counts, notes := t.counts(audit)
-		res := Variant{Name: v.Name, Strategy: v.Strategy, Passed: true, Counts: counts, Notes: notes}
+		res := Variant{Name: v.Name, Strategy: v.Strategy, Passed: true, Counts: counts, Notes: notes,
+			DeliveredQoS: t.deliveredQoS(), Legs: t.legs()}
 		res.Invalid = t.invalid(haveAudit, audit)
 		for _, exp := range v.Expect {
 			got, _ := counts.Get(exp.Count)

@@ -76,6 +76,8 @@ var All = map[catalog.FaultType]Arm{
 	catalog.ConsumerCrash:       armConsumerCrash,
 	catalog.ProduceResponseLost: armProduceResponseLost,
 	catalog.ConsumerZombie:      armConsumerCrash,
+	catalog.AckLost:             armAckLost,
+	catalog.Disconnect:          armDisconnect,
 }
 
 // Install arms f in one variant.
@@ -107,6 +109,28 @@ func armProduceResponseLost(f Fault, env Env) (bool, error) {
 		env.Fired(history.Event{Type: history.Fault, Fault: f.Name, Intents: intents})
 	})
 	return true, nil
+}
+
+func armAckLost(f Fault, env Env) (bool, error) {
+	p := f.Params.(*catalog.AckLostParams)
+	loser, ok := env.Dest.(brokers.PacketLoser)
+	if !ok {
+		return false, fmt.Errorf("fault %s: this broker cannot lose MQTT acknowledgements", f.Name)
+	}
+	return loser.LosePackets(p.Packet, p.Leg, f.Schedule.Fires, func(intent int) {
+		env.Fired(history.Event{Type: history.Fault, Fault: f.Name, Point: string(p.Packet) + "/" + string(p.Leg), Intent: intent})
+	}), nil
+}
+
+func armDisconnect(f Fault, env Env) (bool, error) {
+	p := f.Params.(*catalog.DisconnectParams)
+	d, ok := env.Dest.(brokers.Disconnecter)
+	if !ok {
+		return false, fmt.Errorf("fault %s: this broker cannot break client connections", f.Name)
+	}
+	return d.Disconnect(p.Leg, f.Schedule.Fires, func(intent int) {
+		env.Fired(history.Event{Type: history.Fault, Fault: f.Name, Point: string(p.Leg), Intent: intent})
+	}), nil
 }
 
 // Crashes holds the consumer-crash faults armed in one variant, by crash

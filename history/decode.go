@@ -77,6 +77,8 @@ func fastDecode(line []byte, e *Event, intern map[string]string) bool {
 			e.Point, p, ok = readString(line, p, intern)
 		case "reason":
 			e.Reason, p, ok = readString(line, p, intern)
+		case "qos":
+			e.QoS, p, ok = readString(line, p, intern)
 		case "redelivered":
 			e.Redelivered, p, ok = readBool(line, p)
 		case "applied":

@@ -55,6 +55,7 @@ type Event struct {
 	Drained     bool          `json:"drained,omitempty"`
 	Backlog     int64         `json:"backlog,omitempty"` // with drain: messages the broker still held
 	Reason      string        `json:"reason,omitempty"`
+	QoS         string        `json:"qos,omitempty"` // with deliver: the QoS level the delivery arrived with (MQTT: "0", "1", "2")
 }
 
 // Recorder writes events from many goroutines to one stream, in the order

@@ -131,6 +131,7 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 	dest, err := r.broker.Open(ctx, brokers.DestinationSpec{
 		Name: r.name, Idempotent: *prod.Idempotent, Acks: prod.Acks, Window: prod.Window,
 		Prefetch: cons.Prefetch, AutoAck: cons.Ack == catalog.AckAuto,
+		Settings: r.s.BrokerSettingsFor(r.v),
 	})
 	if err != nil {
 		return nil, nil, err

@@ -139,6 +139,16 @@ func (s *Scenario) ConsumerFor(v Variant) Consumer {
 	return c
 }
 
+// BrokerSettingsFor returns the broker kind's settings for variant v:
+// the scenario's, with the variant's mqtt overrides applied (a copy).
+func (s *Scenario) BrokerSettingsFor(v Variant) any {
+	if m, ok := s.Broker.Settings.(*catalog.MQTTSettings); ok {
+		merged := m.With(v.MQTT)
+		return &merged
+	}
+	return s.Broker.Settings
+}
+
 // StoreFor returns the store variant v runs on: its own, else the
 // scenario's.
 func (s *Scenario) StoreFor(v Variant) string {

@@ -42,7 +42,7 @@ var fixtures = []fixture{
 		`5:1: unknown key "varients" at the top level (allowed: version, name, description, seed, messages, deadline, drain, broker, producer, consumer, store, redis, faults, variants); did you mean "variants"?`,
 	}},
 	{"invalid/unknown-nested-key.yaml", []string{
-		`7:5: unknown key "stratgies" in variants[0] (allowed: name, strategy, producer, consumer, store, id, expect); did you mean "strategy"?`,
+		`7:5: unknown key "stratgies" in variants[0] (allowed: name, strategy, producer, consumer, store, id, expect, mqtt); did you mean "strategy"?`,
 	}},
 	{"invalid/unknown-strategy.yaml", []string{
 		`7:15: variants[0].strategy: "dedup-tabel" is not allowed (allowed: none, dedup-table, dedup-table-split, unique-key, state-machine, version-cas, check-then-act, redis-setnx); did you mean "dedup-table"?`,
@@ -110,7 +110,7 @@ var fixtures = []fixture{
 		`7:15: YAML syntax error: sequence end token ']' not found`,
 	}},
 	{"invalid/bad-broker-kind.yaml", []string{
-		`4:9: broker.kind: "kafak" is not allowed (allowed: kafka, rabbitmq); did you mean "kafka"?`,
+		`4:9: broker.kind: "kafak" is not allowed (allowed: kafka, rabbitmq, mqtt); did you mean "kafka"?`,
 	}},
 	{"invalid/acks-need-non-idempotent.yaml", []string{
 		`6:9: producer.acks: acks leader needs idempotent: false (Kafka's idempotent producer requires acks all, and idempotent defaults to true)`,
@@ -142,7 +142,7 @@ var fixtures = []fixture{
 	{"invalid/many-problems.yaml", []string{
 		`1:10: version: 2 is not supported; this dqbench reads version 1`,
 		`2:7: name: must not be empty`,
-		`4:9: broker.kind: "rabbit" is not allowed (allowed: kafka, rabbitmq)`,
+		`4:9: broker.kind: "rabbit" is not allowed (allowed: kafka, rabbitmq, mqtt)`,
 		`6:15: broker.addresses[0]: "localhost" is not host:port`,
 		`8:15: producer.idempotent: must be true or false, got string "no"`,
 		`10:8: consumer.ack: "before" is not allowed (allowed: after-process, before-process, auto)`,
@@ -159,7 +159,7 @@ var fixtures = []fixture{
 		`9:1: a second YAML document (after ---): a file holds one scenario`,
 	}},
 	{"invalid/two-documents-and-more.yaml", []string{
-		`4:9: broker.kind: "kafak" is not allowed (allowed: kafka, rabbitmq); did you mean "kafka"?`,
+		`4:9: broker.kind: "kafak" is not allowed (allowed: kafka, rabbitmq, mqtt); did you mean "kafka"?`,
 		`9:1: a second YAML document (after ---): a file holds one scenario`,
 	}},
 	{"invalid/duplicate-keys.yaml", []string{

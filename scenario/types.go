@@ -86,6 +86,7 @@ type Variant struct {
 	Store    string                 `yaml:"store" json:"store,omitempty" jsonschema:"description=This variant's business store (overrides the scenario's store)."`
 	ID       catalog.IDSource       `yaml:"id" json:"id,omitempty" jsonschema:"enum=business,enum=per-send-uuid,enum=content-hash,description=Where the message id the strategy deduplicates on comes from: business (the intent's id\\, default)\\, per-send-uuid (new on every publish attempt) or content-hash (a hash of account and amount)."`
 	Expect   map[string]Expectation `yaml:"expect" json:"expect,omitempty" jsonschema:"description=Checks on the variant's counts\\, e.g. duplicates: 0 or lost: '>0'."`
+	MQTT     *catalog.MQTTSettings  `yaml:"mqtt" json:"mqtt,omitempty" jsonschema:"description=Overrides of the broker's MQTT settings for this variant (qos\\, subscription_qos\\, clean_session\\, client); broker kind mqtt only."`
 	// Params is the strategy's own settings (catalog.Strategy.NewParams),
 	// written beside strategy in the variant.
 	Params any `yaml:",params" json:"-"`

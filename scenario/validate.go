@@ -30,6 +30,7 @@ func (c *checker) check() {
 	c.acks()
 	c.faultPoints()
 	c.faultsAvailable()
+	c.mqtt()
 }
 
 func (c *checker) top() {

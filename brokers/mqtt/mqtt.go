@@ -1,0 +1,273 @@
+// Package mqtt runs dqbench against MQTT 3.1.1: mochi-mqtt in-process
+// (mode embedded), with eclipse/paho.mqtt.golang (client: paho) or
+// eclipse/paho.golang (client: paho.golang, MQTT 5) as the client.
+//
+// Each variant gets its own topic prefix, dqbench/NAME/, and publishes
+// intent i to dqbench/NAME/i, so the topic carries the message key. The
+// consumer is one persistent session (client id dqb-NAME-s) subscribed to
+// dqbench/NAME/+; the destination creates that session when it opens, so
+// the broker keeps QoS 1 and 2 messages for it from the first publish on.
+// The publisher is the session dqb-NAME-p.
+package mqtt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dqbench/dqbench/brokers"
+	"github.com/dqbench/dqbench/catalog"
+)
+
+// Broker is an embedded MQTT broker (mochi-mqtt).
+type Broker struct {
+	url      string // tcp://host:port
+	settings catalog.MQTTSettings
+	embedded *embedded // nil when external
+}
+
+var _ brokers.Broker = (*Broker)(nil)
+
+// Open starts the broker the scenario describes.
+func Open(ctx context.Context, cfg brokers.Config) (brokers.Broker, error) {
+	settings := new(catalog.MQTTSettings)
+	if s, ok := cfg.Settings.(*catalog.MQTTSettings); ok && s != nil {
+		*settings = *s
+	}
+	settings.Defaults()
+	if cfg.Mode == catalog.External {
+		return nil, fmt.Errorf("broker kind mqtt: mode external is not supported by this build; use mode: embedded")
+	}
+	e, err := startEmbedded()
+	if err != nil {
+		return nil, err
+	}
+	return &Broker{url: "tcp://" + e.addr, settings: *settings, embedded: e}, nil
+}
+
+// Name says which broker this is.
+func (b *Broker) Name() string {
+	if b.embedded != nil {
+		return "mqtt (embedded mochi-mqtt)"
+	}
+	return "mqtt " + catalog.MaskURL(b.url)
+}
+
+// Close stops an embedded broker.
+func (b *Broker) Close() error {
+	if b.embedded != nil {
+		return b.embedded.close()
+	}
+	return nil
+}
+
+// Open creates the variant's persistent subscription.
+func (b *Broker) Open(ctx context.Context, spec brokers.DestinationSpec) (brokers.Destination, error) {
+	settings := b.settings
+	if s, ok := spec.Settings.(*catalog.MQTTSettings); ok && s != nil {
+		settings = *s
+		settings.Defaults()
+	}
+	d := &dest{
+		b: b, spec: spec, name: spec.Name,
+		topic: "dqbench/" + spec.Name + "/", pubID: "dqb-" + spec.Name + "-p", subID: "dqb-" + spec.Name + "-s",
+		pubQoS: byte(*settings.QoS), subQoS: byte(*settings.SubscriptionQoS), clean: *settings.CleanSession,
+		client: settings.Client, pubStore: newSessionStore(), subStore: newSessionStore(),
+		subscribed: make(chan struct{}), positions: map[uint16]copyRef{},
+	}
+	if b.embedded != nil {
+		d.state = b.embedded.hook.add(d)
+	}
+	if !d.clean && d.legQoS(catalog.SubscriberLeg) > 0 {
+		// The persistent session exists before the first publish, so the
+		// broker keeps every QoS 1 and 2 message for the consumer.
+		if err := d.lib().subscribe(ctx, d); err != nil {
+			d.Close(context.WithoutCancel(ctx))
+			return nil, err
+		}
+		d.markSubscribed()
+	}
+	if b.embedded != nil {
+		return embeddedDest{d}, nil
+	}
+	return d, nil
+}
+
+// dest is one variant's topic and sessions.
+type dest struct {
+	b      *Broker
+	spec   brokers.DestinationSpec
+	name   string
+	topic  string // prefix; the filter is topic + "+"
+	pubID  string
+	subID  string
+	pubQoS byte
+	subQoS byte
+	clean  bool
+	client catalog.MQTTClient
+	// pubStore and subStore are the client side of the two sessions.
+	pubStore, subStore *sessionStore
+	state              *destState
+
+	subscribedOnce sync.Once
+	subscribed     chan struct{} // closed once the broker keeps messages for the consumer
+
+	mu        sync.Mutex
+	positions map[uint16]copyRef // subscriber packet id → the copy it carried
+	copies    int
+
+	// qos0Queued counts QoS 0 deliveries a consumer has received and not
+	// yet handled; qos0Last is when a QoS 0 message was last seen on its
+	// way (unix nanoseconds).
+	qos0Queued atomic.Int64
+	qos0Last   atomic.Int64
+}
+
+func (d *dest) qos0Seen() { d.qos0Last.Store(time.Now().UnixNano()) }
+
+// qos0Backlog is what may still be on its way at QoS 0: the deliveries a
+// consumer holds, and one while QoS 0 traffic has not settled.
+func (d *dest) qos0Backlog() int64 {
+	n := d.qos0Queued.Load()
+	if time.Since(time.Unix(0, d.qos0Last.Load())) < qos0Settle {
+		n++
+	}
+	return n
+}
+
+var _ brokers.Destination = (*dest)(nil)
+
+// legQoS is the QoS of the handshake on a leg: the publish QoS from the
+// publisher to the broker, min(publish, subscription) from the broker to
+// the subscriber.
+func (d *dest) legQoS(leg catalog.Leg) byte {
+	if leg == catalog.SubscriberLeg {
+		return min(d.pubQoS, d.subQoS)
+	}
+	return d.pubQoS
+}
+
+func (d *dest) markSubscribed() { d.subscribedOnce.Do(func() { close(d.subscribed) }) }
+
+func (d *dest) topicOf(intent int) string { return d.topic + brokers.Key(intent) }
+
+// intentOf reads the intent from a topic of this destination.
+func (d *dest) intentOf(topic string) (int, error) {
+	key, ok := strings.CutPrefix(topic, d.topic)
+	if !ok {
+		return 0, fmt.Errorf("message on topic %q, outside %s+", topic, d.topic)
+	}
+	return brokers.ParseKey(key)
+}
+
+// position names the stored copy a delivery carries. A QoS 1 or 2 copy
+// keeps its packet id until the subscriber completes it, and the broker
+// resends it with the DUP flag: a DUP delivery of the same intent with the
+// packet id it had before is the same copy again; anything else is a new
+// copy. (mochi-mqtt also sets DUP on the first send of a message it queued
+// for an offline session, and reuses packet ids once completed, so neither
+// DUP nor the packet id alone says redelivered.) QoS 0 deliveries are each
+// their own copy.
+func (d *dest) position(intent int, qos byte, dup bool, pid uint16) (pos string, redelivered bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if qos > 0 && dup {
+		if c, ok := d.positions[pid]; ok && c.intent == intent {
+			return c.pos, true
+		}
+	}
+	d.copies++
+	pos = "c" + strconv.Itoa(d.copies)
+	if qos > 0 {
+		pos += "/" + strconv.Itoa(int(pid))
+		d.positions[pid] = copyRef{intent: intent, pos: pos}
+	}
+	return pos, false
+}
+
+// copyRef is the copy a subscriber packet id last carried.
+type copyRef struct {
+	intent int
+	pos    string
+}
+
+// lib is the client library of this destination.
+func (d *dest) lib() clientLib {
+	if d.client == catalog.PahoGolang {
+		return pahoGolang{}
+	}
+	return paho{}
+}
+
+// clientLib is one MQTT client library.
+type clientLib interface {
+	// subscribe creates the consumer's persistent session and
+	// subscription, then disconnects.
+	subscribe(ctx context.Context, d *dest) error
+	producer(ctx context.Context, d *dest) (brokers.Producer, error)
+	consumer(ctx context.Context, d *dest, gen int) (brokers.Consumer, error)
+}
+
+// Producer starts the publisher session once the broker keeps messages
+// for the consumer: at once with a persistent session and QoS 1 or 2 to
+// the consumer, else once a consumer is connected (the broker drops QoS 0
+// messages for an offline session, and everything without a session).
+func (d *dest) Producer(ctx context.Context) (brokers.Producer, error) {
+	wait, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	select {
+	case <-d.subscribed:
+	case <-wait.Done():
+		return nil, fmt.Errorf("mqtt: no consumer subscribed to %s+ within 10s", d.topic)
+	}
+	return d.lib().producer(ctx, d)
+}
+
+// Consumer connects the consumer session.
+func (d *dest) Consumer(ctx context.Context, gen int) (brokers.Consumer, error) {
+	return d.lib().consumer(ctx, d, gen)
+}
+
+// Backlog counts, on the embedded broker, the publishes it is routing
+// and the messages in the consumer session not acknowledged yet.
+func (d *dest) Backlog(ctx context.Context) (int64, error) {
+	if d.state == nil {
+		return 0, errors.New("mqtt: backlog is only known on the embedded broker")
+	}
+	return d.b.embedded.backlog(d) + d.qos0Backlog(), nil
+}
+
+// Close forgets the destination; the embedded broker goes away with the
+// run.
+func (d *dest) Close(ctx context.Context) error {
+	if d.state != nil {
+		d.b.embedded.hook.remove(d)
+	}
+	return nil
+}
+
+// hostPort is the host:port of an MQTT URL.
+func hostPort(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return u
+	}
+	return p.Host
+}
+
+// dial checks that a broker answers at u.
+func dial(ctx context.Context, u string) error {
+	var dl net.Dialer
+	c, err := dl.DialContext(ctx, "tcp", hostPort(u))
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}

@@ -1,0 +1,90 @@
+package runner
+
+import (
+	"context"
+	"maps"
+	"strconv"
+	"testing"
+
+	"github.com/dqbench/dqbench/check"
+	"github.com/dqbench/dqbench/scenario"
+)
+
+// TestMQTTQoSLevels runs mqtt-qos-levels on the embedded broker twice with
+// one seed: QoS 0 loses, QoS 1 duplicates, QoS 2 neither, with the same
+// duplicates, lost, effects and faults both times, and each duplicate
+// attributed to a leg.
+func TestMQTTQoSLevels(t *testing.T) {
+	want := map[string]func(c map[string]int) bool{
+		"qos0": func(c map[string]int) bool { return c["lost"] > 0 && c["duplicates"] == 0 },
+		"qos1": func(c map[string]int) bool { return c["duplicates"] > 0 && c["lost"] == 0 },
+		"qos2": func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 },
+	}
+	var seen [2]map[string][4]int
+	for i := range seen {
+		s, err := scenario.Resolve("mqtt-qos-levels")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := runJudged(t, context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Run.Passed || !res.Run.Valid() {
+			t.Fatalf("run %d did not pass: %+v", i+1, res.Run)
+		}
+		seen[i] = map[string][4]int{}
+		for _, v := range res.Run.Variants {
+			c := counts(v)
+			if !want[v.Name](c) {
+				t.Errorf("variant %s: unexpected counts %v", v.Name, c)
+			}
+			if v.Legs == nil {
+				t.Fatalf("variant %s: no legs", v.Name)
+			}
+			if v.Duplicates > 0 && v.Legs.Publisher.Duplicates+v.Legs.Subscriber.Duplicates < v.Duplicates {
+				t.Errorf("variant %s: %d duplicates, legs %+v attribute fewer", v.Name, v.Duplicates, *v.Legs)
+			}
+			seen[i][v.Name] = [4]int{v.Duplicates, v.Lost, v.Effects, v.FaultsInjected}
+		}
+	}
+	if !maps.Equal(seen[0], seen[1]) {
+		t.Errorf("same seed, different counts (duplicates, lost, effects, faults): %v then %v", seen[0], seen[1])
+	}
+}
+
+// TestMQTTEffectiveQoS: every delivery arrives at min(publish QoS,
+// subscription QoS).
+func TestMQTTEffectiveQoS(t *testing.T) {
+	s, err := scenario.Resolve("mqtt-effective-qos")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := runJudged(t, context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Run.Passed || !res.Run.Valid() {
+		t.Fatalf("run did not pass: %+v", res.Run)
+	}
+	for _, v := range res.Run.Variants {
+		var pub, sub int
+		for _, vs := range s.Variants {
+			if vs.Name == v.Name {
+				pub, sub = *vs.MQTT.QoS, *vs.MQTT.SubscriptionQoS
+			}
+		}
+		want := map[string]int{strconv.Itoa(min(pub, sub)): v.Delivered}
+		if !maps.Equal(v.DeliveredQoS, want) {
+			t.Errorf("variant %s: delivered_qos %v, want %v", v.Name, v.DeliveredQoS, want)
+		}
+	}
+}
+
+func counts(v check.Variant) map[string]int {
+	c := map[string]int{}
+	for _, name := range check.CountNames() {
+		c[name], _ = v.Counts.Get(name)
+	}
+	return c
+}

@@ -1,0 +1,49 @@
+package scenario
+
+import (
+	"fmt"
+
+	"github.com/dqbench/dqbench/catalog"
+)
+
+// mqtt checks the MQTT settings: QoS levels in range, a variant's mqtt
+// overrides only with broker kind mqtt, and one consumer instance (each
+// consumer is the one persistent session of its variant).
+func (c *checker) mqtt() {
+	isMQTT := c.s.Broker.Kind == catalog.MQTT
+	check := func(path string, m *catalog.MQTTSettings) {
+		if m == nil {
+			return
+		}
+		for _, q := range []struct {
+			key string
+			v   *int
+		}{{"qos", m.QoS}, {"subscription_qos", m.SubscriptionQoS}} {
+			if q.v != nil && (*q.v < 0 || *q.v > 2) {
+				kp := join(path, q.key)
+				c.errorf(kp, "%s: must be 0, 1 or 2, got %d", kp, *q.v)
+			}
+		}
+	}
+	if isMQTT {
+		m, _ := c.s.Broker.Settings.(*catalog.MQTTSettings)
+		check("broker", m)
+	}
+	for i, v := range c.s.Variants {
+		vp := fmt.Sprintf("variants[%d]", i)
+		if v.MQTT != nil && !isMQTT {
+			c.errorf(vp+".mqtt", "%s.mqtt: only for broker kind mqtt, not %s; remove it", vp, c.s.Broker.Kind)
+			continue
+		}
+		check(vp+".mqtt", v.MQTT)
+		if isMQTT {
+			if n := c.s.ConsumerFor(v).Instances; n > 1 {
+				path := "consumer.instances"
+				if v.Consumer != nil && v.Consumer.Instances != 0 {
+					path = vp + ".consumer.instances"
+				}
+				c.errorf(path, "%s: broker kind mqtt runs one consumer instance per variant (its persistent session), got %d; use instances: 1", path, n)
+			}
+		}
+	}
+}
