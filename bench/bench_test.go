@@ -21,7 +21,7 @@ import (
 )
 
 var (
-	intents = flag.Int("bench.intents", 20000, "intents per measurement")
+	intents  = flag.Int("bench.intents", 20000, "intents per measurement")
 	pairs    = flag.Int("bench.pairs", 5, "interleaved pipeline/raw pairs")
 	storeRef = flag.String("bench.store", "sqlite", "the store both sides use: sqlite, or a postgres:// URL")
 )
@@ -207,7 +207,7 @@ func summarize(n int, ps []pair) summary {
 			"pipeline/raw ratio":         rate(p.pipe) / rate(p.raw),
 			"pipeline intents/s":         rate(p.pipe),
 			"raw intents/s":              rate(p.raw),
-			"bare store tx/s":           rate(p.tx),
+			"bare store tx/s":            rate(p.tx),
 			"commit-only records/s":      rate(p.commit),
 			"sequential bound intents/s": bound,
 			"pipeline / bound":           rate(p.pipe) / bound,

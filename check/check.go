@@ -27,14 +27,14 @@ var (
 
 // facts is everything the history and audit say about one intent.
 type facts struct {
-	flags      uint8
+	flags      uint16
 	deliveries uint16 // saturating
 	applied    int32  // ledger rows, from the audit
 	pos        uint64 // hash of the first delivered position, 0 if none
 }
 
 const (
-	published uint8 = 1 << iota
+	published uint16 = 1 << iota
 	confirmed
 	flagged      // a delivery was flagged as redelivered
 	skipped      // the strategy skipped a delivery as a duplicate
@@ -42,9 +42,10 @@ const (
 	copies       // delivered from more than one position: stored twice
 	rejected     // the strategy refused a delivery (out of order, illegal transition)
 	skippedFirst // skipped on its first delivery: the id was marked by another intent
+	sameCopy     // a delivery came again from the first position (the broker redelivered the copy it stored)
 )
 
-func (f *facts) has(flag uint8) bool { return f.flags&flag != 0 }
+func (f *facts) has(flag uint16) bool { return f.flags&flag != 0 }
 
 // lost: the broker had the intent (it confirmed or delivered it) and its
 // effect never applied, and the consumer did not say it refused it (that

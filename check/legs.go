@@ -28,10 +28,6 @@ type LegCounts struct {
 	Lost       int `json:"lost"`
 }
 
-// sameCopy: a delivery came again from the first position (the broker
-// redelivered the copy it stored).
-const sameCopy uint8 = 1 << 7
-
 // legs counts one variant's legs, or returns nil when no delivery carried
 // a QoS level.
 func (t *tally) legs() *Legs {

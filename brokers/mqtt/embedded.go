@@ -367,6 +367,15 @@ func (h *faultHook) OnSessionEstablish(cl *mochi.Client, _ packets.Packet) {
 		st.mu.Lock()
 		st.takeover = make(chan struct{})
 		st.mu.Unlock()
+		// Publishes already being routed finish first (bounded, as below).
+		for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Microsecond) {
+			st.mu.Lock()
+			routing := st.routing
+			st.mu.Unlock()
+			if routing == 0 {
+				break
+			}
+		}
 	}
 }
 

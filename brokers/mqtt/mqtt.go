@@ -22,6 +22,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/eclipse/paho.golang/paho/session/state"
+
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
 )
@@ -80,6 +82,7 @@ func (b *Broker) Open(ctx context.Context, spec brokers.DestinationSpec) (broker
 		topic: "dqbench/" + spec.Name + "/", pubID: "dqb-" + spec.Name + "-p", subID: "dqb-" + spec.Name + "-s",
 		pubQoS: byte(*settings.QoS), subQoS: byte(*settings.SubscriptionQoS), clean: *settings.CleanSession,
 		client: settings.Client, pubStore: newSessionStore(), subStore: newSessionStore(),
+		v5pub: state.NewInMemory(), v5sub: state.NewInMemory(),
 		subscribed: make(chan struct{}), positions: map[uint16]copyRef{},
 	}
 	if b.embedded != nil {
@@ -112,8 +115,10 @@ type dest struct {
 	subQoS byte
 	clean  bool
 	client catalog.MQTTClient
-	// pubStore and subStore are the client side of the two sessions.
+	// pubStore and subStore are the client side of the two sessions
+	// (paho); v5pub and v5sub are paho.golang's.
 	pubStore, subStore *sessionStore
+	v5pub, v5sub       *state.State
 	state              *destState
 
 	subscribedOnce sync.Once
@@ -250,8 +255,11 @@ func (d *dest) Close(ctx context.Context) error {
 	if d.state != nil {
 		d.b.embedded.hook.remove(d)
 	}
-	return nil
+	return errors.Join(d.v5pub.Close(), d.v5sub.Close())
 }
+
+func (d *dest) pubSession() *state.State { return d.v5pub }
+func (d *dest) subSession() *state.State { return d.v5sub }
 
 // hostPort is the host:port of an MQTT URL.
 func hostPort(u string) string {

@@ -39,6 +39,8 @@ func TestEmbedded(t *testing.T) {
 	}{
 		{"qos1", settings(1, 1, catalog.Paho)},
 		{"qos2", settings(2, 2, catalog.Paho)},
+		{"paho.golang-qos1", settings(1, 1, catalog.PahoGolang)},
+		{"paho.golang-qos2", settings(2, 2, catalog.PahoGolang)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			brokertest.Run(t, func(t *testing.T) brokers.Broker {

@@ -44,11 +44,19 @@ func wait(ctx context.Context, t pahomqtt.Token, what string) error {
 }
 
 func (p paho) connect(ctx context.Context, d *dest, opts *pahomqtt.ClientOptions) (pahomqtt.Client, error) {
+	cl, _, err := p.connectSession(ctx, d, opts)
+	return cl, err
+}
+
+// connectSession is connect, also saying whether the broker had the
+// session.
+func (p paho) connectSession(ctx context.Context, d *dest, opts *pahomqtt.ClientOptions) (pahomqtt.Client, bool, error) {
 	cl := pahomqtt.NewClient(opts)
-	if err := wait(ctx, cl.Connect(), "connect to "+d.b.url); err != nil {
-		return nil, fmt.Errorf("%w: %v", brokers.ErrUnreachable, err)
+	t := cl.Connect()
+	if err := wait(ctx, t, "connect to "+d.b.url); err != nil {
+		return nil, false, fmt.Errorf("%w: %v", brokers.ErrUnreachable, err)
 	}
-	return cl, nil
+	return cl, t.(*pahomqtt.ConnectToken).SessionPresent(), nil
 }
 
 func (p paho) subscribe(ctx context.Context, d *dest) error {
@@ -119,14 +127,19 @@ func (p paho) consumer(ctx context.Context, d *dest, gen int) (brokers.Consumer,
 		SetAutoAckDisabled(true).
 		SetDefaultPublishHandler(c.receive).
 		SetConnectionLostHandler(func(pahomqtt.Client, error) { c.in.markLost() })
-	cl, err := p.connect(ctx, d, opts)
+	cl, present, err := p.connectSession(ctx, d, opts)
 	if err != nil {
 		return nil, err
 	}
 	c.cl = cl
-	if err := wait(ctx, cl.Subscribe(d.topic+"+", d.subQoS, nil), "subscribe to "+d.topic+"+"); err != nil {
-		cl.Disconnect(0)
-		return nil, err
+	// A session the broker kept has the subscription (subscribing again
+	// would also collide in mochi-mqtt, which checks a SUBSCRIBE's packet
+	// id against the ids of its own PUBLISHes in flight).
+	if !present {
+		if err := wait(ctx, cl.Subscribe(d.topic+"+", d.subQoS, nil), "subscribe to "+d.topic+"+"); err != nil {
+			cl.Disconnect(0)
+			return nil, err
+		}
 	}
 	d.markSubscribed()
 	return c, nil
