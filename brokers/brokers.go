@@ -175,3 +175,12 @@ type Disconnecter interface {
 	// breaks and cut is called. It reports false when it cannot act.
 	Disconnect(leg catalog.Leg, fires func(intent, attempt int) bool, cut func(intent int)) bool
 }
+
+// LimitReporter is a destination whose broker drops messages past limits
+// it was configured with (a managed Mosquitto's max_queued_messages): the
+// runner records them, so a report can name the limit behind a loss.
+type LimitReporter interface {
+	// Limits names the limits, e.g. "Mosquitto max_queued_messages 1000,
+	// max_inflight_messages 20".
+	Limits() string
+}

@@ -155,8 +155,8 @@ var Brokers = []Broker{
 	},
 	{
 		Kind:           MQTT,
-		Doc:            "MQTT 3.1.1: mochi-mqtt in-process (embedded), with eclipse/paho.mqtt.golang or eclipse/paho.golang as the client; a topic per variant, persistent sessions, manual acks",
-		Modes:          []Mode{Embedded},
+		Doc:            "MQTT: mochi-mqtt in-process (embedded) or a throwaway Mosquitto per variant (managed), with eclipse/paho.mqtt.golang or eclipse/paho.golang as the client; a topic per variant, persistent sessions, manual acks",
+		Modes:          []Mode{Embedded, Managed},
 		ExampleAddress: "tcp://127.0.0.1:1883",
 		ValidAddress:   MQTTURL,
 		NewSettings:    func() any { return new(MQTTSettings) },

@@ -30,6 +30,22 @@ type MQTTSettings struct {
 	SubscriptionQoS *int       `yaml:"subscription_qos" json:"subscription_qos,omitempty" jsonschema:"minimum=0,maximum=2,description=QoS the consumer subscribes with; the broker delivers at min(qos\\, subscription_qos) (default 2)."`
 	CleanSession    *bool      `yaml:"clean_session" json:"clean_session,omitempty" jsonschema:"description=Start every connection with a clean session: the broker and the client forget unacknowledged messages and the subscription when a client disconnects (default false: persistent sessions)."`
 	Client          MQTTClient `yaml:"client" json:"client,omitempty" jsonschema:"description=Client library: paho (eclipse/paho.mqtt.golang\\, MQTT 3.1.1\\, the default) or paho.golang (eclipse/paho.golang\\, MQTT 5)."`
+	// The managed Mosquitto's limits (mode managed only).
+	MaxQueuedMessages   *int `yaml:"max_queued_messages" json:"max_queued_messages,omitempty" jsonschema:"minimum=0,maximum=10000000,description=Mode managed: Mosquitto's max_queued_messages\\, the QoS 1 and 2 messages it queues per client beyond those in flight; past it it drops them silently (default 1000\\, Mosquitto's; 0: no limit)."`
+	MaxInflightMessages *int `yaml:"max_inflight_messages" json:"max_inflight_messages,omitempty" jsonschema:"minimum=0,maximum=65535,description=Mode managed: Mosquitto's max_inflight_messages\\, the QoS 1 and 2 messages in flight to a client at once (default 20\\, Mosquitto's; 0: no limit)."`
+}
+
+// Limits are the managed Mosquitto's max_queued_messages and
+// max_inflight_messages, Mosquitto's defaults where unset.
+func (s MQTTSettings) Limits() (queued, inflight int) {
+	queued, inflight = 1000, 20
+	if s.MaxQueuedMessages != nil {
+		queued = *s.MaxQueuedMessages
+	}
+	if s.MaxInflightMessages != nil {
+		inflight = *s.MaxInflightMessages
+	}
+	return queued, inflight
 }
 
 // Defaults fills in what the scenario leaves out.
@@ -64,6 +80,12 @@ func (s MQTTSettings) With(o *MQTTSettings) MQTTSettings {
 	}
 	if o.Client != "" {
 		s.Client = o.Client
+	}
+	if o.MaxQueuedMessages != nil {
+		s.MaxQueuedMessages = o.MaxQueuedMessages
+	}
+	if o.MaxInflightMessages != nil {
+		s.MaxInflightMessages = o.MaxInflightMessages
 	}
 	return s
 }

@@ -69,6 +69,7 @@ type tally struct {
 	crashes int
 	drain   *history.Event
 	qos     map[string]int // deliveries per QoS level (MQTT)
+	limits  string         // the broker's limits, when it drops messages past them
 }
 
 // denseLimit bounds the slice of per-intent facts; intent ids past it (a
@@ -166,6 +167,8 @@ func (t *tally) add(e *history.Event) {
 	case history.Drain:
 		d := *e
 		t.drain = &d
+	case history.Limits:
+		t.limits = e.Reason
 	}
 }
 
@@ -246,7 +249,11 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	}
 	if lostUndelivered > 0 {
 		if t.drained() {
-			notes = append(notes, fmt.Sprintf("%d acknowledged intents were never delivered", lostUndelivered))
+			note := fmt.Sprintf("%d acknowledged intents were never delivered", lostUndelivered)
+			if t.limits != "" {
+				note += fmt.Sprintf(": the broker drops messages silently past its limits (%s)", t.limits)
+			}
+			notes = append(notes, note)
 		} else {
 			// Not a loss the run observed: the drain stopped waiting.
 			c.Lost -= lostUndelivered

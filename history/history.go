@@ -35,6 +35,7 @@ const (
 	Start      Type = "start"       // a consumer instance started
 	DeadLetter Type = "dead-letter" // the intent went to a dead-letter queue
 	Drain      Type = "drain"       // the drain ended; Drained says whether the broker had nothing left, Reason why not
+	Limits     Type = "limits"      // the variant's broker drops messages past limits (Reason names them: a managed Mosquitto's max_queued_messages)
 )
 
 // Event is one line of a history.

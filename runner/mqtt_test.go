@@ -3,7 +3,10 @@ package runner
 import (
 	"context"
 	"maps"
+	"os"
+	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/dqbench/dqbench/check"
@@ -119,6 +122,44 @@ func TestMQTTClientQoS2(t *testing.T) {
 	}
 	if !maps.Equal(seen[0], seen[1]) {
 		t.Errorf("same seed, different counts (duplicates, lost, faults): %v then %v", seen[0], seen[1])
+	}
+}
+
+// TestMQTTBrokerQueueLimit runs mqtt-broker-queue-limit on managed
+// Mosquittos: past max_queued_messages the broker drops acknowledged
+// messages (lost, with a note naming the limit); with it raised, none.
+// Skipped without the mosquitto binary unless DQBENCH_REQUIRE_BROKERS=1.
+func TestMQTTBrokerQueueLimit(t *testing.T) {
+	if _, err := exec.LookPath("mosquitto"); err != nil {
+		if _, serr := os.Stat("/usr/sbin/mosquitto"); serr != nil {
+			if os.Getenv("DQBENCH_REQUIRE_BROKERS") == "1" {
+				t.Fatal("mqtt-broker-queue-limit needs the mosquitto binary, which is not installed")
+			}
+			t.Skip("mqtt-broker-queue-limit needs the mosquitto binary, which is not installed (apt-get install mosquitto)")
+		}
+	}
+	s, err := scenario.Resolve("mqtt-broker-queue-limit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := runJudged(t, context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Run.Passed || !res.Run.Valid() {
+		t.Fatalf("run did not pass: %+v", res.Run)
+	}
+	for _, v := range res.Run.Variants {
+		if v.Name != "default-limits" {
+			continue
+		}
+		named := false
+		for _, n := range v.Notes {
+			named = named || strings.Contains(n, "max_queued_messages")
+		}
+		if !named {
+			t.Errorf("default-limits: no note names max_queued_messages: %q", v.Notes)
+		}
 	}
 }
 

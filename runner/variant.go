@@ -143,6 +143,9 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 		defer cancel()
 		cleanup = errors.Join(cleanup, dest.Close(cctx))
 	}()
+	if lr, ok := dest.(brokers.LimitReporter); ok {
+		r.rec.Record(history.Event{Type: history.Limits, Reason: lr.Limits()})
+	}
 	if err := r.arm(dest); err != nil {
 		return nil, nil, err
 	}

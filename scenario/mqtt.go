@@ -24,6 +24,25 @@ func (c *checker) mqtt() {
 				c.errorf(kp, "%s: must be 0, 1 or 2, got %d", kp, *q.v)
 			}
 		}
+		for _, l := range []struct {
+			key string
+			v   *int
+			hi  int
+		}{{"max_queued_messages", m.MaxQueuedMessages, 10_000_000}, {"max_inflight_messages", m.MaxInflightMessages, 65535}} {
+			if l.v == nil {
+				continue
+			}
+			kp := join(path, l.key)
+			mode := c.s.Broker.Mode
+			if mode == "" {
+				mode = catalog.ModeOf(catalog.MQTT)
+			}
+			if mode != catalog.Managed {
+				c.errorf(kp, "%s: only with mode: managed (dqbench configures only the Mosquitto it starts); add mode: managed to broker or remove it", kp)
+			} else if *l.v < 0 || *l.v > l.hi {
+				c.errorf(kp, "%s: %v", kp, checkRange(*l.v, 0, l.hi))
+			}
+		}
 	}
 	if isMQTT {
 		m, _ := c.s.Broker.Settings.(*catalog.MQTTSettings)

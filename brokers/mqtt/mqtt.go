@@ -28,11 +28,16 @@ import (
 	"github.com/dqbench/dqbench/catalog"
 )
 
-// Broker is an embedded MQTT broker (mochi-mqtt).
+// Broker is an embedded MQTT broker (mochi-mqtt), or the managed
+// Mosquittos (one per variant).
 type Broker struct {
-	url      string // tcp://host:port
+	url      string // tcp://host:port of the embedded broker
 	settings catalog.MQTTSettings
-	embedded *embedded // nil when external
+	embedded *embedded // nil when managed
+	managed  bool
+
+	mu    sync.Mutex
+	procs map[*mosquitto]bool // managed brokers still running
 }
 
 var _ brokers.Broker = (*Broker)(nil)
@@ -44,8 +49,14 @@ func Open(ctx context.Context, cfg brokers.Config) (brokers.Broker, error) {
 		*settings = *s
 	}
 	settings.Defaults()
-	if cfg.Mode == catalog.External {
-		return nil, fmt.Errorf("broker kind mqtt: mode external is not supported by this build; use mode: embedded")
+	switch cfg.Mode {
+	case catalog.External:
+		return nil, fmt.Errorf("broker kind mqtt: mode external is not supported by this build; use mode: embedded or managed")
+	case catalog.Managed:
+		if _, err := mosquittoBinary(); err != nil {
+			return nil, err
+		}
+		return &Broker{settings: *settings, managed: true, procs: map[*mosquitto]bool{}}, nil
 	}
 	e, err := startEmbedded()
 	if err != nil {
@@ -59,15 +70,24 @@ func (b *Broker) Name() string {
 	if b.embedded != nil {
 		return "mqtt (embedded mochi-mqtt)"
 	}
-	return "mqtt " + catalog.MaskURL(b.url)
+	return "mqtt (managed mosquitto, one per variant)"
 }
 
-// Close stops an embedded broker.
+// Close stops an embedded broker, and any managed one a destination left
+// running.
 func (b *Broker) Close() error {
 	if b.embedded != nil {
 		return b.embedded.close()
 	}
-	return nil
+	b.mu.Lock()
+	procs := b.procs
+	b.procs = nil
+	b.mu.Unlock()
+	var errs []error
+	for m := range procs {
+		errs = append(errs, m.stop())
+	}
+	return errors.Join(errs...)
 }
 
 // Open creates the variant's persistent subscription.
@@ -83,10 +103,21 @@ func (b *Broker) Open(ctx context.Context, spec brokers.DestinationSpec) (broker
 		pubQoS: byte(*settings.QoS), subQoS: byte(*settings.SubscriptionQoS), clean: *settings.CleanSession,
 		client: settings.Client, pubStore: newSessionStore(), subStore: newSessionStore(),
 		v5pub: state.NewInMemory(), v5sub: state.NewInMemory(),
-		subscribed: make(chan struct{}), positions: map[uint16]copyRef{},
+		subscribed: make(chan struct{}), positions: map[uint16]copyRef{}, acked: map[string]bool{},
 	}
-	if b.embedded != nil {
+	switch {
+	case b.embedded != nil:
+		d.url = b.url
 		d.state = b.embedded.hook.add(d)
+	case b.managed:
+		m, err := startMosquitto(ctx, settings)
+		if err != nil {
+			return nil, err
+		}
+		b.mu.Lock()
+		b.procs[m] = true
+		b.mu.Unlock()
+		d.mosq, d.url = m, "tcp://"+m.addr
 	}
 	if !d.clean && d.legQoS(catalog.SubscriberLeg) > 0 {
 		// The persistent session exists before the first publish, so the
@@ -100,12 +131,14 @@ func (b *Broker) Open(ctx context.Context, spec brokers.DestinationSpec) (broker
 	if b.embedded != nil {
 		return embeddedDest{d}, nil
 	}
-	return d, nil
+	return managedDest{d}, nil
 }
 
 // dest is one variant's topic and sessions.
 type dest struct {
 	b      *Broker
+	url    string     // tcp://host:port of the destination's broker
+	mosq   *mosquitto // the managed broker, or nil
 	spec   brokers.DestinationSpec
 	name   string
 	topic  string // prefix; the filter is topic + "+"
@@ -133,6 +166,29 @@ type dest struct {
 	// way (unix nanoseconds).
 	qos0Queued atomic.Int64
 	qos0Last   atomic.Int64
+	// confirmed counts QoS 1 and 2 publishes the broker confirmed, for
+	// a consumer that gets them at QoS 1 or 2; ackedCopies the copies the
+	// consumer acked (each once; acked holds their positions).
+	confirmed   atomic.Int64
+	ackedCopies atomic.Int64
+	acked       map[string]bool
+}
+
+// confirm counts a confirmed publish that the consumer must ack.
+func (d *dest) confirm() {
+	if d.pubQoS > 0 && d.legQoS(catalog.SubscriberLeg) > 0 {
+		d.confirmed.Add(1)
+	}
+}
+
+// ackedCopy counts the copy at pos acked, once.
+func (d *dest) ackedCopy(pos string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.acked[pos] {
+		d.acked[pos] = true
+		d.ackedCopies.Add(1)
+	}
 }
 
 func (d *dest) qos0Seen() { d.qos0Last.Store(time.Now().UnixNano()) }
@@ -241,12 +297,22 @@ func (d *dest) Consumer(ctx context.Context, gen int) (brokers.Consumer, error) 
 }
 
 // Backlog counts, on the embedded broker, the publishes it is routing
-// and the messages in the consumer session not acknowledged yet.
+// and the messages in the consumer session not acknowledged yet; on a
+// managed Mosquitto, the messages it stores (from $SYS, once a count newer
+// than the last confirm or ack has come).
 func (d *dest) Backlog(ctx context.Context) (int64, error) {
-	if d.state == nil {
-		return 0, errors.New("mqtt: backlog is only known on the embedded broker")
+	switch {
+	case d.state != nil:
+		return d.b.embedded.backlog(d) + d.qos0Backlog(), nil
+	case d.mosq != nil:
+		// Counted on the clients: every confirmed QoS 1 or 2 publish is
+		// one stored message (the variant's broker serves nothing else),
+		// until the consumer acks its copy or the broker drops it past
+		// its limits ($SYS, up to a second late: high for a moment).
+		n := d.confirmed.Load() - d.ackedCopies.Load() - d.mosq.dropped.Load()
+		return max(n, 0) + d.qos0Backlog(), nil
 	}
-	return d.b.embedded.backlog(d) + d.qos0Backlog(), nil
+	return 0, errors.New("mqtt: backlog is only known on an embedded or managed broker")
 }
 
 // Close forgets the destination; the embedded broker goes away with the
@@ -255,8 +321,27 @@ func (d *dest) Close(ctx context.Context) error {
 	if d.state != nil {
 		d.b.embedded.hook.remove(d)
 	}
-	return errors.Join(d.v5pub.Close(), d.v5sub.Close())
+	err := errors.Join(d.v5pub.Close(), d.v5sub.Close())
+	if d.mosq != nil {
+		d.b.mu.Lock()
+		delete(d.b.procs, d.mosq)
+		d.b.mu.Unlock()
+		err = errors.Join(err, d.mosq.stop())
+	}
+	return err
 }
+
+// managedDest is a destination on its own managed Mosquitto, which says
+// its limits.
+type managedDest struct{ *dest }
+
+var (
+	_ brokers.Destination   = managedDest{}
+	_ brokers.LimitReporter = managedDest{}
+)
+
+// Limits names the managed Mosquitto's queue limits.
+func (d managedDest) Limits() string { return "Mosquitto " + d.mosq.limits }
 
 func (d *dest) pubSession() *state.State { return d.v5pub }
 func (d *dest) subSession() *state.State { return d.v5sub }

@@ -2,6 +2,8 @@ package mqtt_test
 
 import (
 	"context"
+	"os"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -48,4 +50,21 @@ func TestEmbedded(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestManaged runs the contract on managed Mosquittos (one per
+// destination), skipped when mosquitto is not installed unless
+// DQBENCH_REQUIRE_BROKERS=1.
+func TestManaged(t *testing.T) {
+	if _, err := exec.LookPath("mosquitto"); err != nil {
+		if _, serr := os.Stat("/usr/sbin/mosquitto"); serr != nil {
+			if os.Getenv("DQBENCH_REQUIRE_BROKERS") == "1" {
+				t.Fatal("mode managed needs the mosquitto binary, which is not installed")
+			}
+			t.Skip("mode managed needs the mosquitto binary, which is not installed (apt-get install mosquitto)")
+		}
+	}
+	brokertest.Run(t, func(t *testing.T) brokers.Broker {
+		return openMQTT(t, brokers.Config{Kind: catalog.MQTT, Mode: catalog.Managed, Settings: settings(1, 1, catalog.Paho)})
+	})
 }

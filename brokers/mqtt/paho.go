@@ -19,7 +19,7 @@ type paho struct{}
 
 func (paho) options(d *dest, id string, store *sessionStore) *pahomqtt.ClientOptions {
 	return pahomqtt.NewClientOptions().
-		AddBroker(d.b.url).
+		AddBroker(d.url).
 		SetClientID(id).
 		SetCleanSession(d.clean).
 		SetStore(store.view()).
@@ -53,7 +53,7 @@ func (p paho) connect(ctx context.Context, d *dest, opts *pahomqtt.ClientOptions
 func (p paho) connectSession(ctx context.Context, d *dest, opts *pahomqtt.ClientOptions) (pahomqtt.Client, bool, error) {
 	cl := pahomqtt.NewClient(opts)
 	t := cl.Connect()
-	if err := wait(ctx, t, "connect to "+d.b.url); err != nil {
+	if err := wait(ctx, t, "connect to "+d.url); err != nil {
 		return nil, false, fmt.Errorf("%w: %v", brokers.ErrUnreachable, err)
 	}
 	return cl, t.(*pahomqtt.ConnectToken).SessionPresent(), nil
@@ -96,6 +96,9 @@ func (p *pahoProducer) Publish(ctx context.Context, m brokers.Message, done func
 		select {
 		case <-t.Done():
 			err := t.Error()
+			if err == nil {
+				p.d.confirm()
+			}
 			if err == nil && p.d.pubQoS == 0 {
 				p.d.qos0Seen() // sent, maybe not yet read by the broker
 				err = brokers.ErrUnconfirmed
@@ -179,6 +182,12 @@ func (c *pahoConsumer) Ack(ctx context.Context, del brokers.Delivery) error {
 	}
 	m.Ack()
 	if processed == nil {
+		// MQTT does not answer an ack: a round trip on the same connection
+		// (the broker handles a client's packets in order) says it has it.
+		if err := wait(ctx, c.cl.Unsubscribe(c.d.topic+"ack-barrier"), "ack round trip"); err != nil {
+			return err
+		}
+		c.d.ackedCopy(del.Position)
 		return nil
 	}
 	return waitAck(ctx, processed, c.in.lost)
