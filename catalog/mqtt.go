@@ -131,10 +131,11 @@ var Legs = []Leg{PublisherLeg, SubscriberLeg}
 // Allowed lists the valid values, for strict decoding and the schema.
 func (Leg) Allowed() []string { return Strings(Legs) }
 
-// AckLostParams are ack-lost's own parameters.
+// AckLostParams are ack-lost's own parameters (MQTT, where both are
+// required: scenario validation says so).
 type AckLostParams struct {
-	Packet MQTTPacket `yaml:"packet" json:"packet" jsonschema:"required,description=The acknowledgement that never arrives: PUBACK (QoS 1)\\, PUBREC\\, PUBREL or PUBCOMP (QoS 2)."`
-	Leg    Leg        `yaml:"leg" json:"leg" jsonschema:"required,description=The hop it is lost on: publisher (between the publishing client and the broker) or subscriber (between the broker and the consumer)."`
+	Packet MQTTPacket `yaml:"packet" json:"packet,omitempty" jsonschema:"description=MQTT (required there): the acknowledgement that never arrives: PUBACK (QoS 1)\\, PUBREC\\, PUBREL or PUBCOMP (QoS 2)."`
+	Leg    Leg        `yaml:"leg" json:"leg,omitempty" jsonschema:"description=MQTT (required there): the hop it is lost on: publisher (between the publishing client and the broker) or subscriber (between the broker and the consumer)."`
 }
 
 // DisconnectParams are disconnect's own parameters.

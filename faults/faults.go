@@ -76,7 +76,7 @@ var All = map[catalog.FaultType]Arm{
 	catalog.ConsumerCrash:       armConsumerCrash,
 	catalog.ProduceResponseLost: armProduceResponseLost,
 	catalog.ConsumerZombie:      armConsumerCrash,
-	catalog.AckLost:             armAckLost,
+	catalog.AckLost:             armPacketLost,
 	catalog.Disconnect:          armDisconnect,
 }
 
@@ -111,7 +111,9 @@ func armProduceResponseLost(f Fault, env Env) (bool, error) {
 	return true, nil
 }
 
-func armAckLost(f Fault, env Env) (bool, error) {
+// armPacketLost arms ack-lost on MQTT: one acknowledgement packet of a
+// leg, lost inside the broker.
+func armPacketLost(f Fault, env Env) (bool, error) {
 	p := f.Params.(*catalog.AckLostParams)
 	loser, ok := env.Dest.(brokers.PacketLoser)
 	if !ok {

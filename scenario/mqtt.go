@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/dqbench/dqbench/catalog"
 )
@@ -47,6 +48,19 @@ func (c *checker) mqtt() {
 	if isMQTT {
 		m, _ := c.s.Broker.Settings.(*catalog.MQTTSettings)
 		check("broker", m)
+		for i, f := range c.s.Faults {
+			p, ok := f.Params.(*catalog.AckLostParams)
+			if !ok {
+				continue
+			}
+			fp := fmt.Sprintf("faults[%d]", i)
+			if p.Packet == "" && !c.d.Has(fp+".packet") {
+				c.missing(fp+".packet", "on MQTT, ack-lost needs packet: one of "+strings.Join(p.Packet.Allowed(), ", "))
+			}
+			if p.Leg == "" && !c.d.Has(fp+".leg") {
+				c.missing(fp+".leg", "on MQTT, ack-lost needs leg: one of "+strings.Join(p.Leg.Allowed(), ", "))
+			}
+		}
 	}
 	for i, v := range c.s.Variants {
 		vp := fmt.Sprintf("variants[%d]", i)

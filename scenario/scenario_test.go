@@ -109,6 +109,19 @@ var fixtures = []fixture{
 	{"invalid/syntax-error.yaml", []string{
 		`7:15: YAML syntax error: sequence end token ']' not found`,
 	}},
+	{"invalid/mqtt-settings.yaml", []string{
+		`5:24: broker.max_queued_messages: only with mode: managed (dqbench configures only the Mosquitto it starts); add mode: managed to broker or remove it`,
+		`7:5: faults[0]: missing required key "packet"; on MQTT, ack-lost needs packet: one of PUBACK, PUBREC, PUBREL, PUBCOMP`,
+		`7:5: faults[0]: missing required key "leg"; on MQTT, ack-lost needs leg: one of publisher, subscriber`,
+		`8:39: faults[1].leg: "sideways" is not allowed (allowed: publisher, subscriber)`,
+		`10:43: variants[0].mqtt.qos: must be 0, 1 or 2, got 3`,
+		`10:54: variants[0].mqtt.client: "pahoo" is not allowed (allowed: paho, paho.golang); did you mean "paho"?`,
+		`11:53: variants[1].consumer.instances: broker kind mqtt runs one consumer instance per variant (its persistent session), got 2; use instances: 1`,
+	}},
+	{"invalid/mqtt-on-kafka.yaml", []string{
+		`5:12: faults[0]: ack-lost cannot act here: it is injected inside the embedded MQTT broker (mochi-mqtt); use broker kind: mqtt, mode: embedded`,
+		`7:37: variants[0].mqtt: only for broker kind mqtt, not kafka; remove it`,
+	}},
 	{"invalid/bad-broker-kind.yaml", []string{
 		`4:9: broker.kind: "kafak" is not allowed (allowed: kafka, rabbitmq, mqtt); did you mean "kafka"?`,
 	}},
