@@ -184,3 +184,13 @@ type LimitReporter interface {
 	// max_inflight_messages 20".
 	Limits() string
 }
+
+// Restarter is a destination whose broker process can be restarted at a
+// chosen intent (a managed Mosquitto).
+type Restarter interface {
+	// RestartAfter installs the fault: once the broker has confirmed an
+	// intent's publish, fires is asked (attempt: how many confirms that
+	// intent has had); when it says yes, the broker restarts and
+	// restarted is called.
+	RestartAfter(fires func(intent, attempt int) bool, restarted func(intent int)) bool
+}

@@ -12,6 +12,7 @@ const (
 	ConsumerZombie      FaultType = "consumer-zombie"
 	AckLost             FaultType = "ack-lost"
 	Disconnect          FaultType = "disconnect"
+	BrokerRestart       FaultType = "broker-restart"
 )
 
 // Fault describes one fault type.
@@ -89,6 +90,21 @@ var Faults = []Fault{
 		NewParams: func() any { return new(DisconnectParams) },
 		Available: mqttEmbedded,
 	},
+	{
+		Type:      BrokerRestart,
+		Doc:       "the variant's managed Mosquitto is stopped (SIGTERM: it writes its persistence file when persistence is on) right after the broker confirmed the chosen intent, and started again on the same port and directory; clients reconnect. It keeps exactly what Mosquitto keeps",
+		Injection: "one broker restart",
+		Available: mqttManaged,
+	},
+}
+
+// mqttManaged says why a restart of a broker process dqbench started
+// cannot act elsewhere.
+func mqttManaged(w Where) string {
+	if w.Broker != MQTT || w.Mode != Managed {
+		return "it restarts the Mosquitto dqbench started for the variant; use broker kind: mqtt, mode: managed (the embedded mochi-mqtt keeps no sessions across a restart in this build)"
+	}
+	return ""
 }
 
 // mqttEmbedded says why a fault injected inside the embedded MQTT broker

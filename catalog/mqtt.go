@@ -31,8 +31,9 @@ type MQTTSettings struct {
 	CleanSession    *bool      `yaml:"clean_session" json:"clean_session,omitempty" jsonschema:"description=Start every connection with a clean session: the broker and the client forget unacknowledged messages and the subscription when a client disconnects (default false: persistent sessions)."`
 	Client          MQTTClient `yaml:"client" json:"client,omitempty" jsonschema:"description=Client library: paho (eclipse/paho.mqtt.golang\\, MQTT 3.1.1\\, the default) or paho.golang (eclipse/paho.golang\\, MQTT 5)."`
 	// The managed Mosquitto's limits (mode managed only).
-	MaxQueuedMessages   *int `yaml:"max_queued_messages" json:"max_queued_messages,omitempty" jsonschema:"minimum=0,maximum=10000000,description=Mode managed: Mosquitto's max_queued_messages\\, the QoS 1 and 2 messages it queues per client beyond those in flight; past it it drops them silently (default 1000\\, Mosquitto's; 0: no limit)."`
-	MaxInflightMessages *int `yaml:"max_inflight_messages" json:"max_inflight_messages,omitempty" jsonschema:"minimum=0,maximum=65535,description=Mode managed: Mosquitto's max_inflight_messages\\, the QoS 1 and 2 messages in flight to a client at once (default 20\\, Mosquitto's; 0: no limit)."`
+	MaxQueuedMessages   *int  `yaml:"max_queued_messages" json:"max_queued_messages,omitempty" jsonschema:"minimum=0,maximum=10000000,description=Mode managed: Mosquitto's max_queued_messages\\, the QoS 1 and 2 messages it queues per client beyond those in flight; past it it drops them silently (default 1000\\, Mosquitto's; 0: no limit)."`
+	Persistence         *bool `yaml:"persistence" json:"persistence,omitempty" jsonschema:"description=Mode managed: Mosquitto's persistence\\, written to disk when it stops and read back when it starts again (default true)."`
+	MaxInflightMessages *int  `yaml:"max_inflight_messages" json:"max_inflight_messages,omitempty" jsonschema:"minimum=0,maximum=65535,description=Mode managed: Mosquitto's max_inflight_messages\\, the QoS 1 and 2 messages in flight to a client at once (default 20\\, Mosquitto's; 0: no limit)."`
 }
 
 // Limits are the managed Mosquitto's max_queued_messages and
@@ -86,6 +87,9 @@ func (s MQTTSettings) With(o *MQTTSettings) MQTTSettings {
 	}
 	if o.MaxInflightMessages != nil {
 		s.MaxInflightMessages = o.MaxInflightMessages
+	}
+	if o.Persistence != nil {
+		s.Persistence = o.Persistence
 	}
 	return s
 }

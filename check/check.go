@@ -251,7 +251,7 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 		if t.drained() {
 			note := fmt.Sprintf("%d acknowledged intents were never delivered", lostUndelivered)
 			if t.limits != "" {
-				note += fmt.Sprintf(": the broker drops messages silently past its limits (%s)", t.limits)
+				note += fmt.Sprintf(": the broker dropped them, silently, past its limits or in a restart of what it does not persist (%s)", t.limits)
 			}
 			notes = append(notes, note)
 		} else {

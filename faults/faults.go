@@ -78,6 +78,7 @@ var All = map[catalog.FaultType]Arm{
 	catalog.ConsumerZombie:      armConsumerCrash,
 	catalog.AckLost:             armPacketLost,
 	catalog.Disconnect:          armDisconnect,
+	catalog.BrokerRestart:       armBrokerRestart,
 }
 
 // Install arms f in one variant.
@@ -132,6 +133,16 @@ func armDisconnect(f Fault, env Env) (bool, error) {
 	}
 	return d.Disconnect(p.Leg, f.Schedule.Fires, func(intent int) {
 		env.Fired(history.Event{Type: history.Fault, Fault: f.Name, Point: string(p.Leg), Intent: intent})
+	}), nil
+}
+
+func armBrokerRestart(f Fault, env Env) (bool, error) {
+	r, ok := env.Dest.(brokers.Restarter)
+	if !ok {
+		return false, fmt.Errorf("fault %s: this broker cannot be restarted", f.Name)
+	}
+	return r.RestartAfter(f.Schedule.Fires, func(intent int) {
+		env.Fired(history.Event{Type: history.Fault, Fault: f.Name, Intent: intent})
 	}), nil
 }
 

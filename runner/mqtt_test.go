@@ -130,14 +130,7 @@ func TestMQTTClientQoS2(t *testing.T) {
 // messages (lost, with a note naming the limit); with it raised, none.
 // Skipped without the mosquitto binary unless DQBENCH_REQUIRE_BROKERS=1.
 func TestMQTTBrokerQueueLimit(t *testing.T) {
-	if _, err := exec.LookPath("mosquitto"); err != nil {
-		if _, serr := os.Stat("/usr/sbin/mosquitto"); serr != nil {
-			if os.Getenv("DQBENCH_REQUIRE_BROKERS") == "1" {
-				t.Fatal("mqtt-broker-queue-limit needs the mosquitto binary, which is not installed")
-			}
-			t.Skip("mqtt-broker-queue-limit needs the mosquitto binary, which is not installed (apt-get install mosquitto)")
-		}
-	}
+	needMosquitto(t)
 	s, err := scenario.Resolve("mqtt-broker-queue-limit")
 	if err != nil {
 		t.Fatal(err)
@@ -161,6 +154,40 @@ func TestMQTTBrokerQueueLimit(t *testing.T) {
 			t.Errorf("default-limits: no note names max_queued_messages: %q", v.Notes)
 		}
 	}
+}
+
+// TestMQTTBrokerRestart runs mqtt-broker-restart on managed Mosquittos: a
+// restart with persistence keeps the queued messages, without it they are
+// lost.
+func TestMQTTBrokerRestart(t *testing.T) {
+	needMosquitto(t)
+	s, err := scenario.Resolve("mqtt-broker-restart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := runJudged(t, context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Run.Passed || !res.Run.Valid() {
+		t.Fatalf("run did not pass: %+v", res.Run)
+	}
+}
+
+// needMosquitto skips a test without the mosquitto binary, unless
+// DQBENCH_REQUIRE_BROKERS=1.
+func needMosquitto(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("mosquitto"); err == nil {
+		return
+	}
+	if _, err := os.Stat("/usr/sbin/mosquitto"); err == nil {
+		return
+	}
+	if os.Getenv("DQBENCH_REQUIRE_BROKERS") == "1" {
+		t.Fatal("mode managed needs the mosquitto binary, which is not installed")
+	}
+	t.Skip("mode managed needs the mosquitto binary, which is not installed (apt-get install mosquitto)")
 }
 
 func counts(v check.Variant) map[string]int {

@@ -16,6 +16,9 @@ func (c *checker) mqtt() {
 		if m == nil {
 			return
 		}
+		if m.Persistence != nil && c.managedOnly(join(path, "persistence")) {
+			return
+		}
 		for _, q := range []struct {
 			key string
 			v   *int
@@ -34,13 +37,10 @@ func (c *checker) mqtt() {
 				continue
 			}
 			kp := join(path, l.key)
-			mode := c.s.Broker.Mode
-			if mode == "" {
-				mode = catalog.ModeOf(catalog.MQTT)
+			if c.managedOnly(kp) {
+				continue
 			}
-			if mode != catalog.Managed {
-				c.errorf(kp, "%s: only with mode: managed (dqbench configures only the Mosquitto it starts); add mode: managed to broker or remove it", kp)
-			} else if *l.v < 0 || *l.v > l.hi {
+			if *l.v < 0 || *l.v > l.hi {
 				c.errorf(kp, "%s: %v", kp, checkRange(*l.v, 0, l.hi))
 			}
 		}
@@ -79,4 +79,18 @@ func (c *checker) mqtt() {
 			}
 		}
 	}
+}
+
+// managedOnly reports a managed Mosquitto's setting at kp in another mode,
+// and whether it did.
+func (c *checker) managedOnly(kp string) bool {
+	mode := c.s.Broker.Mode
+	if mode == "" {
+		mode = catalog.ModeOf(catalog.MQTT)
+	}
+	if mode == catalog.Managed {
+		return false
+	}
+	c.errorf(kp, "%s: only with mode: managed (dqbench configures only the Mosquitto it starts); add mode: managed to broker or remove it", kp)
+	return true
 }

@@ -6,8 +6,10 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -23,15 +25,24 @@ import (
 // in a temporary directory: each variant gets its own, so its limits are
 // the variant's (max_queued_messages, max_inflight_messages).
 type mosquitto struct {
+	bin    string
 	dir    string
 	addr   string
-	cmd    *exec.Cmd
-	exited chan struct{}
 	limits string
 
-	// sys follows the broker's count of dropped messages, for Backlog.
-	sys     pahomqtt.Client
-	dropped atomic.Int64
+	pmu      sync.Mutex // guards cmd, exited and sys, replaced by a restart
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	restarts atomic.Int64
+
+	// sys follows the broker's $SYS counts, for Backlog.
+	sys           pahomqtt.Client
+	dropped       atomic.Int64
+	mu            sync.Mutex
+	droppedBefore int64 // dropped by the broker before its last restart
+	stored        int64
+	retained      int64
+	sysAt         time.Time
 }
 
 // mosquittoBinary is where the installed Mosquitto is looked for.
@@ -64,39 +75,80 @@ func startMosquitto(ctx context.Context, s catalog.MQTTSettings) (*mosquitto, er
 		return nil, err
 	}
 	queued, inflight := s.Limits()
-	m := &mosquitto{dir: dir, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), exited: make(chan struct{}),
-		limits: fmt.Sprintf("max_queued_messages %d, max_inflight_messages %d", queued, inflight)}
-	conf := fmt.Sprintf(`listener %d 127.0.0.1
+	persistence := s.Persistence == nil || *s.Persistence
+	m := &mosquitto{bin: bin, dir: dir, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		limits: fmt.Sprintf("max_queued_messages %d, max_inflight_messages %d, persistence %v", queued, inflight, persistence)}
+	// Started as root, Mosquitto switches to the user "mosquitto", which
+	// cannot write the temporary directory: it stays the user dqbench runs
+	// as (ignored when not root).
+	me := "root"
+	if u, err := user.Current(); err == nil {
+		me = u.Username
+	}
+	conf := fmt.Sprintf(`user %s
+listener %d 127.0.0.1
 allow_anonymous true
-persistence true
+persistence %v
 persistence_location %s/
 max_queued_messages %d
 max_inflight_messages %d
 sys_interval 1
 log_dest file %s
-`, port, dir, queued, inflight, filepath.Join(dir, "mosquitto.log"))
-	confPath := filepath.Join(dir, "mosquitto.conf")
-	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
+`, me, port, persistence, dir, queued, inflight, filepath.Join(dir, "mosquitto.log"))
+	if err := os.WriteFile(filepath.Join(dir, "mosquitto.conf"), []byte(conf), 0o600); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	m.cmd = exec.Command(bin, "-c", confPath)
-	// Its own process group, killed with dqbench if dqbench dies.
-	m.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := m.cmd.Start(); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("%w: start %s: %v", brokers.ErrUnreachable, bin, err)
-	}
-	go func() { _ = m.cmd.Wait(); close(m.exited) }()
-	if err := m.waitReady(ctx); err != nil {
-		m.stop()
-		return nil, err
-	}
-	if err := m.watchStore(ctx); err != nil {
+	if err := m.launch(ctx); err != nil {
 		m.stop()
 		return nil, err
 	}
 	return m, nil
+}
+
+// launch starts the process on the configuration in m.dir and waits until
+// it answers.
+func (m *mosquitto) launch(ctx context.Context) error {
+	cmd := exec.Command(m.bin, "-c", filepath.Join(m.dir, "mosquitto.conf"))
+	// Its own process group, killed with dqbench if dqbench dies.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("%w: start %s: %v", brokers.ErrUnreachable, m.bin, err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	m.pmu.Lock()
+	m.cmd, m.exited = cmd, exited
+	m.pmu.Unlock()
+	if err := m.waitReady(ctx); err != nil {
+		return err
+	}
+	return m.watchStore(ctx)
+}
+
+// restart stops the broker as an operator would (SIGTERM: Mosquitto
+// writes its persistence file, when persistence is on) and starts it again
+// on the same port and directory. A restart keeps exactly what Mosquitto
+// keeps.
+func (m *mosquitto) restart(ctx context.Context) error {
+	m.restarts.Add(1)
+	m.pmu.Lock()
+	cmd, exited, sys := m.cmd, m.exited, m.sys
+	m.pmu.Unlock()
+	if sys != nil {
+		sys.Disconnect(0)
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+	}
+	m.mu.Lock()
+	m.droppedBefore = m.dropped.Load() // the new process counts from 0
+	m.mu.Unlock()
+	return m.launch(ctx)
 }
 
 func freePort() (int, error) {
@@ -109,13 +161,16 @@ func freePort() (int, error) {
 }
 
 func (m *mosquitto) waitReady(ctx context.Context) error {
+	m.pmu.Lock()
+	exited := m.exited
+	m.pmu.Unlock()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		if err := dial(ctx, "tcp://"+m.addr); err == nil {
 			return nil
 		}
 		select {
-		case <-m.exited:
+		case <-exited:
 			log, _ := os.ReadFile(filepath.Join(m.dir, "mosquitto.log"))
 			return fmt.Errorf("%w: managed mosquitto exited at start: %s", brokers.ErrUnreachable, log)
 		case <-ctx.Done():
@@ -128,32 +183,70 @@ func (m *mosquitto) waitReady(ctx context.Context) error {
 	}
 }
 
-// watchStore subscribes to $SYS/broker/publish/messages/dropped, the
-// messages the broker dropped past its limits (Mosquitto publishes it
-// every second when it changed).
+// watchStore follows three $SYS counts Mosquitto publishes every second
+// when they change: the messages it dropped past its limits, every
+// message it holds (retained ones, $SYS's own among them, and those queued
+// or in flight to a client) and the retained ones. The last two give what
+// the consumer session still has on the broker: it serves nothing else,
+// and dqbench publishes nothing retained.
 func (m *mosquitto) watchStore(ctx context.Context) error {
 	opts := pahomqtt.NewClientOptions().AddBroker("tcp://" + m.addr).SetClientID("dqb-sys").
 		SetCleanSession(true).SetAutoReconnect(false).SetConnectTimeout(5 * time.Second)
-	m.sys = pahomqtt.NewClient(opts)
-	if err := wait(ctx, m.sys.Connect(), "connect to managed mosquitto"); err != nil {
+	sys := pahomqtt.NewClient(opts)
+	if err := wait(ctx, sys.Connect(), "connect to managed mosquitto"); err != nil {
 		return fmt.Errorf("%w: %v", brokers.ErrUnreachable, err)
 	}
-	t := m.sys.Subscribe("$SYS/broker/publish/messages/dropped", 0, func(_ pahomqtt.Client, msg pahomqtt.Message) {
-		if n, err := strconv.ParseInt(string(msg.Payload()), 10, 64); err == nil {
-			m.dropped.Store(n)
+	m.pmu.Lock()
+	m.sys = sys
+	m.pmu.Unlock()
+	const (
+		droppedTopic  = "$SYS/broker/publish/messages/dropped"
+		storeTopic    = "$SYS/broker/store/messages/count"
+		retainedTopic = "$SYS/broker/retained messages/count"
+	)
+	t := sys.SubscribeMultiple(map[string]byte{droppedTopic: 0, storeTopic: 0, retainedTopic: 0}, func(_ pahomqtt.Client, msg pahomqtt.Message) {
+		n, err := strconv.ParseInt(string(msg.Payload()), 10, 64)
+		if err != nil {
+			return
 		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		switch msg.Topic() {
+		case droppedTopic:
+			m.dropped.Store(m.droppedBefore + n)
+		case storeTopic:
+			m.stored = n
+		case retainedTopic:
+			m.retained = n
+		}
+		m.sysAt = time.Now()
 	})
 	return wait(ctx, t, "subscribe to $SYS")
 }
 
+// held is what the broker says it still holds for the consumer, and
+// whether that is settled: no $SYS change for two intervals after since.
+func (m *mosquitto) held(since time.Time) (n int64, settled bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	last := m.sysAt
+	if since.After(last) {
+		last = since
+	}
+	return max(m.stored-m.retained, 0), time.Since(last) > 2500*time.Millisecond
+}
+
 // stop kills the broker's process group and removes its directory.
 func (m *mosquitto) stop() error {
-	if m.sys != nil {
-		m.sys.Disconnect(0)
+	m.pmu.Lock()
+	cmd, exited, sys := m.cmd, m.exited, m.sys
+	m.pmu.Unlock()
+	if sys != nil {
+		sys.Disconnect(0)
 	}
-	if m.cmd.Process != nil {
-		_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
-		<-m.exited
+	if cmd != nil && cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
 	}
 	return os.RemoveAll(m.dir)
 }

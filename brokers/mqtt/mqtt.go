@@ -172,10 +172,17 @@ type dest struct {
 	confirmed   atomic.Int64
 	ackedCopies atomic.Int64
 	acked       map[string]bool
+	// activity is when a publish was last confirmed or a copy acked (unix
+	// nanoseconds).
+	activity atomic.Int64
+
+	restart   *rule // broker-restart on a managed broker
+	restartMu sync.Mutex
 }
 
 // confirm counts a confirmed publish that the consumer must ack.
 func (d *dest) confirm() {
+	d.activity.Store(time.Now().UnixNano())
 	if d.pubQoS > 0 && d.legQoS(catalog.SubscriberLeg) > 0 {
 		d.confirmed.Add(1)
 	}
@@ -185,6 +192,7 @@ func (d *dest) confirm() {
 func (d *dest) ackedCopy(pos string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.activity.Store(time.Now().UnixNano())
 	if !d.acked[pos] {
 		d.acked[pos] = true
 		d.ackedCopies.Add(1)
@@ -291,9 +299,21 @@ func (d *dest) Producer(ctx context.Context) (brokers.Producer, error) {
 	return d.lib().producer(ctx, d)
 }
 
-// Consumer connects the consumer session.
+// Consumer connects the consumer session, retrying for a while a broker
+// that does not answer (a managed broker restarting).
 func (d *dest) Consumer(ctx context.Context, gen int) (brokers.Consumer, error) {
-	return d.lib().consumer(ctx, d, gen)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := d.lib().consumer(ctx, d, gen)
+		if err == nil || !errors.Is(err, brokers.ErrUnreachable) || time.Now().After(deadline) {
+			return c, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // Backlog counts, on the embedded broker, the publishes it is routing
@@ -310,6 +330,13 @@ func (d *dest) Backlog(ctx context.Context) (int64, error) {
 		// until the consumer acks its copy or the broker drops it past
 		// its limits ($SYS, up to a second late: high for a moment).
 		n := d.confirmed.Load() - d.ackedCopies.Load() - d.mosq.dropped.Load()
+		if n > 0 && d.mosq.restarts.Load() > 0 {
+			// A restart may have lost what the clients count as held:
+			// believe the broker once its counts have settled at nothing.
+			if held, settled := d.mosq.held(time.Unix(0, d.activity.Load())); settled && held == 0 {
+				n = 0
+			}
+		}
 		return max(n, 0) + d.qos0Backlog(), nil
 	}
 	return 0, errors.New("mqtt: backlog is only known on an embedded or managed broker")
@@ -338,7 +365,39 @@ type managedDest struct{ *dest }
 var (
 	_ brokers.Destination   = managedDest{}
 	_ brokers.LimitReporter = managedDest{}
+	_ brokers.Restarter     = managedDest{}
 )
+
+// RestartAfter restarts the variant's Mosquitto once the chosen intents
+// are confirmed.
+func (d managedDest) RestartAfter(fires func(intent, attempt int) bool, restarted func(intent int)) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.restart = &rule{fires: fires, fired: restarted, seen: map[int]int{}}
+	return true
+}
+
+// confirmedIntent is called once the broker confirmed intent's publish; it
+// restarts a managed broker where a broker-restart fault says so.
+func (d *dest) confirmedIntent(intent int) {
+	d.mu.Lock()
+	r := d.restart
+	hit := false
+	if r != nil {
+		r.seen[intent]++
+		hit = r.fires(intent, r.seen[intent])
+	}
+	d.mu.Unlock()
+	if !hit {
+		return
+	}
+	d.restartMu.Lock()
+	defer d.restartMu.Unlock()
+	r.fired(intent)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = d.mosq.restart(ctx) // a broker that does not come back shows as a stuck drain
+}
 
 // Limits names the managed Mosquitto's queue limits.
 func (d managedDest) Limits() string { return "Mosquitto " + d.mosq.limits }

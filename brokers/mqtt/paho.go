@@ -99,6 +99,11 @@ func (p *pahoProducer) Publish(ctx context.Context, m brokers.Message, done func
 			if err == nil {
 				p.d.confirm()
 			}
+			defer func() {
+				if err == nil && p.d.pubQoS > 0 {
+					p.d.confirmedIntent(m.Intent)
+				}
+			}()
 			if err == nil && p.d.pubQoS == 0 {
 				p.d.qos0Seen() // sent, maybe not yet read by the broker
 				err = brokers.ErrUnconfirmed

@@ -174,6 +174,9 @@ func (p *v5Producer) Publish(ctx context.Context, m brokers.Message, done func(e
 		_, err = cl.Publish(pctx, &pahov5.Publish{QoS: p.d.pubQoS, Topic: p.d.topicOf(m.Intent), Payload: m.Body})
 		if err == nil {
 			p.d.confirm()
+			if p.d.pubQoS > 0 {
+				defer p.d.confirmedIntent(m.Intent)
+			}
 		}
 		if err == nil && p.d.pubQoS == 0 {
 			p.d.qos0Seen()
