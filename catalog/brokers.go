@@ -156,7 +156,7 @@ var Brokers = []Broker{
 	{
 		Kind:           MQTT,
 		Doc:            "MQTT: mochi-mqtt in-process (embedded) or a throwaway Mosquitto per variant (managed), with eclipse/paho.mqtt.golang or eclipse/paho.golang as the client; a topic per variant, persistent sessions, manual acks",
-		Modes:          []Mode{Embedded, Managed},
+		Modes:          []Mode{Embedded, External, Managed},
 		ExampleAddress: "tcp://127.0.0.1:1883",
 		ValidAddress:   MQTTURL,
 		NewSettings:    func() any { return new(MQTTSettings) },

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/eclipse/paho.golang/paho/session/state"
+	pahomqtt "github.com/eclipse/paho.mqtt.golang"
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
@@ -51,7 +52,7 @@ func Open(ctx context.Context, cfg brokers.Config) (brokers.Broker, error) {
 	settings.Defaults()
 	switch cfg.Mode {
 	case catalog.External:
-		return nil, fmt.Errorf("broker kind mqtt: mode external is not supported by this build; use mode: embedded or managed")
+		return connectExternal(ctx, cfg.Addresses, *settings)
 	case catalog.Managed:
 		if _, err := mosquittoBinary(); err != nil {
 			return nil, err
@@ -67,10 +68,29 @@ func Open(ctx context.Context, cfg brokers.Config) (brokers.Broker, error) {
 
 // Name says which broker this is.
 func (b *Broker) Name() string {
-	if b.embedded != nil {
+	switch {
+	case b.embedded != nil:
 		return "mqtt (embedded mochi-mqtt)"
+	case b.managed:
+		return "mqtt (managed mosquitto, one per variant)"
 	}
-	return "mqtt (managed mosquitto, one per variant)"
+	return "mqtt " + catalog.MaskURL(b.url)
+}
+
+// connectExternal uses the first of addrs that answers.
+func connectExternal(ctx context.Context, addrs []string, settings catalog.MQTTSettings) (*Broker, error) {
+	var errs []string
+	for _, a := range addrs {
+		dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		err := dial(dctx, a)
+		cancel()
+		if err == nil {
+			return &Broker{url: a, settings: settings}, nil
+		}
+		errs = append(errs, fmt.Sprintf("%s: %v", catalog.MaskURL(a), err))
+	}
+	return nil, fmt.Errorf("%w: cannot reach an MQTT broker (%s); start one with \"docker compose up -d mosquitto\" or \"apt-get install mosquitto\", or use mode: embedded",
+		brokers.ErrUnreachable, strings.Join(errs, "; "))
 }
 
 // Close stops an embedded broker, and any managed one a destination left
@@ -109,6 +129,8 @@ func (b *Broker) Open(ctx context.Context, spec brokers.DestinationSpec) (broker
 	case b.embedded != nil:
 		d.url = b.url
 		d.state = b.embedded.hook.add(d)
+	case !b.managed:
+		d.url = b.url
 	case b.managed:
 		m, err := startMosquitto(ctx, settings)
 		if err != nil {
@@ -128,10 +150,13 @@ func (b *Broker) Open(ctx context.Context, spec brokers.DestinationSpec) (broker
 		}
 		d.markSubscribed()
 	}
-	if b.embedded != nil {
+	switch {
+	case b.embedded != nil:
 		return embeddedDest{d}, nil
+	case b.managed:
+		return managedDest{d}, nil
 	}
-	return managedDest{d}, nil
+	return d, nil
 }
 
 // dest is one variant's topic and sessions.
@@ -324,12 +349,17 @@ func (d *dest) Backlog(ctx context.Context) (int64, error) {
 	switch {
 	case d.state != nil:
 		return d.b.embedded.backlog(d) + d.qos0Backlog(), nil
-	case d.mosq != nil:
+	default:
 		// Counted on the clients: every confirmed QoS 1 or 2 publish is
 		// one stored message (the variant's broker serves nothing else),
 		// until the consumer acks its copy or the broker drops it past
 		// its limits ($SYS, up to a second late: high for a moment).
-		n := d.confirmed.Load() - d.ackedCopies.Load() - d.mosq.dropped.Load()
+		n := d.confirmed.Load() - d.ackedCopies.Load()
+		if d.mosq == nil {
+			// An external broker: what it dropped is not known.
+			return max(n, 0) + d.qos0Backlog(), nil
+		}
+		n -= d.mosq.dropped.Load()
 		if n > 0 && d.mosq.restarts.Load() > 0 {
 			// A restart may have lost what the clients count as held:
 			// believe the broker once its counts have settled at nothing.
@@ -339,7 +369,6 @@ func (d *dest) Backlog(ctx context.Context) (int64, error) {
 		}
 		return max(n, 0) + d.qos0Backlog(), nil
 	}
-	return 0, errors.New("mqtt: backlog is only known on an embedded or managed broker")
 }
 
 // Close forgets the destination; the embedded broker goes away with the
@@ -349,6 +378,14 @@ func (d *dest) Close(ctx context.Context) error {
 		d.b.embedded.hook.remove(d)
 	}
 	err := errors.Join(d.v5pub.Close(), d.v5sub.Close())
+	if d.state == nil && d.mosq == nil {
+		// An external broker keeps persistent sessions: end both.
+		for _, id := range []string{d.subID, d.pubID} {
+			if cerr := endSession(ctx, d.url, id); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("%w on %s: end session %s: %v", brokers.ErrCleanup, catalog.MaskURL(d.url), id, cerr))
+			}
+		}
+	}
 	if d.mosq != nil {
 		d.b.mu.Lock()
 		delete(d.b.procs, d.mosq)
@@ -412,6 +449,18 @@ func hostPort(u string) string {
 		return u
 	}
 	return p.Host
+}
+
+// endSession connects as id with a clean session, which ends the session
+// the broker kept for id.
+func endSession(ctx context.Context, url, id string) error {
+	cl := pahomqtt.NewClient(pahomqtt.NewClientOptions().AddBroker(url).SetClientID(id).
+		SetCleanSession(true).SetAutoReconnect(false).SetConnectTimeout(5 * time.Second))
+	if err := wait(ctx, cl.Connect(), "connect"); err != nil {
+		return err
+	}
+	cl.Disconnect(50)
+	return nil
 }
 
 // dial checks that a broker answers at u.

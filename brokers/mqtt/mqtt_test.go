@@ -2,8 +2,11 @@ package mqtt_test
 
 import (
 	"context"
+	"errors"
+	"net"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,4 +70,49 @@ func TestManaged(t *testing.T) {
 	brokertest.Run(t, func(t *testing.T) brokers.Broker {
 		return openMQTT(t, brokers.Config{Kind: catalog.MQTT, Mode: catalog.Managed, Settings: settings(1, 1, catalog.Paho)})
 	})
+}
+
+// envAddr names the Mosquitto the external tests use (default
+// tcp://127.0.0.1:1883).
+const envAddr = "DQBENCH_MQTT_ADDR"
+
+// TestExternal runs the contract on a running Mosquitto, skipped when it
+// does not answer unless DQBENCH_REQUIRE_BROKERS=1.
+func TestExternal(t *testing.T) {
+	addr := os.Getenv(envAddr)
+	if addr == "" {
+		addr = "tcp://127.0.0.1:1883"
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	b, err := mqtt.Open(ctx, brokers.Config{Kind: catalog.MQTT, Mode: catalog.External, Addresses: []string{addr}})
+	cancel()
+	if err != nil {
+		if os.Getenv("DQBENCH_REQUIRE_BROKERS") == "1" {
+			t.Fatalf("no MQTT broker at %s: %v", addr, err)
+		}
+		t.Skipf("no MQTT broker at %s (set %s, or start one: apt-get install mosquitto): %v", addr, envAddr, err)
+	}
+	b.Close()
+	for _, client := range catalog.MQTTClients {
+		t.Run(string(client), func(t *testing.T) {
+			brokertest.Run(t, func(t *testing.T) brokers.Broker {
+				return openMQTT(t, brokers.Config{Kind: catalog.MQTT, Mode: catalog.External, Addresses: []string{addr}, Settings: settings(1, 1, client)})
+			})
+		})
+	}
+}
+
+// TestExternalUnreachable: a closed port is ErrUnreachable, naming the
+// address.
+func TestExternalUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := "tcp://" + ln.Addr().String()
+	ln.Close()
+	_, err = mqtt.Open(t.Context(), brokers.Config{Kind: catalog.MQTT, Mode: catalog.External, Addresses: []string{addr}})
+	if !errors.Is(err, brokers.ErrUnreachable) || !strings.Contains(err.Error(), ln.Addr().String()) {
+		t.Fatalf("Open on a closed port: %v, want ErrUnreachable naming %s", err, addr)
+	}
 }
