@@ -81,7 +81,7 @@ var Faults = []Fault{
 		Doc:       "an MQTT acknowledgement (packet PUBACK, PUBREC, PUBREL or PUBCOMP of the chosen intent, on the chosen leg) never arrives: the connection that carried it breaks, and the sender retries on reconnect as MQTT 3.1.1 requires. Acts only in variants whose QoS on that leg uses the packet",
 		Injection: "one acknowledgement lost and its connection broken",
 		NewParams: func() any { return new(AckLostParams) },
-		Available: mqttEmbedded,
+		Available: mqttEmbeddedOrProxied,
 	},
 	{
 		Type:      Disconnect,
@@ -103,6 +103,16 @@ var Faults = []Fault{
 func mqttManaged(w Where) string {
 	if w.Broker != MQTT || w.Mode != Managed {
 		return "it restarts the Mosquitto dqbench started for the variant; use broker kind: mqtt, mode: managed (the embedded mochi-mqtt keeps no sessions across a restart in this build)"
+	}
+	return ""
+}
+
+// mqttEmbeddedOrProxied says why an MQTT packet fault, injected inside the
+// embedded broker or by the MQTT toxic in front of an external one, cannot
+// act elsewhere.
+func mqttEmbeddedOrProxied(w Where) string {
+	if w.Broker != MQTT || w.Mode == Managed {
+		return "it is injected inside the embedded MQTT broker (mochi-mqtt) or by dqbench's in-process toxiproxy in front of an external one; use broker kind: mqtt, mode: embedded or external"
 	}
 	return ""
 }

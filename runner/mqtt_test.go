@@ -3,11 +3,13 @@ package runner
 import (
 	"context"
 	"maps"
+	"net"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/scenario"
@@ -56,6 +58,39 @@ func TestMQTTQoSLevels(t *testing.T) {
 	}
 	if !maps.Equal(seen[0], seen[1]) {
 		t.Errorf("same seed, different counts (duplicates, lost, effects): %v then %v", seen[0], seen[1])
+	}
+}
+
+// TestMQTTQoSLevelsExternal runs mqtt-qos-levels against the Mosquitto at
+// 127.0.0.1:1883 (or DQBENCH_MQTT_ADDR), its lost acks injected by the MQTT
+// toxic in the in-process toxiproxy: the same signs as on the embedded
+// broker. Skipped when no broker answers, unless DQBENCH_REQUIRE_BROKERS=1.
+func TestMQTTQoSLevelsExternal(t *testing.T) {
+	addr := os.Getenv("DQBENCH_MQTT_ADDR")
+	if addr == "" {
+		addr = "tcp://127.0.0.1:1883"
+	}
+	if c, err := net.DialTimeout("tcp", strings.TrimPrefix(addr, "tcp://"), time.Second); err != nil {
+		if os.Getenv("DQBENCH_REQUIRE_BROKERS") == "1" {
+			t.Fatalf("no MQTT broker at %s: %v", addr, err)
+		}
+		t.Skipf("no MQTT broker at %s (set DQBENCH_MQTT_ADDR, or start one: apt-get install mosquitto): %v", addr, err)
+	} else {
+		c.Close()
+	}
+	s, err := scenario.Resolve("mqtt-qos-levels")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UseExternalBroker([]string{addr}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := runJudged(t, context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Run.Passed || !res.Run.Valid() {
+		t.Fatalf("run did not pass: %+v", res.Run)
 	}
 }
 

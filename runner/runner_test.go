@@ -18,6 +18,7 @@ import (
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/history"
+	"github.com/dqbench/dqbench/netfault"
 	"github.com/dqbench/dqbench/scenario"
 )
 
@@ -25,8 +26,18 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m,
 		// modernc's SQLite and kgo keep no goroutines after Close; the
 		// signal watcher below belongs to the Go runtime.
-		goleak.IgnoreTopFunction("os/signal.signal_recv"),
+		append([]goleak.Option{goleak.IgnoreTopFunction("os/signal.signal_recv")}, ignoreStuckInToxiproxy()...)...,
 	)
+}
+
+// ignoreStuckInToxiproxy ignores the goroutines toxiproxy v2.12.0 can
+// leave blocked (netfault.StuckInToxiproxy).
+func ignoreStuckInToxiproxy() []goleak.Option {
+	var out []goleak.Option
+	for _, fn := range netfault.StuckInToxiproxy {
+		out = append(out, goleak.IgnoreTopFunction(fn))
+	}
+	return out
 }
 
 // judged is a run and the judgement of its history.

@@ -119,7 +119,7 @@ var fixtures = []fixture{
 		`11:53: variants[1].consumer.instances: broker kind mqtt runs one consumer instance per variant (its persistent session), got 2; use instances: 1`,
 	}},
 	{"invalid/mqtt-on-kafka.yaml", []string{
-		`5:12: faults[0]: ack-lost cannot act here: it is injected inside the embedded MQTT broker (mochi-mqtt); use broker kind: mqtt, mode: embedded`,
+		`5:12: faults[0]: ack-lost cannot act here: it is injected inside the embedded MQTT broker (mochi-mqtt) or by dqbench's in-process toxiproxy in front of an external one; use broker kind: mqtt, mode: embedded or external`,
 		`7:37: variants[0].mqtt: only for broker kind mqtt, not kafka; remove it`,
 	}},
 	{"invalid/bad-broker-kind.yaml", []string{

@@ -27,6 +27,8 @@ import (
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
+	"github.com/dqbench/dqbench/netfault"
+	nfmqtt "github.com/dqbench/dqbench/netfault/mqtt"
 )
 
 // Broker is an embedded MQTT broker (mochi-mqtt), or the managed
@@ -36,6 +38,7 @@ type Broker struct {
 	settings catalog.MQTTSettings
 	embedded *embedded // nil when managed
 	managed  bool
+	layer    *netfault.Layer // external: the in-process toxiproxy
 
 	mu    sync.Mutex
 	procs map[*mosquitto]bool // managed brokers still running
@@ -85,7 +88,11 @@ func connectExternal(ctx context.Context, addrs []string, settings catalog.MQTTS
 		err := dial(dctx, a)
 		cancel()
 		if err == nil {
-			return &Broker{url: a, settings: settings}, nil
+			layer, err := netfault.Start()
+			if err != nil {
+				return nil, err
+			}
+			return &Broker{url: a, settings: settings, layer: layer}, nil
 		}
 		errs = append(errs, fmt.Sprintf("%s: %v", catalog.MaskURL(a), err))
 	}
@@ -98,6 +105,9 @@ func connectExternal(ctx context.Context, addrs []string, settings catalog.MQTTS
 func (b *Broker) Close() error {
 	if b.embedded != nil {
 		return b.embedded.close()
+	}
+	if b.layer != nil {
+		return b.layer.Close()
 	}
 	b.mu.Lock()
 	procs := b.procs
@@ -131,6 +141,10 @@ func (b *Broker) Open(ctx context.Context, spec brokers.DestinationSpec) (broker
 		d.state = b.embedded.hook.add(d)
 	case !b.managed:
 		d.url = b.url
+		if err := d.proxy(b.layer); err != nil {
+			d.Close(context.WithoutCancel(ctx))
+			return nil, err
+		}
 	case b.managed:
 		m, err := startMosquitto(ctx, settings)
 		if err != nil {
@@ -156,23 +170,28 @@ func (b *Broker) Open(ctx context.Context, spec brokers.DestinationSpec) (broker
 	case b.managed:
 		return managedDest{d}, nil
 	}
-	return d, nil
+	return externalDest{d}, nil
 }
 
 // dest is one variant's topic and sessions.
 type dest struct {
-	b      *Broker
-	url    string     // tcp://host:port of the destination's broker
-	mosq   *mosquitto // the managed broker, or nil
-	spec   brokers.DestinationSpec
-	name   string
-	topic  string // prefix; the filter is topic + "+"
-	pubID  string
-	subID  string
-	pubQoS byte
-	subQoS byte
-	clean  bool
-	client catalog.MQTTClient
+	b   *Broker
+	url string // tcp://host:port of the destination's broker
+	// pubURL and subURL, when set, are where the publisher and the
+	// consumer connect instead (toxiproxy proxies in front of url).
+	pubURL, subURL string
+	proxies        []*netfault.Proxy
+	rules          map[catalog.Leg][]*nfmqtt.Rule
+	mosq           *mosquitto // the managed broker, or nil
+	spec           brokers.DestinationSpec
+	name           string
+	topic          string // prefix; the filter is topic + "+"
+	pubID          string
+	subID          string
+	pubQoS         byte
+	subQoS         byte
+	clean          bool
+	client         catalog.MQTTClient
 	// pubStore and subStore are the client side of the two sessions
 	// (paho); v5pub and v5sub are paho.golang's.
 	pubStore, subStore *sessionStore
@@ -246,6 +265,17 @@ func (d *dest) legQoS(leg catalog.Leg) byte {
 		return min(d.pubQoS, d.subQoS)
 	}
 	return d.pubQoS
+}
+
+// urlFor is where the client id connects.
+func (d *dest) urlFor(id string) string {
+	switch {
+	case id == d.pubID && d.pubURL != "":
+		return d.pubURL
+	case id == d.subID && d.subURL != "":
+		return d.subURL
+	}
+	return d.url
 }
 
 func (d *dest) markSubscribed() { d.subscribedOnce.Do(func() { close(d.subscribed) }) }
@@ -378,6 +408,9 @@ func (d *dest) Close(ctx context.Context) error {
 		d.b.embedded.hook.remove(d)
 	}
 	err := errors.Join(d.v5pub.Close(), d.v5sub.Close())
+	for _, p := range d.proxies {
+		err = errors.Join(err, p.Close(ctx))
+	}
 	if d.state == nil && d.mosq == nil {
 		// An external broker keeps persistent sessions: end both.
 		for _, id := range []string{d.subID, d.pubID} {

@@ -10,6 +10,7 @@ import (
 	pahomqtt "github.com/eclipse/paho.mqtt.golang"
 
 	"github.com/dqbench/dqbench/brokers"
+	"github.com/dqbench/dqbench/catalog"
 )
 
 // paho is eclipse/paho.mqtt.golang (MQTT 3.1.1). Both sessions keep their
@@ -19,7 +20,7 @@ type paho struct{}
 
 func (paho) options(d *dest, id string, store *sessionStore) *pahomqtt.ClientOptions {
 	return pahomqtt.NewClientOptions().
-		AddBroker(d.url).
+		AddBroker(d.urlFor(id)).
 		SetClientID(id).
 		SetCleanSession(d.clean).
 		SetStore(store.view()).
@@ -53,7 +54,7 @@ func (p paho) connect(ctx context.Context, d *dest, opts *pahomqtt.ClientOptions
 func (p paho) connectSession(ctx context.Context, d *dest, opts *pahomqtt.ClientOptions) (pahomqtt.Client, bool, error) {
 	cl := pahomqtt.NewClient(opts)
 	t := cl.Connect()
-	if err := wait(ctx, t, "connect to "+d.url); err != nil {
+	if err := wait(ctx, t, "connect to "+catalog.MaskURL(d.url)); err != nil {
 		return nil, false, fmt.Errorf("%w: %v", brokers.ErrUnreachable, err)
 	}
 	return cl, t.(*pahomqtt.ConnectToken).SessionPresent(), nil

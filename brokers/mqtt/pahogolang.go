@@ -41,7 +41,7 @@ func (d *dest) dialV5(ctx context.Context, id string, sess *state.State, cfg pah
 // dialV5Session is dialV5, also saying whether the broker had the session.
 func (d *dest) dialV5Session(ctx context.Context, id string, sess *state.State, cfg pahov5.ClientConfig) (*pahov5.Client, bool, error) {
 	var dl net.Dialer
-	conn, err := dl.DialContext(ctx, "tcp", hostPort(d.url))
+	conn, err := dl.DialContext(ctx, "tcp", hostPort(d.urlFor(id)))
 	if err != nil {
 		return nil, false, fmt.Errorf("%w: connect to %s: %v", brokers.ErrUnreachable, d.url, err)
 	}
