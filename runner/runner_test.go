@@ -81,6 +81,10 @@ func TestBuiltins(t *testing.T) {
 			"idempotence-off": func(c map[string]int) bool { return c["duplicates"] > 0 && c["lost"] == 0 },
 			"idempotence-on":  func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 },
 		}},
+		{"kafka-commit-timing", map[string]func(map[string]int) bool{
+			"commit-before": func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] > 0 },
+			"commit-after":  func(c map[string]int) bool { return c["duplicates"] > 0 && c["lost"] == 0 },
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := scenario.Resolve(tc.name)
