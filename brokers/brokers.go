@@ -62,6 +62,13 @@ type DestinationSpec struct {
 	// (consumer ack: auto, only for kinds with catalog.Broker.AutoAck);
 	// Consumer.Ack is then a no-op.
 	AutoAck bool
+	// Isolation is which records a Kafka consumer reads (read_uncommitted
+	// when empty).
+	Isolation catalog.Isolation
+	// Stage, when set, puts a consume-transform-produce stage between the
+	// producer and the consumers; only a destination with the Stager power
+	// can run one.
+	Stage *StageSpec
 }
 
 // Message is one publish.

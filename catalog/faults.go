@@ -10,6 +10,8 @@ const (
 	ConsumerCrash       FaultType = "consumer-crash"
 	ProduceResponseLost FaultType = "produce-response-lost"
 	ConsumerZombie      FaultType = "consumer-zombie"
+	TransformCrash      FaultType = "transform-crash"
+	TransactionAbort    FaultType = "transaction-abort"
 )
 
 // Fault describes one fault type.
@@ -73,6 +75,18 @@ var Faults = []Fault{
 			return ""
 		},
 	},
+	{
+		Type:      TransformCrash,
+		Doc:       "the consume-transform-produce stage dies after writing a batch to its output topic and before committing the input offsets (inside the transaction, before it commits, when the stage is transactional); a replacement starts from the last committed offsets. Hits the variants with a stage",
+		Injection: "one stage instance killed with a written, uncommitted batch (the batch's intents are listed)",
+		Available: stageOnKafka,
+	},
+	{
+		Type:      TransactionAbort,
+		Doc:       "the transactional stage aborts a batch's transaction after writing it to the output topic; it rewinds to the last committed offsets and does the batch again. Hits the variants with a transactional stage",
+		Injection: "one transaction aborted (the batch's intents are listed)",
+		Available: stageOnKafka,
+	},
 }
 
 // LookupFault returns the fault type t.
@@ -116,4 +130,12 @@ func DefaultFaultName(t FaultType, params any) string {
 		return fmt.Sprintf("%s@%s", t, p.At)
 	}
 	return string(t)
+}
+
+// stageOnKafka: a consume-transform-produce stage runs on Kafka only.
+func stageOnKafka(w Where) string {
+	if w.Broker != Kafka {
+		return "a consume-transform-produce stage runs on Kafka only; use broker kind: kafka"
+	}
+	return ""
 }

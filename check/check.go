@@ -27,23 +27,24 @@ var (
 
 // facts is everything the history and audit say about one intent.
 type facts struct {
-	flags      uint8
+	flags      uint16
 	deliveries uint16 // saturating
 	applied    int32  // ledger rows, from the audit
 	pos        uint64 // hash of the first delivered position, 0 if none
 }
 
 const (
-	published uint8 = 1 << iota
+	published uint16 = 1 << iota
 	confirmed
 	flagged      // a delivery was flagged as redelivered
 	skipped      // the strategy skipped a delivery as a duplicate
 	deadLettered // sent to a dead-letter queue
 	copies       // delivered from more than one position: stored twice
 	rejected     // the strategy refused a delivery (out of order, illegal transition)
+	abortedSeen  // delivered from a stage's output record whose transaction aborted
 )
 
-func (f *facts) has(flag uint8) bool { return f.flags&flag != 0 }
+func (f *facts) has(flag uint16) bool { return f.flags&flag != 0 }
 
 // lost: the broker had the intent (it confirmed or delivered it) and its
 // effect never applied, and the consumer did not say it refused it (that
@@ -66,6 +67,7 @@ type tally struct {
 	armed   []string
 	crashes int
 	drain   *history.Event
+	stage   *stageTally // nil until a stage instance starts
 }
 
 // denseLimit bounds the slice of per-intent facts; intent ids past it (a
@@ -151,6 +153,11 @@ func (t *tally) add(e *history.Event) {
 	case history.Drain:
 		d := *e
 		t.drain = &d
+	case history.StageStart, history.StageWrite, history.StageAbort, history.StageCrash:
+		t.addStage(e)
+	}
+	if t.stage != nil && e.Type == history.Deliver && e.Position != "" {
+		t.stage.delivered = append(t.stage.delivered, delivered{e.Intent, e.Position})
 	}
 }
 
@@ -173,6 +180,7 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	for id, n := range audit.Applied {
 		t.get(id).applied = int32(min(n, 1<<30))
 	}
+	t.stage.mark(t)
 	var c Counts
 	c.FaultsInjected = t.faults
 	var lostSkipped, lostUndelivered, lostUnprocessed, lostDeadLettered, logCopies int
@@ -200,9 +208,12 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	})
 
 	var notes []string
-	if logCopies > 0 {
+	if logCopies > 0 && t.stage != nil {
+		notes = append(notes, fmt.Sprintf("%d intents were written to the stage's output more than once and read more than once (a stage crash between its write and its offset commit, or an aborted transaction read with read_uncommitted)", logCopies))
+	} else if logCopies > 0 {
 		notes = append(notes, fmt.Sprintf("%d intents were stored more than once by the broker (a producer retry after a lost response, without producer idempotence)", logCopies))
 	}
+	notes = append(notes, t.stage.notes()...)
 	if t.crashes > 0 {
 		notes = append(notes, fmt.Sprintf("%d consumer crashes, each followed by a replacement; the broker redelivers whatever a crashed consumer had not acked", t.crashes))
 	}

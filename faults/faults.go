@@ -64,6 +64,9 @@ type Env struct {
 	Crashes  *Crashes
 	// Fired records one injection.
 	Fired func(history.Event)
+	// Stage is the variant's consume-transform-produce stage faults, nil
+	// when the variant has no stage (stage.go).
+	Stage *Stage
 }
 
 // Arm installs a fault in one variant. It reports false, without error, when
@@ -76,6 +79,8 @@ var All = map[catalog.FaultType]Arm{
 	catalog.ConsumerCrash:       armConsumerCrash,
 	catalog.ProduceResponseLost: armProduceResponseLost,
 	catalog.ConsumerZombie:      armConsumerCrash,
+	catalog.TransformCrash:      armStage,
+	catalog.TransactionAbort:    armStage,
 }
 
 // Install arms f in one variant.

@@ -67,6 +67,8 @@ func fastDecode(line []byte, e *Event, intern map[string]string) bool {
 			e.Attempt, p, ok = readIntInt(line, p)
 		case "consumer":
 			e.Consumer, p, ok = readIntInt(line, p)
+		case "txn":
+			e.Txn, p, ok = readIntInt(line, p)
 		case "backlog":
 			e.Backlog, p, ok = readInt(line, p)
 		case "pos":

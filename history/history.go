@@ -35,6 +35,16 @@ const (
 	Start      Type = "start"       // a consumer instance started
 	DeadLetter Type = "dead-letter" // the intent went to a dead-letter queue
 	Drain      Type = "drain"       // the drain ended; Drained says whether the broker had nothing left, Reason why not
+
+	// A consume-transform-produce stage's events (history.RecordingStage);
+	// Consumer is the stage instance's generation, Txn numbers its batches
+	// (transactions) within the variant.
+	StageStart  Type = "stage-start"  // a stage instance started
+	StageRead   Type = "stage-read"   // the stage polled the intent from its input (Attempt: its read count; Position: the input copy)
+	StageWrite  Type = "stage-write"  // the stage wrote the intent to its output in batch Txn (Position: the output copy)
+	StageCommit Type = "stage-commit" // the stage committed batch Txn's input offsets (Intents), and its transaction
+	StageAbort  Type = "stage-abort"  // batch Txn's transaction aborted (Reason): a reader with read_uncommitted still sees its records
+	StageCrash  Type = "stage-crash"  // a stage instance died (after a fault, or Reason)
 )
 
 // Event is one line of a history.
@@ -55,6 +65,7 @@ type Event struct {
 	Drained     bool          `json:"drained,omitempty"`
 	Backlog     int64         `json:"backlog,omitempty"` // with drain: messages the broker still held
 	Reason      string        `json:"reason,omitempty"`
+	Txn         int           `json:"txn,omitempty"` // with stage events: the batch (transaction) number
 }
 
 // Recorder writes events from many goroutines to one stream, in the order

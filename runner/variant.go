@@ -47,6 +47,14 @@ type variantRun struct {
 	waiting    map[passKey]chan struct{}
 
 	slots slots
+
+	// The consume-transform-produce stage (stage.go), when the variant
+	// has one.
+	stage       *scenario.Stage
+	stageFaults *faults.Stage
+	stageSeen   *history.Deliveries
+	stageGens   atomic.Int64
+	batches     atomic.Int64
 }
 
 // slots are the variant's consumer slots: each runs consumer instances one
@@ -128,10 +136,16 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 	r.seen = history.NewDeliveries(r.s.Messages)
 	r.done = make([]uint8, r.s.Messages+1)
 
-	dest, err := r.broker.Open(ctx, brokers.DestinationSpec{
+	spec := brokers.DestinationSpec{
 		Name: r.name, Idempotent: *prod.Idempotent, Acks: prod.Acks, Window: prod.Window,
-		Prefetch: cons.Prefetch, AutoAck: cons.Ack == catalog.AckAuto,
-	})
+		Prefetch: cons.Prefetch, AutoAck: cons.Ack == catalog.AckAuto, Isolation: cons.Isolation,
+	}
+	if r.stage = r.s.StageFor(r.v); r.stage != nil {
+		spec.Stage = &brokers.StageSpec{Transactional: r.stage.IsTransactional()}
+		r.stageFaults = &faults.Stage{Transactional: r.stage.IsTransactional()}
+		r.stageSeen = history.NewDeliveries(r.s.Messages)
+	}
+	dest, err := r.broker.Open(ctx, spec)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -150,6 +164,11 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 	defer stopConsumers()
 	consErr := make(chan error, 1)
 	r.slots = slots{ctx: consCtx, stop: stopConsumers, errs: consErr, dest: dest, ackFirst: cons.Ack == catalog.AckBeforeProcess || cons.Ack == catalog.AckAuto}
+	if r.stage != nil {
+		if err := r.startStage(dest); err != nil {
+			return nil, nil, err
+		}
+	}
 	for range cons.Instances {
 		r.startSlot()
 	}
@@ -200,7 +219,7 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 // records which.
 func (r *variantRun) arm(dest brokers.Destination) error {
 	st, _ := catalog.LookupStrategy(r.v.Strategy)
-	env := faults.Env{Dest: dest, Strategy: st, Crashes: &r.crashes, Fired: func(e history.Event) {
+	env := faults.Env{Dest: dest, Strategy: st, Crashes: &r.crashes, Stage: r.stageFaults, Fired: func(e history.Event) {
 		r.progress.Faults.Add(1)
 		r.rec.Record(e)
 	}}

@@ -135,6 +135,7 @@ func (s *Scenario) ConsumerFor(v Variant) Consumer {
 		setIfNonZero(&c.Instances, o.Instances)
 		setIfNonZero(&c.Ack, o.Ack)
 		setIfNonZero(&c.Prefetch, o.Prefetch)
+		setIfNonZero(&c.Isolation, o.Isolation)
 	}
 	return c
 }

@@ -39,10 +39,10 @@ var fixtures = []fixture{
 	{file: "valid/rabbitmq.yaml"},
 
 	{"invalid/unknown-top-key.yaml", []string{
-		`5:1: unknown key "varients" at the top level (allowed: version, name, description, seed, messages, deadline, drain, broker, producer, consumer, store, redis, faults, variants); did you mean "variants"?`,
+		`5:1: unknown key "varients" at the top level (allowed: version, name, description, seed, messages, deadline, drain, broker, producer, consumer, store, redis, faults, variants, stage); did you mean "variants"?`,
 	}},
 	{"invalid/unknown-nested-key.yaml", []string{
-		`7:5: unknown key "stratgies" in variants[0] (allowed: name, strategy, producer, consumer, store, id, expect); did you mean "strategy"?`,
+		`7:5: unknown key "stratgies" in variants[0] (allowed: name, strategy, producer, consumer, store, id, expect, stage); did you mean "strategy"?`,
 	}},
 	{"invalid/unknown-strategy.yaml", []string{
 		`7:15: variants[0].strategy: "dedup-tabel" is not allowed (allowed: none, dedup-table, dedup-table-split, unique-key, state-machine, version-cas, check-then-act, redis-setnx); did you mean "dedup-table"?`,
@@ -78,7 +78,7 @@ var fixtures = []fixture{
 		`7:9: faults[0].at: no variant's strategy has the crash point between-dedup-and-effect, so the fault never fires; add a variant with strategy dedup-table-split`,
 	}},
 	{"invalid/unknown-expect-key.yaml", []string{
-		`9:7: unknown key "duplicate" in variants[0].expect (allowed: attempted, acknowledged, indeterminate, delivered, redelivered, effects, duplicates, lost, rejected, unexpected, dead_lettered, faults_injected); did you mean "duplicates"?`,
+		`9:7: unknown key "duplicate" in variants[0].expect (allowed: attempted, acknowledged, indeterminate, delivered, redelivered, effects, duplicates, lost, rejected, unexpected, dead_lettered, faults_injected, aborted_seen); did you mean "duplicates"?`,
 	}},
 	{"invalid/bad-expectation.yaml", []string{
 		`9:13: variants[0].expect.lost: bad expectation "about 3": write a count like 0, or a comparison like ">0"`,
@@ -177,7 +177,7 @@ var fixtures = []fixture{
 		`6:15: broker.partitions: must be an integer, got number 1.5`,
 		`9:18: faults[0].probability: must be a finite number, got number .nan`,
 		`14:19: variants[0].producer.idempotent: must be true or false, got string "yes"`,
-		`15:15: variants[0].consumer: must be a mapping (keys: instances, ack, prefetch), got a list`,
+		`15:15: variants[0].consumer: must be a mapping (keys: instances, ack, prefetch, isolation), got a list`,
 		`17:7: variants[0].expect.lost: needs a value; write a count like 0`,
 	}},
 	{"invalid/response-lost-with-acks-none.yaml", []string{

@@ -29,6 +29,7 @@ type Scenario struct {
 	Redis       string    `yaml:"redis" json:"redis,omitempty" jsonschema:"description=Redis for strategies that need one (redis-setnx)\\, e.g. redis://127.0.0.1:6379 (the default); --redis overrides."`
 	Faults      []Fault   `yaml:"faults" json:"faults,omitempty"`
 	Variants    []Variant `yaml:"variants" json:"variants" jsonschema:"required,minItems=1"`
+	Stage       *Stage    `yaml:"stage" json:"stage,omitempty" jsonschema:"description=A consume-transform-produce stage between the producer and the consumers (Kafka): it reads the producer's topic\\, writes each record to a second topic and commits the first topic's offsets; the consumers read the second topic. Absent: no stage."`
 
 	// File is where the scenario was read from ("builtin:quickstart" for a built-in).
 	File string `yaml:"-" json:"-"`
@@ -55,9 +56,10 @@ type Producer struct {
 
 // Consumer holds consumer settings; a variant may override each one.
 type Consumer struct {
-	Instances int             `yaml:"instances" json:"instances,omitempty" jsonschema:"minimum=1,maximum=64,description=Consumer processes sharing the subscription (default 1)."`
-	Ack       catalog.AckMode `yaml:"ack" json:"ack,omitempty" jsonschema:"description=When the consumer acks/commits: after-process (at-least-once\\, default) or before-process (at-most-once) or auto (the broker acks on delivery: RabbitMQ autoAck\\, at-most-once; rabbitmq only)."`
-	Prefetch  int             `yaml:"prefetch" json:"prefetch,omitempty" jsonschema:"minimum=1,maximum=100000,description=Messages fetched per poll / prefetch count (default 100)."`
+	Instances int               `yaml:"instances" json:"instances,omitempty" jsonschema:"minimum=1,maximum=64,description=Consumer processes sharing the subscription (default 1)."`
+	Ack       catalog.AckMode   `yaml:"ack" json:"ack,omitempty" jsonschema:"description=When the consumer acks/commits: after-process (at-least-once\\, default) or before-process (at-most-once) or auto (the broker acks on delivery: RabbitMQ autoAck\\, at-most-once; rabbitmq only)."`
+	Prefetch  int               `yaml:"prefetch" json:"prefetch,omitempty" jsonschema:"minimum=1,maximum=100000,description=Messages fetched per poll / prefetch count (default 100)."`
+	Isolation catalog.Isolation `yaml:"isolation" json:"isolation,omitempty" jsonschema:"description=Which records a Kafka consumer reads: read_uncommitted (Kafka's default: also records of aborted transactions) or read_committed (only committed ones); kafka only."`
 }
 
 // Fault is one fault to inject. Type picks the fault; the schedule fields
@@ -86,12 +88,22 @@ type Variant struct {
 	Store    string                 `yaml:"store" json:"store,omitempty" jsonschema:"description=This variant's business store (overrides the scenario's store)."`
 	ID       catalog.IDSource       `yaml:"id" json:"id,omitempty" jsonschema:"enum=business,enum=per-send-uuid,enum=content-hash,description=Where the message id the strategy deduplicates on comes from: business (the intent's id\\, default)\\, per-send-uuid (new on every publish attempt) or content-hash (a hash of account and amount)."`
 	Expect   map[string]Expectation `yaml:"expect" json:"expect,omitempty" jsonschema:"description=Checks on the variant's counts\\, e.g. duplicates: 0 or lost: '>0'."`
+	Stage    *Stage                 `yaml:"stage" json:"stage,omitempty" jsonschema:"description=Overrides of the scenario's stage settings; gives this variant a stage when the scenario has none."`
 	// Params is the strategy's own settings (catalog.Strategy.NewParams),
 	// written beside strategy in the variant.
 	Params any `yaml:",params" json:"-"`
 
 	// Line is the scenario line the variant starts on (for messages).
 	Line int `yaml:"-" json:"-"`
+}
+
+// Stage is a consume-transform-produce stage: it consumes the producer's
+// topic, writes each record to an output topic and commits the input
+// offsets, one batch at a time; the consumers read the output topic.
+type Stage struct {
+	Transactional *bool `yaml:"transactional" json:"transactional,omitempty" jsonschema:"description=Write each batch and commit its input offsets in one Kafka transaction (default false: write\\, then commit the offsets)."`
+	Batch         int   `yaml:"batch" json:"batch,omitempty" jsonschema:"minimum=1,maximum=10000,description=Records per batch: per transaction\\, or per offset commit without transactions (default 10). A batch also ends at an intent that is a multiple of batch\\, so batches line up with intents."`
+	Instances     int   `yaml:"instances" json:"instances,omitempty" jsonschema:"minimum=1,maximum=64,description=Stage instances sharing the input topic's consumer group (default 1)."`
 }
 
 // Duration is a time.Duration written as "30s", "2m", "1m30s".

@@ -30,6 +30,7 @@ func (c *checker) check() {
 	c.acks()
 	c.faultPoints()
 	c.faultsAvailable()
+	c.stages()
 }
 
 func (c *checker) top() {

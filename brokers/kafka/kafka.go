@@ -119,6 +119,16 @@ func (k *Kafka) Open(ctx context.Context, spec brokers.DestinationSpec) (brokers
 		return nil, fmt.Errorf("create topic %s: %w", topic, err)
 	}
 	d := &topicDest{k: k, spec: spec, topic: topic, group: topic + "-group", seen: map[int32]int64{}}
+	if spec.Stage != nil {
+		d.stage = newStage(*spec.Stage, topic, spec.Isolation == catalog.ReadCommitted)
+		resp, err := k.adm.CreateTopic(ctx, k.partitions, 1, nil, d.stage.out)
+		if err == nil {
+			err = resp.Err
+		}
+		if err != nil {
+			return nil, fmt.Errorf("create topic %s: %w", d.stage.out, err)
+		}
+	}
 	if k.cluster != nil {
 		return embeddedDest{d}, nil
 	}
@@ -136,6 +146,7 @@ type topicDest struct {
 	seen map[int32]int64 // highest offset delivered per partition, for the redelivered flag
 
 	fault *kfake.FaultHandle
+	stage *stageState // nil without a stage (stage.go)
 }
 
 var _ brokers.Destination = (*topicDest)(nil)
@@ -201,15 +212,23 @@ func (p *producer) Close(ctx context.Context) {
 }
 
 func (c *topicDest) Consumer(ctx context.Context, gen int) (brokers.Consumer, error) {
-	cl, err := kgo.NewClient(
+	topic := c.topic
+	if c.stage != nil {
+		topic = c.stage.out // the consumers read what the stage wrote
+	}
+	opts := []kgo.Opt{
 		kgo.SeedBrokers(c.k.seeds...),
 		kgo.ConsumerGroup(c.group),
-		kgo.ConsumeTopics(c.topic),
+		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DisableAutoCommit(),
-		kgo.FetchMaxWait(50*time.Millisecond),
+		kgo.FetchMaxWait(50 * time.Millisecond),
 		kgo.ClientID(fmt.Sprintf("%s-consumer-%d", c.topic, gen)),
-	)
+	}
+	if c.spec.Isolation == catalog.ReadCommitted {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka consumer: %w", err)
 	}
@@ -287,13 +306,22 @@ func (k *consumer) leaveAndClose(ctx context.Context) {
 }
 
 // Backlog counts the records between the group's committed offsets and the
-// end of each partition.
+// end of each partition; with a stage, both hops (stageBacklog).
 func (c *topicDest) Backlog(ctx context.Context) (int64, error) {
-	ends, err := c.k.adm.ListEndOffsets(ctx, c.topic)
+	if c.stage != nil {
+		return c.stageBacklog(ctx)
+	}
+	return c.lag(ctx, c.topic, c.group)
+}
+
+// lag counts the records of topic between group's committed offsets and
+// the end of each partition.
+func (c *topicDest) lag(ctx context.Context, topic, group string) (int64, error) {
+	ends, err := c.k.adm.ListEndOffsets(ctx, topic)
 	if err != nil {
 		return 0, err
 	}
-	committed, err := c.k.adm.FetchOffsets(ctx, c.group)
+	committed, err := c.k.adm.FetchOffsets(ctx, group)
 	if errors.Is(err, kerr.GroupIDNotFound) {
 		// No consumer has joined or committed yet (kfake says so; a real
 		// broker answers with no offsets): everything is backlog.
@@ -331,10 +359,23 @@ func (c *topicDest) Close(ctx context.Context) error {
 	} else if err := resp.Error(); err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
 		errs = append(errs, fmt.Errorf("delete group %s: %w", c.group, err))
 	}
-	if resp, err := c.k.adm.DeleteTopics(ctx, c.topic); err != nil {
-		errs = append(errs, fmt.Errorf("delete topic %s: %w", c.topic, err))
-	} else if err := resp.Error(); err != nil {
-		errs = append(errs, fmt.Errorf("delete topic %s: %w", c.topic, err))
+	groups, topics := []string{}, []string{c.topic}
+	if c.stage != nil {
+		groups, topics = append(groups, c.stage.group), append(topics, c.stage.out)
+	}
+	for _, g := range groups {
+		if resp, err := c.k.adm.DeleteGroups(ctx, g); err != nil {
+			errs = append(errs, fmt.Errorf("delete group %s: %w", g, err))
+		} else if err := resp.Error(); err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
+			errs = append(errs, fmt.Errorf("delete group %s: %w", g, err))
+		}
+	}
+	for _, t := range topics {
+		if resp, err := c.k.adm.DeleteTopics(ctx, t); err != nil {
+			errs = append(errs, fmt.Errorf("delete topic %s: %w", t, err))
+		} else if err := resp.Error(); err != nil {
+			errs = append(errs, fmt.Errorf("delete topic %s: %w", t, err))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w on %s: %v", brokers.ErrCleanup, c.k.Name(), err)

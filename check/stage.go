@@ -1,0 +1,71 @@
+package check
+
+import (
+	"fmt"
+
+	"github.com/dqbench/dqbench/history"
+)
+
+// stageTally is what a variant's consume-transform-produce stage recorded:
+// which batch wrote each output copy, which batches aborted, and the
+// output copies the consumers received (a delivery may be recorded before
+// its batch's abort, so they are joined when the counts are made).
+type stageTally struct {
+	written   map[string]int // output position → batch
+	aborted   map[int]bool   // batches whose transaction aborted
+	delivered []delivered    // every delivery since the stage started
+	crashes   int
+	aborts    int
+}
+
+type delivered struct {
+	intent int
+	pos    string
+}
+
+func (t *tally) addStage(e *history.Event) {
+	if t.stage == nil {
+		t.stage = &stageTally{written: map[string]int{}, aborted: map[int]bool{}}
+	}
+	s := t.stage
+	switch e.Type {
+	case history.StageWrite:
+		s.written[e.Position] = e.Txn
+	case history.StageAbort:
+		if !s.aborted[e.Txn] {
+			s.aborted[e.Txn] = true
+			s.aborts++
+		}
+	case history.StageCrash:
+		s.crashes++
+	}
+}
+
+// mark flags the intents a consumer received from an aborted batch's
+// record.
+func (s *stageTally) mark(t *tally) {
+	if s == nil {
+		return
+	}
+	for _, d := range s.delivered {
+		if txn, ok := s.written[d.pos]; ok && s.aborted[txn] {
+			t.get(d.intent).flags |= abortedSeen
+		}
+	}
+	s.delivered = nil // marked once
+}
+
+// notes say what the stage did.
+func (s *stageTally) notes() []string {
+	if s == nil {
+		return nil
+	}
+	var out []string
+	if s.crashes > 0 {
+		out = append(out, fmt.Sprintf("%d stage instance crashes, each followed by a replacement that starts from the last committed input offsets", s.crashes))
+	}
+	if s.aborts > 0 {
+		out = append(out, fmt.Sprintf("%d stage transactions aborted; a read_committed consumer skips their records, a read_uncommitted one reads them", s.aborts))
+	}
+	return out
+}
