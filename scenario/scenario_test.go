@@ -198,6 +198,14 @@ var fixtures = []fixture{
 	{"invalid/unknown-alias.yaml", []string{
 		`3:9: broker: unknown alias *nope`,
 	}},
+	{"invalid/stage-faults-without-stage.yaml", []string{
+		`6:12: faults[1].type: transaction-abort needs a transactional stage, and no variant has one`,
+		`8:71: variants[0].stage.batch: must be from 1 to 10,000, got 0`,
+	}},
+	{"invalid/stage-on-rabbitmq.yaml", []string{
+		`4:8: stage: a consume-transform-produce stage runs on Kafka only`,
+		`5:23: consumer.isolation: only for broker kind kafka, not rabbitmq`,
+	}},
 }
 
 func TestFixtures(t *testing.T) {
