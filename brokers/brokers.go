@@ -69,6 +69,9 @@ type DestinationSpec struct {
 	// producer and the consumers; only a destination with the Stager power
 	// can run one.
 	Stage *StageSpec
+	// Client is the Kafka producer's client library (franz-go when
+	// empty).
+	Client catalog.Client
 }
 
 // Message is one publish.

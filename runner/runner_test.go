@@ -90,6 +90,10 @@ func TestBuiltins(t *testing.T) {
 			"transactional-read-committed":   func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 && c["aborted_seen"] == 0 },
 			"transactional-read-uncommitted": func(c map[string]int) bool { return c["aborted_seen"] > 0 && c["lost"] == 0 },
 		}},
+		{"kafka-client-retries", map[string]func(map[string]int) bool{
+			"franz-go-idempotent": func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 },
+			"kafka-go":            func(c map[string]int) bool { return c["duplicates"] > 0 && c["lost"] == 0 },
+		}},
 		{"kafka-eos-to-database", map[string]func(map[string]int) bool{
 			"none":        func(c map[string]int) bool { return c["duplicates"] > 0 && c["lost"] == 0 },
 			"dedup-table": func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 },

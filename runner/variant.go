@@ -139,6 +139,7 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 	spec := brokers.DestinationSpec{
 		Name: r.name, Idempotent: *prod.Idempotent, Acks: prod.Acks, Window: prod.Window,
 		Prefetch: cons.Prefetch, AutoAck: cons.Ack == catalog.AckAuto, Isolation: cons.Isolation,
+		Client: prod.Client,
 	}
 	if r.stage = r.s.StageFor(r.v); r.stage != nil {
 		spec.Stage = &brokers.StageSpec{Transactional: r.stage.IsTransactional()}

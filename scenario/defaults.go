@@ -123,6 +123,7 @@ func (s *Scenario) ProducerFor(v Variant) Producer {
 		}
 		setIfNonZero(&p.Acks, o.Acks)
 		setIfNonZero(&p.Window, o.Window)
+		setIfNonZero(&p.Client, o.Client)
 	}
 	return p
 }

@@ -202,6 +202,11 @@ var fixtures = []fixture{
 		`6:12: faults[1].type: transaction-abort needs a transactional stage, and no variant has one`,
 		`8:71: variants[0].stage.batch: must be from 1 to 10,000, got 0`,
 	}},
+	{"invalid/kafka-go-idempotent.yaml", []string{
+		`6:56: variants[0].producer.client: kafka-go cannot be idempotent: kafka-go has no idempotent producer and no transactions (its writer always sends producer id -1), and idempotent defaults to true`,
+		`6:56: variants[0].producer.client: kafka-go cannot carry a transactional stage`,
+		`7:62: variants[1].producer.client: kafka-go cannot carry a transactional stage`,
+	}},
 	{"invalid/stage-on-rabbitmq.yaml", []string{
 		`4:8: stage: a consume-transform-produce stage runs on Kafka only`,
 		`5:23: consumer.isolation: only for broker kind kafka, not rabbitmq`,

@@ -49,9 +49,10 @@ type Broker struct {
 
 // Producer holds producer settings; a variant may override each one.
 type Producer struct {
-	Idempotent *bool        `yaml:"idempotent" json:"idempotent,omitempty" jsonschema:"description=Kafka idempotent producer (default true\\, as in kgo)."`
-	Acks       catalog.Acks `yaml:"acks" json:"acks,omitempty" jsonschema:"description=Broker acknowledgement the producer waits for (default all; leader and none need idempotent: false)."`
-	Window     int          `yaml:"window" json:"window,omitempty" jsonschema:"minimum=1,maximum=100000,description=Most unacknowledged publishes in flight (default 256; 1 makes every request carry one intent)."`
+	Idempotent *bool          `yaml:"idempotent" json:"idempotent,omitempty" jsonschema:"description=Kafka idempotent producer (default true\\, as in kgo)."`
+	Acks       catalog.Acks   `yaml:"acks" json:"acks,omitempty" jsonschema:"description=Broker acknowledgement the producer waits for (default all; leader and none need idempotent: false)."`
+	Window     int            `yaml:"window" json:"window,omitempty" jsonschema:"minimum=1,maximum=100000,description=Most unacknowledged publishes in flight (default 256; 1 makes every request carry one intent)."`
+	Client     catalog.Client `yaml:"client" json:"client,omitempty" jsonschema:"description=Kafka client library of the producer: franz-go (default) or kafka-go (segmentio/kafka-go: no idempotent producer and no transactions\\, so it needs idempotent: false)."`
 }
 
 // Consumer holds consumer settings; a variant may override each one.

@@ -31,6 +31,7 @@ func (c *checker) check() {
 	c.faultPoints()
 	c.faultsAvailable()
 	c.stages()
+	c.clients()
 }
 
 func (c *checker) top() {

@@ -162,6 +162,9 @@ var (
 )
 
 func (c *topicDest) Producer(ctx context.Context) (brokers.Producer, error) {
+	if c.spec.Client == catalog.KafkaGo {
+		return c.kafkaGoProducer()
+	}
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(c.k.seeds...),
 		kgo.DefaultProduceTopic(c.topic),
