@@ -58,6 +58,11 @@ func (c *topicDest) kafkaGoProducer() (brokers.Producer, error) {
 		BatchTimeout:    time.Millisecond,
 		RequiredAcks:    acks,
 	}
+	if c.spec.Retries > 0 {
+		// The application retries (producer.retries): a failed request
+		// comes back to it as an unknown outcome, as with kgo.
+		w.MaxAttempts = 1
+	}
 	closing, stop := context.WithCancel(context.Background())
 	return &kafkaGoProducer{w: w, transport: transport, noAck: acks == kafkago.RequireNone, closing: closing, stop: stop}, nil
 }
