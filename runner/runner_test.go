@@ -81,22 +81,10 @@ func TestBuiltins(t *testing.T) {
 			"idempotence-off": func(c map[string]int) bool { return c["duplicates"] > 0 && c["lost"] == 0 },
 			"idempotence-on":  func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 },
 		}},
-		{"kafka-commit-timing", map[string]func(map[string]int) bool{
-			"commit-before": func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] > 0 },
-			"commit-after":  func(c map[string]int) bool { return c["duplicates"] > 0 && c["lost"] == 0 },
-		}},
 		{"kafka-transactions", map[string]func(map[string]int) bool{
 			"non-transactional":              func(c map[string]int) bool { return c["duplicates"] > 0 && c["lost"] == 0 && c["aborted_seen"] == 0 },
 			"transactional-read-committed":   func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 && c["aborted_seen"] == 0 },
 			"transactional-read-uncommitted": func(c map[string]int) bool { return c["aborted_seen"] > 0 && c["lost"] == 0 },
-		}},
-		{"kafka-client-retries", map[string]func(map[string]int) bool{
-			"franz-go-idempotent": func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 },
-			"kafka-go":            func(c map[string]int) bool { return c["duplicates"] > 0 && c["lost"] == 0 },
-		}},
-		{"kafka-eos-to-database", map[string]func(map[string]int) bool{
-			"none":        func(c map[string]int) bool { return c["duplicates"] > 0 && c["lost"] == 0 },
-			"dedup-table": func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 },
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
