@@ -45,6 +45,7 @@ type Broker struct {
 // KafkaSettings are the broker settings of kind kafka.
 type KafkaSettings struct {
 	Partitions int `yaml:"partitions" json:"partitions,omitempty" jsonschema:"minimum=1,maximum=1000,description=Partitions of each variant's topic (default 1)."`
+	Brokers    int `yaml:"brokers" json:"brokers,omitempty" jsonschema:"minimum=1,maximum=9,description=Brokers of the embedded cluster (kfake; default 1). leader-move needs at least 2. Embedded only."`
 }
 
 // Defaults fills in what the scenario leaves out.

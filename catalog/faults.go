@@ -12,6 +12,7 @@ const (
 	ConsumerZombie      FaultType = "consumer-zombie"
 	TransformCrash      FaultType = "transform-crash"
 	TransactionAbort    FaultType = "transaction-abort"
+	LeaderMove          FaultType = "leader-move"
 )
 
 // Fault describes one fault type.
@@ -86,6 +87,17 @@ var Faults = []Fault{
 		Doc:       "the transactional stage aborts a batch's transaction after writing it to the output topic; it rewinds to the last committed offsets and does the batch again. Hits the variants with a transactional stage",
 		Injection: "one transaction aborted (the batch's intents are listed)",
 		Available: stageOnKafka,
+	},
+	{
+		Type:      LeaderMove,
+		Doc:       "every partition of the variant's topics gets a new leader (the next broker of the embedded cluster) when a produce request carries a chosen intent; clients find the new leader through NOT_LEADER_OR_FOLLOWER and a metadata refresh",
+		Injection: "one move of every partition's leader (the fault event names each move)",
+		Available: func(w Where) string {
+			if w.Broker != Kafka || w.Mode != Embedded {
+				return "leaders are moved inside the embedded Kafka cluster (kfake); use broker kind: kafka, mode: embedded, brokers: 3"
+			}
+			return ""
+		},
 	},
 }
 

@@ -69,6 +69,10 @@ type tally struct {
 	crashes int
 	drain   *history.Event
 	stage   *stageTally // nil until a stage instance starts
+	// faultReasons says what some injections did (the moves of a
+	// leader-move), for the notes; unnamed counts the rest.
+	faultReasons []string
+	unnamed      int
 }
 
 // denseLimit bounds the slice of per-intent facts; intent ids past it (a
@@ -153,6 +157,7 @@ func (t *tally) add(e *history.Event) {
 			t.fired = map[string]int{}
 		}
 		t.fired[e.Fault]++
+		t.addFaultReason(e)
 	case history.Crash:
 		t.crashes++
 	case history.Drain:
@@ -221,6 +226,7 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 		notes = append(notes, fmt.Sprintf("%d intents were stored more than once by the broker (a producer retry after a lost response, without producer idempotence)", logCopies))
 	}
 	notes = append(notes, t.stage.notes()...)
+	notes = append(notes, t.faultNotes()...)
 	if t.crashes > 0 {
 		notes = append(notes, fmt.Sprintf("%d consumer crashes, each followed by a replacement; the broker redelivers whatever a crashed consumer had not acked", t.crashes))
 	}

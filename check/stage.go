@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/dqbench/dqbench/history"
 )
@@ -66,6 +67,35 @@ func (s *stageTally) notes() []string {
 	}
 	if s.aborts > 0 {
 		out = append(out, fmt.Sprintf("%d stage transactions aborted; a read_committed consumer skips their records, a read_uncommitted one reads them", s.aborts))
+	}
+	return out
+}
+
+// maxFaultReasons bounds the injections the notes describe one by one.
+const maxFaultReasons = 10
+
+// addFaultReason keeps what an injection says it did (a leader-move names
+// its moves).
+func (t *tally) addFaultReason(e *history.Event) {
+	if e.Reason == "" {
+		return
+	}
+	if len(t.faultReasons) == maxFaultReasons {
+		t.unnamed++
+		return
+	}
+	at := ""
+	if e.Intent != 0 {
+		at = fmt.Sprintf(" at intent %d", e.Intent)
+	}
+	t.faultReasons = append(t.faultReasons, fmt.Sprintf("%s%s: %s", e.Fault, at, e.Reason))
+}
+
+// faultNotes say what the injections that describe themselves did.
+func (t *tally) faultNotes() []string {
+	out := slices.Clone(t.faultReasons)
+	if t.unnamed > 0 {
+		out = append(out, fmt.Sprintf("and %d more such injections (see the fault events in history.jsonl)", t.unnamed))
 	}
 	return out
 }

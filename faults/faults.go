@@ -9,6 +9,7 @@ package faults
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
@@ -81,6 +82,7 @@ var All = map[catalog.FaultType]Arm{
 	catalog.ConsumerZombie:      armConsumerCrash,
 	catalog.TransformCrash:      armStage,
 	catalog.TransactionAbort:    armStage,
+	catalog.LeaderMove:          armLeaderMove,
 }
 
 // Install arms f in one variant.
@@ -148,4 +150,15 @@ func (c *Crashes) At(p catalog.CrashPoint, d brokers.Delivery, consumer int) cat
 		}
 	}
 	return ""
+}
+
+func armLeaderMove(f Fault, env Env) (bool, error) {
+	mover, ok := env.Dest.(brokers.LeaderMover)
+	if !ok {
+		return false, fmt.Errorf("fault %s: this broker cannot move partition leaders", f.Name)
+	}
+	mover.MoveLeaders(f.Schedule.Fires, func(intent int, moves []string) {
+		env.Fired(history.Event{Type: history.Fault, Fault: f.Name, Intent: intent, Reason: strings.Join(moves, "; ")})
+	})
+	return true, nil
 }

@@ -44,3 +44,25 @@ func (c *checker) clientPath(i int) string {
 	}
 	return "producer.client"
 }
+
+// leaders checks the embedded cluster's size: brokers is the embedded
+// cluster's, and leader-move needs somewhere to move leaders to.
+func (c *checker) leaders() {
+	ks, ok := c.s.Broker.Settings.(*catalog.KafkaSettings)
+	if !ok {
+		return
+	}
+	mode := c.s.Broker.Mode
+	if mode == "" {
+		mode = catalog.ModeOf(c.s.Broker.Kind)
+	}
+	if c.d.Has("broker.brokers") && mode != catalog.Embedded {
+		c.errorf("broker.brokers", "broker.brokers: the size of the embedded cluster; with mode: %s the cluster is the one at addresses", mode)
+		return
+	}
+	for i, f := range c.s.Faults {
+		if f.Type == catalog.LeaderMove && mode == catalog.Embedded && ks.Brokers < 2 {
+			c.errorf(fmt.Sprintf("faults[%d].type", i), "faults[%d].type: leader-move needs at least 2 brokers to move leaders between; add brokers: 3 to the broker", i)
+		}
+	}
+}

@@ -207,6 +207,9 @@ var fixtures = []fixture{
 		`6:56: variants[0].producer.client: kafka-go cannot carry a transactional stage`,
 		`7:62: variants[1].producer.client: kafka-go cannot carry a transactional stage`,
 	}},
+	{"invalid/leader-move-one-broker.yaml", []string{
+		`5:12: faults[0].type: leader-move needs at least 2 brokers to move leaders between; add brokers: 3 to the broker`,
+	}},
 	{"invalid/stage-on-rabbitmq.yaml", []string{
 		`4:8: stage: a consume-transform-produce stage runs on Kafka only`,
 		`5:23: consumer.isolation: only for broker kind kafka, not rabbitmq`,

@@ -32,6 +32,7 @@ func (c *checker) check() {
 	c.faultsAvailable()
 	c.stages()
 	c.clients()
+	c.leaders()
 }
 
 func (c *checker) top() {

@@ -43,7 +43,7 @@ func Open(ctx context.Context, cfg brokers.Config) (brokers.Broker, error) {
 	if cfg.Mode == catalog.External {
 		k, err = Connect(ctx, cfg.Addresses)
 	} else {
-		k, err = StartEmbedded()
+		k, err = StartEmbedded(settings.Brokers)
 	}
 	if err != nil {
 		return nil, err
@@ -52,9 +52,10 @@ func Open(ctx context.Context, cfg brokers.Config) (brokers.Broker, error) {
 	return k, nil
 }
 
-// StartEmbedded starts a one-broker kfake cluster on a loopback port.
-func StartEmbedded() (*Kafka, error) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+// StartEmbedded starts a kfake cluster of n brokers (at least 1) on
+// loopback ports.
+func StartEmbedded(n int) (*Kafka, error) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(max(n, 1)))
 	if err != nil {
 		return nil, fmt.Errorf("start embedded Kafka (kfake): %w", err)
 	}
@@ -147,6 +148,7 @@ type topicDest struct {
 
 	fault *kfake.FaultHandle
 	stage *stageState // nil without a stage (stage.go)
+	moves leaderMoves // leader-move (leaders.go)
 }
 
 var _ brokers.Destination = (*topicDest)(nil)
@@ -159,6 +161,7 @@ type embeddedDest struct{ *topicDest }
 var (
 	_ brokers.Destination          = embeddedDest{}
 	_ brokers.ProduceResponseLoser = embeddedDest{}
+	_ brokers.LeaderMover          = embeddedDest{}
 )
 
 func (c *topicDest) Producer(ctx context.Context) (brokers.Producer, error) {
@@ -234,6 +237,8 @@ func (c *topicDest) Consumer(ctx context.Context, gen int) (brokers.Consumer, er
 		kgo.DisableAutoCommit(),
 		kgo.FetchMaxWait(50 * time.Millisecond),
 		kgo.ClientID(fmt.Sprintf("%s-consumer-%d", c.topic, gen)),
+		// Leaders move (leader-move): find the new one quickly.
+		kgo.MetadataMinAge(50 * time.Millisecond),
 	}
 	if c.spec.Isolation == catalog.ReadCommitted {
 		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
@@ -360,6 +365,7 @@ func (c *topicDest) Close(ctx context.Context) error {
 	if c.fault != nil {
 		c.fault.Remove()
 	}
+	c.moves.stop()
 	if c.k.cluster != nil {
 		return nil // the whole embedded cluster goes away with the run
 	}

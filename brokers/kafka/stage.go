@@ -73,6 +73,8 @@ func (c *topicDest) Stage(ctx context.Context, slot, gen int) (brokers.Stage, er
 		kgo.RetryBackoffFn(func(int) time.Duration { return 2 * time.Millisecond }),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
 		kgo.ClientID(fmt.Sprintf("%s-stage-%d", c.topic, gen)),
+		// Leaders move (leader-move): find the new one quickly.
+		kgo.MetadataMinAge(50 * time.Millisecond),
 	}
 	s := &stage{d: c}
 	if st.spec.Transactional {
