@@ -13,6 +13,7 @@ const (
 	TransformCrash      FaultType = "transform-crash"
 	TransactionAbort    FaultType = "transaction-abort"
 	LeaderMove          FaultType = "leader-move"
+	Rebalance           FaultType = "rebalance"
 )
 
 // Fault describes one fault type.
@@ -86,6 +87,12 @@ var Faults = []Fault{
 		Type:      TransactionAbort,
 		Doc:       "the transactional stage aborts a batch's transaction after writing it to the output topic; it rewinds to the last committed offsets and does the batch again. Hits the variants with a transactional stage",
 		Injection: "one transaction aborted (the batch's intents are listed)",
+		Available: stageOnKafka,
+	},
+	{
+		Type:      Rebalance,
+		Doc:       "a new stage instance joins the stage's consumer group after a batch is written and before it is committed, and partitions move to it; the instance that wrote the batch waits until the newcomer has read its first record, then commits: with transactions the rebalance aborts its transaction (the newcomer does the revoked records again); without, it commits what it still owns and the revoked records are written again by the newcomer. Hits the variants with a stage",
+		Injection: "one stage instance joined the group (the batch's intents are listed)",
 		Available: stageOnKafka,
 	},
 	{

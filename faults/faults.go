@@ -83,6 +83,7 @@ var All = map[catalog.FaultType]Arm{
 	catalog.TransformCrash:      armStage,
 	catalog.TransactionAbort:    armStage,
 	catalog.LeaderMove:          armLeaderMove,
+	catalog.Rebalance:           armStage,
 }
 
 // Install arms f in one variant.

@@ -24,25 +24,52 @@ func (r *variantRun) startStage(dest brokers.Destination) error {
 	if !ok {
 		return fmt.Errorf("%s cannot run a consume-transform-produce stage", r.broker.Name())
 	}
-	s := &r.slots
-	for slot := 1; slot <= r.stage.Instances; slot++ {
-		s.wg.Go(func() {
-			if err := r.runStage(s.ctx, st, slot); err != nil {
-				select {
-				case s.errs <- err:
-				default:
-				}
-				s.stop()
-			}
-		})
+	r.stager = st
+	for range r.stage.Instances {
+		r.startStageSlot(nil)
 	}
 	return nil
+}
+
+// startStageSlot starts one more stage slot; firstRead, if not nil, is
+// called once its first instance has read a record.
+func (r *variantRun) startStageSlot(firstRead func()) {
+	s := &r.slots
+	slot := int(r.stageSlots.Add(1))
+	s.wg.Go(func() {
+		if err := r.runStage(s.ctx, r.stager, slot, firstRead); err != nil {
+			select {
+			case s.errs <- err:
+			default:
+			}
+			s.stop()
+		}
+	})
+}
+
+// joinWait bounds how long a stage instance waits for an instance that
+// joined its group to read its first record (it may have been given no
+// partition with records left).
+const joinWait = 2 * time.Second
+
+// join makes a new stage instance join the group (rebalance), and waits
+// until it has read a record: by then the group has rebalanced and the
+// partitions it took were revoked from the instances that had them.
+func (r *variantRun) join(ctx context.Context) {
+	read := make(chan struct{})
+	var once sync.Once
+	r.startStageSlot(func() { once.Do(func() { close(read) }) })
+	select {
+	case <-read:
+	case <-ctx.Done():
+	case <-time.After(joinWait):
+	}
 }
 
 // runStage runs one stage slot until ctx ends: a stage instance handles
 // batches until a fault kills it, then a replacement takes its place and
 // starts from the last committed offsets.
-func (r *variantRun) runStage(ctx context.Context, st brokers.Stager, slot int) error {
+func (r *variantRun) runStage(ctx context.Context, st brokers.Stager, slot int, firstRead func()) error {
 	tx := r.stage.IsTransactional()
 	for ctx.Err() == nil {
 		gen := int(r.stageGens.Add(1))
@@ -54,7 +81,7 @@ func (r *variantRun) runStage(ctx context.Context, st brokers.Stager, slot int) 
 			return err
 		}
 		s := history.RecordStage(raw, gen, r.stageSeen, &r.batches, r.rec)
-		err = r.stageBatches(ctx, s)
+		err = r.stageBatches(ctx, s, firstRead)
 		switch {
 		case errors.Is(err, errCrash):
 			s.Abandon("", tx)
@@ -78,12 +105,15 @@ func (r *variantRun) runStage(ctx context.Context, st brokers.Stager, slot int) 
 
 // stageBatches reads, writes and commits batches until ctx ends or a fault
 // kills the instance (errCrash).
-func (r *variantRun) stageBatches(ctx context.Context, s *history.RecordingStage) error {
+func (r *variantRun) stageBatches(ctx context.Context, s *history.RecordingStage, firstRead func()) error {
 	tx := r.stage.IsTransactional()
 	for {
 		batch, err := r.stageBatch(ctx, s)
 		if err != nil {
 			return err
+		}
+		if firstRead != nil {
+			firstRead()
 		}
 		if err := s.Begin(); err != nil {
 			return fmt.Errorf("begin a transaction: %w", err)
@@ -117,6 +147,9 @@ func (r *variantRun) stageBatches(ctx context.Context, s *history.RecordingStage
 		// The batch is in the output topic, its input offsets are not
 		// committed: a crash here writes it again (without transactions)
 		// or leaves an open transaction that the replacement aborts.
+		if r.stageFaults.Fires(catalog.Rebalance, batch, s.Gen()) {
+			r.join(ctx)
+		}
 		if r.stageFaults.Fires(catalog.TransformCrash, batch, s.Gen()) {
 			return errCrash
 		}

@@ -54,6 +54,8 @@ type variantRun struct {
 	stageFaults *faults.Stage
 	stageSeen   *history.Deliveries
 	stageGens   atomic.Int64
+	stageSlots  atomic.Int64 // slots started, for a joining instance's slot
+	stager      brokers.Stager
 	batches     atomic.Int64
 }
 

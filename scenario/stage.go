@@ -65,8 +65,8 @@ func (c *checker) stages() {
 	for i, f := range c.s.Faults {
 		path := fmt.Sprintf("faults[%d].type", i)
 		switch {
-		case f.Type == catalog.TransformCrash && !staged:
-			c.errorf(path, "%s: transform-crash needs a stage, and no variant has one, so the fault never fires; add stage: {transactional: true} (or false) to the scenario or a variant", path)
+		case (f.Type == catalog.TransformCrash || f.Type == catalog.Rebalance) && !staged:
+			c.errorf(path, "%s: %s needs a stage, and no variant has one, so the fault never fires; add stage: {transactional: true} (or false) to the scenario or a variant", path, f.Type)
 		case f.Type == catalog.TransactionAbort && !transactional:
 			c.errorf(path, "%s: transaction-abort needs a transactional stage, and no variant has one, so the fault never fires; add stage: {transactional: true} to the scenario or a variant", path)
 		}
