@@ -112,7 +112,7 @@ func (k *Kafka) Close() error {
 // Open creates the variant's topic.
 func (k *Kafka) Open(ctx context.Context, spec brokers.DestinationSpec) (brokers.Destination, error) {
 	topic := "dqbench-" + spec.Name
-	resp, err := k.adm.CreateTopic(ctx, k.partitions, 1, nil, topic)
+	resp, err := k.adm.CreateTopic(ctx, k.partitions, k.replicas(), nil, topic)
 	if err == nil {
 		err = resp.Err
 	}
@@ -122,7 +122,7 @@ func (k *Kafka) Open(ctx context.Context, spec brokers.DestinationSpec) (brokers
 	d := &topicDest{k: k, spec: spec, topic: topic, group: topic + "-group", seen: map[int32]int64{}}
 	if spec.Stage != nil {
 		d.stage = newStage(*spec.Stage, topic, spec.Isolation == catalog.ReadCommitted)
-		resp, err := k.adm.CreateTopic(ctx, k.partitions, 1, nil, d.stage.out)
+		resp, err := k.adm.CreateTopic(ctx, k.partitions, k.replicas(), nil, d.stage.out)
 		if err == nil {
 			err = resp.Err
 		}
@@ -134,6 +134,17 @@ func (k *Kafka) Open(ctx context.Context, spec brokers.DestinationSpec) (brokers
 		return embeddedDest{d}, nil
 	}
 	return d, nil
+}
+
+// replicas is the replication factor of the topics a run creates: 1 on
+// the embedded broker (kfake does not replicate); on an external cluster,
+// -1, its default.replication.factor (3 on docker-compose's three-broker
+// cluster, where min.insync.replicas=2 makes acks=all wait for two).
+func (k *Kafka) replicas() int16 {
+	if k.cluster != nil {
+		return 1
+	}
+	return -1
 }
 
 // topicDest is one variant's topic and consumer group.
