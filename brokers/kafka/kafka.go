@@ -376,6 +376,9 @@ func (c *topicDest) Close(ctx context.Context) error {
 	if c.fault != nil {
 		c.fault.Remove()
 	}
+	if c.stage != nil && c.stage.fault != nil {
+		c.stage.fault.Remove()
+	}
 	c.moves.stop()
 	if c.k.cluster != nil {
 		return nil // the whole embedded cluster goes away with the run

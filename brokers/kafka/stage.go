@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/dqbench/dqbench/brokers"
@@ -34,6 +35,8 @@ type stageState struct {
 	out           string // the output topic
 	group         string // the stage's consumer group on the input topic
 	readCommitted bool   // the consumers skip aborted records
+
+	fault *kfake.FaultHandle // produce-response-lost on the output topic
 
 	mu      sync.Mutex
 	pending int                  // records forwarded without an outcome yet
