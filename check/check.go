@@ -36,13 +36,14 @@ type facts struct {
 const (
 	published uint16 = 1 << iota
 	confirmed
-	flagged      // a delivery was flagged as redelivered
-	skipped      // the strategy skipped a delivery as a duplicate
-	deadLettered // sent to a dead-letter queue
-	copies       // delivered from more than one position: stored twice
-	rejected     // the strategy refused a delivery (out of order, illegal transition)
-	skippedFirst // skipped on its first delivery: the id was marked by another intent
-	abortedSeen  // delivered from a stage's output record whose transaction aborted
+	flagged        // a delivery was flagged as redelivered
+	skipped        // the strategy skipped a delivery as a duplicate
+	deadLettered   // sent to a dead-letter queue
+	copies         // delivered from more than one position: stored twice
+	rejected       // the strategy refused a delivery (out of order, illegal transition)
+	skippedFirst   // skipped on its first delivery: the id was marked by another intent
+	abortedSeen    // delivered from a stage's output record whose transaction aborted
+	abortedWritten // a stage wrote it in a batch whose transaction aborted
 )
 
 func (f *facts) has(flag uint16) bool { return f.flags&flag != 0 }
@@ -167,7 +168,7 @@ func (t *tally) add(e *history.Event) {
 		t.addStage(e)
 	}
 	if t.stage != nil && e.Type == history.Deliver && e.Position != "" {
-		t.stage.delivered = append(t.stage.delivered, delivered{e.Intent, e.Position})
+		t.stage.delivered = append(t.stage.delivered, delivered{intent: e.Intent, pos: e.Position})
 	}
 }
 

@@ -17,6 +17,7 @@ type Counts struct {
 	DeadLettered   int `json:"dead_lettered"`
 	FaultsInjected int `json:"faults_injected"`
 	AbortedSeen    int `json:"aborted_seen"`
+	AbortedWritten int `json:"aborted_written"`
 }
 
 // Count is one row of the count table.
@@ -112,6 +113,12 @@ var Table = []Count{
 		Doc:       "Intents a consumer received from a record of an aborted transaction (a consume-transform-produce stage's output read with isolation read_uncommitted).",
 		field:     func(c *Counts) *int { return &c.AbortedSeen },
 		perIntent: func(f *facts) int { return b2i(f.has(abortedSeen)) },
+	},
+	{
+		Name: "aborted_written", Column: "aborted written",
+		Doc:       "Intents a consume-transform-produce stage wrote to its output in a transaction that aborted: records a read_committed consumer never sees, a read_uncommitted one does (aborted_seen).",
+		field:     func(c *Counts) *int { return &c.AbortedWritten },
+		perIntent: func(f *facts) int { return b2i(f.has(abortedWritten)) },
 	},
 }
 

@@ -13,6 +13,7 @@ import (
 // its batch's abort, so they are joined when the counts are made).
 type stageTally struct {
 	written   map[string]int // output position → batch
+	writes    []delivered    // every output copy: its intent and batch (in pos)
 	aborted   map[int]bool   // batches whose transaction aborted
 	delivered []delivered    // every delivery since the stage started
 	crashes   int
@@ -22,6 +23,7 @@ type stageTally struct {
 type delivered struct {
 	intent int
 	pos    string
+	txn    int
 }
 
 func (t *tally) addStage(e *history.Event) {
@@ -32,6 +34,7 @@ func (t *tally) addStage(e *history.Event) {
 	switch e.Type {
 	case history.StageWrite:
 		s.written[e.Position] = e.Txn
+		s.writes = append(s.writes, delivered{intent: e.Intent, txn: e.Txn})
 	case history.StageAbort:
 		if !s.aborted[e.Txn] {
 			s.aborted[e.Txn] = true
@@ -43,7 +46,7 @@ func (t *tally) addStage(e *history.Event) {
 }
 
 // mark flags the intents a consumer received from an aborted batch's
-// record.
+// record, and those the stage wrote in an aborted batch.
 func (s *stageTally) mark(t *tally) {
 	if s == nil {
 		return
@@ -53,7 +56,12 @@ func (s *stageTally) mark(t *tally) {
 			t.get(d.intent).flags |= abortedSeen
 		}
 	}
-	s.delivered = nil // marked once
+	for _, w := range s.writes {
+		if s.aborted[w.txn] {
+			t.get(w.intent).flags |= abortedWritten
+		}
+	}
+	s.delivered, s.writes = nil, nil // marked once
 }
 
 // notes say what the stage did.

@@ -40,8 +40,8 @@ func TestTallyAbortedSeen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.AbortedSeen != 1 || c.Duplicates != 1 || c.Lost != 0 {
-		t.Errorf("aborted_seen %d, duplicates %d, lost %d; want 1, 1, 0", c.AbortedSeen, c.Duplicates, c.Lost)
+	if c.AbortedSeen != 1 || c.AbortedWritten != 3 || c.Duplicates != 1 || c.Lost != 0 {
+		t.Errorf("aborted_seen %d, aborted_written %d, duplicates %d, lost %d; want 1, 3, 1, 0", c.AbortedSeen, c.AbortedWritten, c.Duplicates, c.Lost)
 	}
 	if !strings.Contains(strings.Join(notes, "\n"), "2 stage transactions aborted") {
 		t.Errorf("notes %q do not count the aborted transactions", notes)
