@@ -106,6 +106,7 @@ var Faults = []Fault{
 			return ""
 		},
 	},
+	consumerKill,
 }
 
 // LookupFault returns the fault type t.
@@ -146,6 +147,9 @@ func (AckMode) Allowed() []string { return Strings(AckModes) }
 // type, plus the crash point for a consumer crash or zombie.
 func DefaultFaultName(t FaultType, params any) string {
 	if p, ok := params.(*ConsumerCrashParams); ok && p.At != "" {
+		return fmt.Sprintf("%s@%s", t, p.At)
+	}
+	if p, ok := params.(*ConsumerKillParams); ok && p.At != "" {
 		return fmt.Sprintf("%s@%s", t, p.At)
 	}
 	return string(t)

@@ -68,6 +68,7 @@ type tally struct {
 	fired   map[string]int
 	armed   []string
 	crashes int
+	killed  []int // processes a fault killed (process variants)
 	drain   *history.Event
 	stage   *stageTally // nil until a stage instance starts
 	// faultReasons says what some injections did (the moves of a
@@ -159,6 +160,9 @@ func (t *tally) add(e *history.Event) {
 		}
 		t.fired[e.Fault]++
 		t.addFaultReason(e)
+		if e.PID != 0 {
+			t.killed = append(t.killed, e.PID)
+		}
 	case history.Crash:
 		t.crashes++
 	case history.Drain:
@@ -315,6 +319,9 @@ type Variant struct {
 	Expectations []ExpectationResult `json:"expectations"`
 	// Notes explain where duplicates and losses came from.
 	Notes []string `json:"notes,omitempty"`
+	// KilledPIDs lists the consumer processes a fault killed (process
+	// variants), in the order they were killed.
+	KilledPIDs []int `json:"killed_pids,omitempty"`
 	// Invalid lists why this variant's experiment does not count (a fault
 	// that never fired, an inconsistent store, an incomplete drain); an
 	// invalid variant fails the run with exit code 3.
@@ -369,7 +376,7 @@ func judge(plan Plan, meta Meta, events iter.Seq2[history.Event, error], audits 
 		t := tallies[v.Name]
 		audit, haveAudit := audits[v.Name]
 		counts, notes := t.counts(audit)
-		res := Variant{Name: v.Name, Strategy: v.Strategy, Passed: true, Counts: counts, Notes: notes}
+		res := Variant{Name: v.Name, Strategy: v.Strategy, Passed: true, Counts: counts, Notes: notes, KilledPIDs: t.killed}
 		res.Invalid = t.invalid(haveAudit, audit)
 		for _, exp := range v.Expect {
 			got, _ := counts.Get(exp.Count)

@@ -63,6 +63,9 @@ type Env struct {
 	Dest     brokers.Destination
 	Strategy catalog.Strategy
 	Crashes  *Crashes
+	// Kills is where consumer-kill registers; nil in a variant without a
+	// consumer process (a built-in strategy).
+	Kills *Kills
 	// Fired records one injection.
 	Fired func(history.Event)
 	// Stage is the variant's consume-transform-produce stage faults, nil
@@ -84,6 +87,7 @@ var All = map[catalog.FaultType]Arm{
 	catalog.TransactionAbort:    armStage,
 	catalog.LeaderMove:          armLeaderMove,
 	catalog.Rebalance:           armStage,
+	catalog.ConsumerKill:        armConsumerKill,
 }
 
 // Install arms f in one variant.

@@ -41,6 +41,7 @@ func appendEvent(b []byte, e *Event) []byte {
 	b = appendInt(b, `,"backlog":`, e.Backlog)
 	b = appendStr(b, `,"reason":`, e.Reason)
 	b = appendInt(b, `,"txn":`, int64(e.Txn))
+	b = appendInt(b, `,"pid":`, int64(e.PID))
 	return append(b, '}', '\n')
 }
 

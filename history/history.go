@@ -35,6 +35,7 @@ const (
 	Start      Type = "start"       // a consumer instance started
 	DeadLetter Type = "dead-letter" // the intent went to a dead-letter queue
 	Drain      Type = "drain"       // the drain ended; Drained says whether the broker had nothing left, Reason why not
+	Stop       Type = "stop"        // a consumer process was stopped at the end of the run (process variants; Reason: how it exited)
 
 	// A consume-transform-produce stage's events (history.RecordingStage);
 	// Consumer is the stage instance's generation, Txn numbers its batches
@@ -66,6 +67,10 @@ type Event struct {
 	Backlog     int64         `json:"backlog,omitempty"` // with drain: messages the broker still held
 	Reason      string        `json:"reason,omitempty"`
 	Txn         int           `json:"txn,omitempty"` // with stage events: the batch (transaction) number
+	// PID is the operating system's id of a consumer process (process
+	// variants): with start, the process started; with fault and crash,
+	// the process killed or that exited.
+	PID int `json:"pid,omitempty"`
 }
 
 // Recorder writes events from many goroutines to one stream, in the order

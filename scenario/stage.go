@@ -59,6 +59,14 @@ func (c *checker) stages() {
 			c.errorf(vp+".consumer.isolation", "%s.consumer.isolation: only for broker kind kafka, not %s", vp, c.s.Broker.Kind)
 		}
 		st := c.s.StageFor(v)
+		if st != nil && v.Process != nil {
+			path := vp + ".stage"
+			if !c.d.Has(path) {
+				path = vp + ".process"
+			}
+			c.errorf(path, "%s: a process variant cannot have a stage (yet): its program reads the producer's topic; remove stage from it, or from the scenario and put it in the variants that use a strategy", path)
+			continue
+		}
 		staged = staged || st != nil
 		transactional = transactional || st.IsTransactional()
 	}
