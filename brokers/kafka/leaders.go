@@ -12,12 +12,31 @@ import (
 // own goroutine (kfake's When callback may not call back into the cluster),
 // one at a time, and Close waits for them.
 type leaderMoves struct {
-	fault *kfake.FaultHandle
-	mu    sync.Mutex // one move at a time
-	wg    sync.WaitGroup
+	fault   *kfake.FaultHandle
+	mu      sync.Mutex // one move at a time
+	wg      sync.WaitGroup
+	startMu sync.Mutex // orders starting a move with stop
+	stopped bool
+}
+
+// start runs move on its own goroutine unless the fault was stopped.
+func (m *leaderMoves) start(move func()) {
+	m.startMu.Lock()
+	defer m.startMu.Unlock()
+	if m.stopped {
+		return
+	}
+	m.wg.Go(func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		move()
+	})
 }
 
 func (m *leaderMoves) stop() {
+	m.startMu.Lock()
+	m.stopped = true
+	m.startMu.Unlock()
 	if m.fault != nil {
 		m.fault.Remove()
 	}
@@ -56,11 +75,7 @@ func (c embeddedDest) MoveLeaders(fires func(intent, attempt int) bool, moved fu
 				if !fires(in, sightings[in]) {
 					continue
 				}
-				c.moves.wg.Add(1)
-				go func() {
-					defer c.moves.wg.Done()
-					c.moves.mu.Lock()
-					defer c.moves.mu.Unlock()
+				c.moves.start(func() {
 					var done []string
 					for _, t := range topics {
 						for p := range c.k.partitions {
@@ -73,7 +88,7 @@ func (c embeddedDest) MoveLeaders(fires func(intent, attempt int) bool, moved fu
 						}
 					}
 					moved(in, done)
-				}()
+				})
 			}
 			return true
 		},
