@@ -10,6 +10,7 @@ const (
 	ConsumerCrash       FaultType = "consumer-crash"
 	ProduceResponseLost FaultType = "produce-response-lost"
 	ConsumerZombie      FaultType = "consumer-zombie"
+	LeaderFailover      FaultType = "leader-failover"
 )
 
 // Fault describes one fault type.
@@ -42,6 +43,11 @@ type ConsumerCrashParams struct {
 	At CrashPoint `yaml:"at" json:"at" jsonschema:"required,description=Where the consumer dies (consumer-crash) or stalls (consumer-zombie)."`
 }
 
+// LeaderFailoverParams are leader-failover's own parameters.
+type LeaderFailoverParams struct {
+	At CrashPoint `yaml:"at" json:"at" jsonschema:"required,description=Where in the consumer's handling of the chosen intent the queue's leader node is stopped (e.g. after-effect-before-ack: the effect applied and the ack not sent)."`
+}
+
 // Faults lists every fault type, in the order docs list them. Each has an
 // implementation in faults/ under the same type.
 var Faults = []Fault{
@@ -69,6 +75,18 @@ var Faults = []Fault{
 				return "it is injected inside the embedded Kafka broker (kfake); use broker kind: kafka, mode: embedded"
 			case w.Acks == AcksNone:
 				return "with acks: none the broker sends no response to lose; use acks: all or leader"
+			}
+			return ""
+		},
+	},
+	{
+		Type:      LeaderFailover,
+		Doc:       "the node leading the variant's quorum queue is killed (SIGKILL) while the consumer handles the chosen intent at a crash point; clients reconnect to a surviving node, a new leader is elected and the dead connections' unacked messages and unconfirmed publishes are redelivered or retried; the node restarts in the background",
+		Injection: "one queue leader node stopped (once for all variants that reach the same intent)",
+		NewParams: func() any { return new(LeaderFailoverParams) },
+		Available: func(w Where) string {
+			if w.Broker != RabbitMQ || w.Mode != Managed {
+				return "it stops a node of the local cluster dqbench manages; use broker kind: rabbitmq, mode: managed, queue_type: quorum"
 			}
 			return ""
 		},

@@ -66,6 +66,9 @@ type tally struct {
 	armed   []string
 	crashes int
 	drain   *history.Event
+	// said are the fault injections that say what they did (a stopped
+	// node), for the notes.
+	said []string
 }
 
 // denseLimit bounds the slice of per-intent facts; intent ids past it (a
@@ -146,6 +149,16 @@ func (t *tally) add(e *history.Event) {
 			t.fired = map[string]int{}
 		}
 		t.fired[e.Fault]++
+		if e.Reason != "" {
+			at := ""
+			if e.Intent > 0 {
+				at = fmt.Sprintf(", intent %d", e.Intent)
+			}
+			if e.Point != "" {
+				at += " at " + e.Point
+			}
+			t.said = append(t.said, fmt.Sprintf("fault %s at %s%s: %s", e.Fault, e.T.Round(time.Millisecond), at, e.Reason))
+		}
 	case history.Crash:
 		t.crashes++
 	case history.Drain:
@@ -199,7 +212,7 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 		}
 	})
 
-	var notes []string
+	notes := t.said
 	if logCopies > 0 {
 		notes = append(notes, fmt.Sprintf("%d intents were stored more than once by the broker (a producer retry after a lost response, without producer idempotence)", logCopies))
 	}
