@@ -56,6 +56,12 @@ type DestinationSpec struct {
 	Idempotent bool
 	Acks       catalog.Acks
 	Window     int
+	// Retries is the application's retry policy (producer.retries): when it
+	// is above 0 the application publishes again after a send that ends
+	// without a confirm, so an adapter whose client would retry on its own
+	// where it may give up (Kafka without idempotence) lets it give up at
+	// once and report the unknown outcome.
+	Retries int
 	// Prefetch is how many messages a consumer fetches at once.
 	Prefetch int
 	// AutoAck: the broker counts a delivery acked when it sends it

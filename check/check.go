@@ -41,6 +41,7 @@ const (
 	deadLettered // sent to a dead-letter queue
 	copies       // delivered from more than one position: stored twice
 	rejected     // the strategy refused a delivery (out of order, illegal transition)
+	skippedFirst // skipped on its first delivery: the id was marked by another intent
 )
 
 func (f *facts) has(flag uint8) bool { return f.flags&flag != 0 }
@@ -137,7 +138,11 @@ func (t *tally) add(e *history.Event) {
 		case e.Rejected:
 			t.get(e.Intent).flags |= rejected
 		case !e.Applied:
-			t.get(e.Intent).flags |= skipped
+			f := t.get(e.Intent)
+			f.flags |= skipped
+			if e.Attempt == 1 {
+				f.flags |= skippedFirst
+			}
 		}
 	case history.DeadLetter:
 		t.get(e.Intent).flags |= deadLettered
@@ -188,7 +193,7 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	}
 	var c Counts
 	c.FaultsInjected = t.faults
-	var lostSkipped, lostUndelivered, lostUnprocessed, lostDeadLettered, logCopies int
+	var lostSkipped, lostShared, lostUndelivered, lostUnprocessed, lostDeadLettered, logCopies int
 	t.each(func(_ int, f *facts) {
 		for _, row := range Table {
 			if row.perIntent != nil {
@@ -206,6 +211,8 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 				lostUndelivered++
 			case LostSkipped:
 				lostSkipped++
+			case LostIDShared:
+				lostShared++
 			default:
 				lostUnprocessed++
 			}
@@ -227,6 +234,9 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	}
 	if lostSkipped > 0 {
 		notes = append(notes, fmt.Sprintf("%d intents were skipped as already processed but their effect never applied: the dedup marker was committed without the effect", lostSkipped))
+	}
+	if lostShared > 0 {
+		notes = append(notes, fmt.Sprintf("%d intents were skipped on their first delivery as already processed: another intent had marked the same message id (distinct intents whose ids collide, such as a content hash of equal content)", lostShared))
 	}
 	if lostUnprocessed > 0 {
 		notes = append(notes, fmt.Sprintf("%d intents were delivered but never processed and not redelivered: acked before processing, then the consumer died", lostUnprocessed))

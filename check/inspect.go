@@ -28,6 +28,7 @@ const (
 	DupStoredTwice   Cause = "stored-twice"  // the broker held two copies (producer retry without idempotence)
 	DupRedelivered   Cause = "redelivered"   // redelivered, and the strategy applied it again
 	LostSkipped      Cause = "skipped"       // skipped as already processed, effect never applied
+	LostIDShared     Cause = "id-shared"     // skipped at its first delivery: another intent marked the same id
 	LostUnprocessed  Cause = "unprocessed"   // delivered, never processed, never redelivered
 	LostDeadLettered Cause = "dead-lettered" // dead-lettered without the effect
 	LostUndelivered  Cause = "undelivered"   // confirmed, never delivered
@@ -42,6 +43,8 @@ func (c Cause) Doc() string {
 		return "redelivered after the effect had applied, and the strategy did not recognise the redelivery"
 	case LostSkipped:
 		return "skipped as already processed, but the effect never applied: the dedup marker was committed without the effect"
+	case LostIDShared:
+		return "skipped on its first delivery as already processed: another intent had marked the same message id (ids that collide, such as a content hash of equal content)"
 	case LostUnprocessed:
 		return "delivered but never processed and not redelivered: acked before processing, then the consumer died"
 	case LostDeadLettered:
@@ -59,6 +62,8 @@ func (f *facts) lossCause() Cause {
 		return LostDeadLettered
 	case f.deliveries == 0:
 		return LostUndelivered
+	case f.has(skippedFirst):
+		return LostIDShared
 	case f.has(skipped):
 		return LostSkipped
 	}
@@ -189,4 +194,4 @@ func sortVerdicts(vs []IntentVerdict) {
 
 // Causes lists every cause in the order reports show them: duplicates,
 // then losses.
-var Causes = []Cause{DupRedelivered, DupStoredTwice, LostSkipped, LostUnprocessed, LostDeadLettered, LostUndelivered}
+var Causes = []Cause{DupRedelivered, DupStoredTwice, LostSkipped, LostIDShared, LostUnprocessed, LostDeadLettered, LostUndelivered}

@@ -24,6 +24,10 @@ func TestInspect(t *testing.T) {
 		published(6), one(delivered(6, 6), effect(6, false)),
 		// 7: confirmed, never delivered.
 		published(7),
+		// 8: skipped at its first delivery: another intent had its id.
+		published(8), one(delivered(8, 8), firstEffect(8, false)),
+		// 9: skipped at its second delivery (the first died mid-way).
+		published(9), one(delivered(9, 9), delivered(9, 9), secondEffect(9, false)),
 		one(history.Event{Variant: "v", Type: history.Drain, Drained: true, T: 9 * time.Second}),
 	)
 	audit := applied(map[int]int{1: 1, 2: 2, 3: 2})
@@ -36,7 +40,7 @@ func TestInspect(t *testing.T) {
 		t.Errorf("End = %v, want 9s", in.End)
 	}
 	a := in.Anomalies("v", 2)
-	want := map[check.Cause]int{check.DupRedelivered: 1, check.DupStoredTwice: 1, check.LostSkipped: 3, check.LostUndelivered: 1}
+	want := map[check.Cause]int{check.DupRedelivered: 1, check.DupStoredTwice: 1, check.LostSkipped: 4, check.LostIDShared: 1, check.LostUndelivered: 1}
 	for c, n := range want {
 		if a.ByCause[c] != n {
 			t.Errorf("ByCause[%s] = %d, want %d (all: %v)", c, a.ByCause[c], n, a.ByCause)
@@ -49,7 +53,7 @@ func TestInspect(t *testing.T) {
 	if s := a.Sample[check.LostSkipped]; len(s) != 2 || s[0].Intent != 4 || s[1].Intent != 5 {
 		t.Errorf("sample of skipped = %+v, want intents 4 and 5", s)
 	}
-	for id, want := range map[int]check.Verdict{1: check.OK, 2: check.Duplicate, 3: check.Duplicate, 4: check.Lost, 7: check.Lost, 99: check.OK} {
+	for id, want := range map[int]check.Verdict{1: check.OK, 2: check.Duplicate, 3: check.Duplicate, 4: check.Lost, 7: check.Lost, 8: check.Lost, 99: check.OK} {
 		if got := in.Intent("v", id).Verdict; got != want {
 			t.Errorf("intent %d: %s, want %s", id, got, want)
 		}
@@ -71,4 +75,16 @@ func TestInspectUndrained(t *testing.T) {
 	if got := in.Intent("v", 1).Verdict; got != check.OK || in.Variants[0].Lost != 0 {
 		t.Errorf("verdict %s, lost %d; want ok and 0", got, in.Variants[0].Lost)
 	}
+}
+
+func firstEffect(intent int, applied bool) history.Event {
+	e := effect(intent, applied)
+	e.Attempt = 1
+	return e
+}
+
+func secondEffect(intent int, applied bool) history.Event {
+	e := effect(intent, applied)
+	e.Attempt = 2
+	return e
 }

@@ -130,6 +130,7 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 
 	dest, err := r.broker.Open(ctx, brokers.DestinationSpec{
 		Name: r.name, Idempotent: *prod.Idempotent, Acks: prod.Acks, Window: prod.Window,
+		Retries:  prod.RetryCount(),
 		Prefetch: cons.Prefetch, AutoAck: cons.Ack == catalog.AckAuto,
 	})
 	if err != nil {
@@ -154,7 +155,7 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 		r.startSlot()
 	}
 
-	runErr := r.produce(ctx, dest, prod.Window)
+	runErr := r.produce(ctx, dest, prod)
 	var drained bool
 	var backlog int64
 	var why string
@@ -222,15 +223,16 @@ func (r *variantRun) arm(dest brokers.Destination) error {
 	return nil
 }
 
-// produce publishes every intent once, with at most window unconfirmed, and
-// waits for the confirms; it gives up at the run's deadline.
-func (r *variantRun) produce(ctx context.Context, dest brokers.Destination, window int) error {
+// produce publishes every intent, with at most window intents unconfirmed,
+// and waits for the confirms; it gives up at the run's deadline.
+func (r *variantRun) produce(ctx context.Context, dest brokers.Destination, prod scenario.Producer) error {
 	raw, err := dest.Producer(ctx)
 	if err != nil {
 		return err
 	}
 	p := history.RecordProducer(raw, r.rec)
-	sem := make(chan struct{}, window)
+	sem := make(chan struct{}, prod.Window)
+	policy := retryPolicy{retries: prod.RetryCount(), timeout: prod.ConfirmTimeout.D()}
 	var wg sync.WaitGroup
 publish:
 	for intent := 1; intent <= r.s.Messages; intent++ {
@@ -240,7 +242,7 @@ publish:
 			break publish
 		}
 		wg.Add(1)
-		r.publish(ctx, p, intent, func(err error) {
+		r.send(ctx, p, intent, policy, func(err error) {
 			if err == nil {
 				r.progress.heardFrom(r.start)
 			}
@@ -267,10 +269,56 @@ publish:
 	return ctx.Err()
 }
 
-// publish sends intent once (the client retries a lost response itself,
-// resending the same bytes, so the same message id); done gets the outcome.
-func (r *variantRun) publish(ctx context.Context, p *history.RecordingProducer, intent int, done func(error)) {
-	const attempt = 1
+// retryPolicy is the application's publish policy (producer.retries,
+// producer.confirm_timeout).
+type retryPolicy struct {
+	retries int
+	timeout time.Duration // 0: wait for the client's answer
+}
+
+// errConfirmTimeout ends an attempt the application gave up waiting for.
+var errConfirmTimeout = errors.New("no confirm within producer.confirm_timeout")
+
+// send publishes intent and, by the policy, publishes it again after each
+// attempt that ends without a confirm; done gets the last attempt's outcome.
+// An attempt given up on at the timeout still has its own outcome recorded
+// when the client reports it, so a late confirm shows in the history.
+func (r *variantRun) send(ctx context.Context, p *history.RecordingProducer, intent int, policy retryPolicy, done func(error)) {
+	var try func(attempt int)
+	try = func(attempt int) {
+		var once sync.Once
+		var timer *time.Timer
+		decide := func(err error, timedOut bool) {
+			once.Do(func() {
+				if timedOut {
+					r.rec.Record(history.Event{Type: history.PubFailed, Intent: intent, Attempt: attempt, Reason: err.Error()})
+				}
+				if err == nil || attempt > policy.retries || ctx.Err() != nil {
+					done(err)
+					return
+				}
+				// Not from the client's callback, which may not block on
+				// a full client buffer.
+				go try(attempt + 1)
+			})
+		}
+		if policy.timeout > 0 {
+			timer = time.AfterFunc(policy.timeout, func() { decide(errConfirmTimeout, true) })
+		}
+		r.publish(ctx, p, intent, attempt, func(err error) {
+			if timer != nil { // set before the publish, so before its outcome
+				timer.Stop()
+			}
+			decide(err, false)
+		})
+	}
+	try(1)
+}
+
+// publish sends one attempt of intent (the client may retry a lost response
+// itself, resending the same bytes, so the same message id); done gets the
+// outcome.
+func (r *variantRun) publish(ctx context.Context, p *history.RecordingProducer, intent, attempt int, done func(error)) {
 	account, amount := intent%store.Accounts, seeded.Amount(r.s.Seed, intent)
 	buf, _ := json.Marshal(body{
 		Intent: intent, Account: account, Amount: amount,

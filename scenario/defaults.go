@@ -33,6 +33,7 @@ const (
 	MaxEvery      = MaxMessages
 	MaxMaxAttempt = 1_000
 	MaxDeadline   = Duration(24 * time.Hour)
+	MaxRetries    = 100
 )
 
 // CheckMessages checks a number of messages given outside a scenario file
@@ -110,6 +111,15 @@ func (p Producer) IsIdempotent() bool {
 	return p.Idempotent == nil || *p.Idempotent
 }
 
+// RetryCount is how many times the application publishes an intent again
+// (producer.retries, default 0).
+func (p Producer) RetryCount() int {
+	if p.Retries == nil {
+		return 0
+	}
+	return *p.Retries
+}
+
 // ProducerFor returns the scenario's producer settings with v's overrides
 // applied.
 func (s *Scenario) ProducerFor(v Variant) Producer {
@@ -123,6 +133,10 @@ func (s *Scenario) ProducerFor(v Variant) Producer {
 		}
 		setIfNonZero(&p.Acks, o.Acks)
 		setIfNonZero(&p.Window, o.Window)
+		if o.Retries != nil {
+			p.Retries = new(*o.Retries)
+		}
+		setIfNonZero(&p.ConfirmTimeout, o.ConfirmTimeout)
 	}
 	return p
 }

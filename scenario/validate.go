@@ -209,6 +209,14 @@ func (c *checker) producer(path string, p *Producer) {
 		return
 	}
 	c.inRange(path+".window", p.Window, MaxWindow)
+	if p.Retries != nil && c.d.Has(path+".retries") {
+		if err := checkRange(*p.Retries, 0, MaxRetries); err != nil {
+			c.errorf(path+".retries", "%s.retries: %v", path, err)
+		}
+	}
+	if c.d.Has(path+".confirm_timeout") && p.ConfirmTimeout <= 0 {
+		c.errorf(path+".confirm_timeout", "%s.confirm_timeout: must be more than 0; leave it out to wait as long as the client takes", path)
+	}
 }
 
 func (c *checker) consumer(path string, cs *Consumer) {

@@ -172,6 +172,13 @@ func (c *topicDest) Producer(ctx context.Context) (brokers.Producer, error) {
 	}
 	if !c.spec.Idempotent {
 		opts = append(opts, kgo.DisableIdempotentWrite())
+		if c.spec.Retries > 0 {
+			// The application retries: a request that fails comes back
+			// to it as an unknown outcome, and it publishes a new record.
+			// (An idempotent client cannot give up on a batch it is
+			// unsure of, so there the application sees only confirms.)
+			opts = append(opts, kgo.RecordRetries(0))
+		}
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
