@@ -251,3 +251,17 @@ func (c *Cluster) Leader(ctx context.Context, queue string) (string, error) {
 	}
 	return "", errors.Join(errs...)
 }
+
+// Running reports whether any process of c (a node, epmd) is still alive.
+func Running(c *Cluster) bool {
+	pids := []int{c.EPMDPID}
+	for _, n := range c.Nodes {
+		pids = append(pids, n.PID)
+	}
+	for _, pid := range pids {
+		if alive(pid) || (pid > 0 && groupAlive(pid)) {
+			return true
+		}
+	}
+	return false
+}
