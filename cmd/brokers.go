@@ -56,8 +56,9 @@ func brokersSub(s Streams, verb, short string, do func(c *cobra.Command, s Strea
 }
 
 func brokersUp(c *cobra.Command, s Streams) error {
-	fmt.Fprintln(s.Err, "starting a 3-node RabbitMQ cluster from rabbitmq-server (about 20-30 s)...")
-	cl, running, err := rabbitmq.Up(c.Context())
+	cl, running, err := rabbitmq.Up(c.Context(), func() {
+		fmt.Fprintln(s.Err, "starting a 3-node RabbitMQ cluster from rabbitmq-server (about 20-30 s)...")
+	})
 	if err != nil {
 		return withCode(ExitIncomplete, err)
 	}

@@ -2,12 +2,15 @@ package runner
 
 import (
 	"context"
+	"errors"
+	"io"
 	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/brokers/rabbitmq"
 	"github.com/dqbench/dqbench/brokers/rabbitmq/cluster"
 	"github.com/dqbench/dqbench/check"
@@ -47,7 +50,7 @@ func TestManagedRabbitMQ(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	cl, running, err := rabbitmq.Up(ctx)
+	cl, running, err := rabbitmq.Up(ctx, func() {})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,4 +131,25 @@ func TestManagedRabbitMQ(t *testing.T) {
 			t.Errorf("status after down: %v, want ErrNoCluster", err)
 		}
 	})
+}
+
+// TestManagedWithoutRabbitMQServer: mode: managed without rabbitmq-server
+// installed is a broker that cannot be reached (exit code 3), and the
+// message names the other ways to a RabbitMQ.
+func TestManagedWithoutRabbitMQServer(t *testing.T) {
+	t.Setenv(cluster.BinEnv, t.TempDir())
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir()) // no cluster left by brokers up
+	s, err := scenario.Resolve("rabbitmq-quorum-failover")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(context.Background(), s, Options{History: io.Discard})
+	if !errors.Is(err, brokers.ErrUnreachable) {
+		t.Fatalf("got %v, want an ErrUnreachable", err)
+	}
+	for _, want := range []string{"rabbitmq-server is not installed", "docker compose up -d rabbitmq", "mode: external", "--addresses"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the message does not say %q: %v", want, err)
+		}
+	}
 }

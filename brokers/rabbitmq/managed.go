@@ -16,8 +16,8 @@ import (
 
 // ErrNotInstalled is the mode: managed failure when rabbitmq-server is not
 // installed; it names both other ways to a RabbitMQ.
-var ErrNotInstalled = fmt.Errorf("%w: mode: managed starts a local RabbitMQ cluster from the installed rabbitmq-server, "+
-	"which is not installed (Debian: apt-get install rabbitmq-server); "+
+var ErrNotInstalled = fmt.Errorf("%w: rabbitmq-server is not installed, and mode: managed (like dqbench brokers up) starts a local RabbitMQ cluster from it "+
+	"(Debian: apt-get install rabbitmq-server; or set "+cluster.BinEnv+" to the directory of rabbitmq-server and rabbitmqctl); "+
 	"or start one with \"docker compose up -d rabbitmq\" and use mode: external "+
 	"(addresses: [amqp://guest:guest@127.0.0.1:5672/], or dqbench run --addresses URL)", brokers.ErrUnreachable)
 

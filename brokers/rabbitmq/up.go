@@ -18,7 +18,8 @@ var ErrNoCluster = errors.New("no managed RabbitMQ cluster is running (start one
 // Up starts the managed cluster that runs with mode: managed reuse, in
 // cluster.StateDir, unless every node of one runs there already (running:
 // true). A cluster there with a dead node is stopped and started afresh.
-func Up(ctx context.Context) (c *cluster.Cluster, running bool, err error) {
+// starting is called before a start.
+func Up(ctx context.Context, starting func()) (c *cluster.Cluster, running bool, err error) {
 	dir := cluster.StateDir()
 	if old, err := cluster.Load(dir); err == nil {
 		if old.Healthy() {
@@ -41,6 +42,7 @@ func Up(ctx context.Context) (c *cluster.Cluster, running bool, err error) {
 	}
 	_ = os.Chmod(dir, 0o755)
 	_ = os.Chmod(filepath.Dir(dir), 0o755)
+	starting()
 	c, err = cluster.Start(ctx, cluster.Options{Dir: dir})
 	if err != nil {
 		if ctx.Err() != nil {

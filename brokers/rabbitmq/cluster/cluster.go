@@ -82,9 +82,20 @@ type install struct {
 	bin    string // its directory, with rabbitmqctl and rabbitmq-queues
 }
 
-// findInstall finds rabbitmq-server: Debian's scripts (the /usr/sbin ones
-// only switch to the rabbitmq user), else the first on PATH.
+// BinEnv names the environment variable that says where rabbitmq-server
+// and rabbitmqctl are (a generic-unix install's sbin), instead of looking.
+const BinEnv = "DQBENCH_RABBITMQ_BIN"
+
+// findInstall finds rabbitmq-server: in $DQBENCH_RABBITMQ_BIN when set,
+// else Debian's scripts (the /usr/sbin ones only switch to the rabbitmq
+// user), else the first on PATH.
 func findInstall() (install, error) {
+	if dir := os.Getenv(BinEnv); dir != "" {
+		if p := filepath.Join(dir, "rabbitmq-server"); isExec(p) && isExec(filepath.Join(dir, "rabbitmqctl")) {
+			return install{server: p, bin: dir}, nil
+		}
+		return install{}, fmt.Errorf("%w in %s=%s", ErrNotInstalled, BinEnv, dir)
+	}
 	for _, dir := range []string{"/usr/lib/rabbitmq/bin"} {
 		if p := filepath.Join(dir, "rabbitmq-server"); isExec(p) && isExec(filepath.Join(dir, "rabbitmqctl")) {
 			return install{server: p, bin: dir}, nil
