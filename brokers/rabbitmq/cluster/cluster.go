@@ -205,13 +205,19 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := errors.Join(errs...); err != nil {
 		return c, err
 	}
-	// Join the others to the first, in parallel.
+	// Join the others to the first: their apps stop in parallel, but they
+	// join one at a time (two joins at once can fail to start Mnesia).
 	for i := 1; i < size; i++ {
-		wg.Go(func() { errs[i] = c.join(ctx, in, as, i) })
+		wg.Go(func() { _, errs[i] = c.ctl(ctx, in, as, i, "rabbitmqctl", "stop_app") })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return c, err
+	}
+	for i := 1; i < size; i++ {
+		if err := c.join(ctx, in, as, i); err != nil {
+			return c, err
+		}
 	}
 	if err := c.waitClustered(ctx, in, as); err != nil {
 		return c, err
@@ -456,14 +462,28 @@ func (c *Cluster) ctl(ctx context.Context, in install, as runAs, i int, tool str
 	return string(out), nil
 }
 
-// join makes node i a member of node 1's cluster.
+// join makes node i, its app stopped, a member of node 1's cluster and
+// starts its app; a failed attempt is reset and tried once more.
 func (c *Cluster) join(ctx context.Context, in install, as runAs, i int) error {
-	for _, args := range [][]string{{"stop_app"}, {"join_cluster", c.Nodes[0].Name}, {"start_app"}} {
-		if _, err := c.ctl(ctx, in, as, i, "rabbitmqctl", args...); err != nil {
+	steps := [][]string{{"join_cluster", c.Nodes[0].Name}, {"start_app"}}
+	var err error
+	for attempt := range 2 {
+		if attempt > 0 {
+			for _, args := range [][]string{{"stop_app"}, {"reset"}} {
+				_, _ = c.ctl(ctx, in, as, i, "rabbitmqctl", args...)
+			}
+		}
+		err = nil
+		for _, args := range steps {
+			if _, err = c.ctl(ctx, in, as, i, "rabbitmqctl", args...); err != nil {
+				break
+			}
+		}
+		if err == nil || ctx.Err() != nil {
 			return err
 		}
 	}
-	return nil
+	return err
 }
 
 // waitClustered waits until the first node sees every node running.
