@@ -24,8 +24,9 @@ import (
 // the signs the README promises, the node running again afterwards), then "brokers down", after which no process
 // of the cluster runs. One cluster for every subtest: a start takes about
 // 20 s on two cores. Skipped when rabbitmq-server is not installed, unless
-// DQBENCH_REQUIRE_BROKERS=1, and under -race (the cluster is other
-// processes; the adapter's own code runs in the contract tests).
+// DQBENCH_REQUIRE_BROKERS=1, and under -race unless DQBENCH_MANAGED_RACE=1
+// (CI's time budget: the cluster is other processes, and the adapter's own
+// code runs in the contract tests).
 func TestManagedRabbitMQ(t *testing.T) {
 	if !cluster.Installed() {
 		if os.Getenv("DQBENCH_REQUIRE_BROKERS") == "1" {
@@ -33,8 +34,8 @@ func TestManagedRabbitMQ(t *testing.T) {
 		}
 		t.Skip("rabbitmq-server is not installed: mode: managed cannot start a cluster")
 	}
-	if race.Enabled {
-		t.Skip("a managed cluster is too slow beside the race detector on two cores; run without -race")
+	if race.Enabled && os.Getenv("DQBENCH_MANAGED_RACE") != "1" {
+		t.Skip("a managed cluster is too slow beside the race detector on two cores for CI; run without -race, or set DQBENCH_MANAGED_RACE=1")
 	}
 	// The nodes run as the rabbitmq user, who must reach the directory:
 	// not t.TempDir (0700).
