@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -71,7 +72,7 @@ func (c *Cluster) Status() []NodeStatus {
 	c.mu.Unlock()
 	out := make([]NodeStatus, len(nodes))
 	for i, n := range nodes {
-		out[i] = NodeStatus{Node: n, Running: alive(n.PID) && listening(n.AMQPPort)}
+		out[i] = NodeStatus{Node: n, Running: c.groupRuns(n.PID) && listening(n.AMQPPort)}
 	}
 	return out
 }
@@ -106,7 +107,7 @@ func (c *Cluster) Stop() error {
 	c.mu.Unlock()
 	var errs []error
 	for _, pid := range pids {
-		if err := killGroup(pid); err != nil {
+		if err := c.killGroup(pid); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -118,17 +119,18 @@ func (c *Cluster) Stop() error {
 	return errors.Join(errs...)
 }
 
-// killGroup SIGKILLs the process group pid leads and waits until its
-// leader and every other member are gone.
-func killGroup(pid int) error {
-	if pid <= 0 {
+// killGroup SIGKILLs the process group pid leads, when a process of this
+// cluster is in it (a pid from an old state file may belong to another
+// program by now), and waits until every member is gone.
+func (c *Cluster) killGroup(pid int) error {
+	if !c.groupRuns(pid) {
 		return nil
 	}
 	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("kill process group %d: %w", pid, err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for alive(pid) || groupAlive(pid) {
+	for len(groupMembers(pid)) > 0 {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("process group %d still runs 10s after SIGKILL", pid)
 		}
@@ -137,13 +139,29 @@ func killGroup(pid int) error {
 	return nil
 }
 
-// groupAlive reports whether any live (not zombie) process is in process
-// group pgid.
-func groupAlive(pgid int) bool {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
+// groupRuns reports whether a live process of this cluster is in the
+// process group pid leads.
+func (c *Cluster) groupRuns(pid int) bool {
+	if pid <= 0 {
 		return false
 	}
+	home := []byte("HOME=" + filepath.Join(c.Dir, "home") + "\x00")
+	for _, m := range groupMembers(pid) {
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", m))
+		if err == nil && bytes.Contains(append([]byte{0}, env...), append([]byte{0}, home...)) {
+			return true
+		}
+	}
+	return false
+}
+
+// groupMembers lists the live (not zombie) processes in process group pgid.
+func groupMembers(pgid int) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -163,11 +181,11 @@ func groupAlive(pgid int) bool {
 		if len(f) < 3 || f[0] == "Z" {
 			continue
 		}
-		if g, _ := strconv.Atoi(f[2]); g == pgid && pid > 0 {
-			return true
+		if g, _ := strconv.Atoi(f[2]); g == pgid {
+			out = append(out, pid)
 		}
 	}
-	return false
+	return out
 }
 
 // Kill stops node i as a crash does: SIGKILL to its process group, no
@@ -177,7 +195,7 @@ func (c *Cluster) Kill(i int) error {
 	pid := c.Nodes[i].PID
 	c.Nodes[i].PID = 0
 	c.mu.Unlock()
-	if err := killGroup(pid); err != nil {
+	if err := c.killGroup(pid); err != nil {
 		return err
 	}
 	return c.save()
@@ -259,7 +277,7 @@ func Running(c *Cluster) bool {
 		pids = append(pids, n.PID)
 	}
 	for _, pid := range pids {
-		if alive(pid) || (pid > 0 && groupAlive(pid)) {
+		if c.groupRuns(pid) {
 			return true
 		}
 	}
