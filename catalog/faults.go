@@ -35,6 +35,9 @@ type Where struct {
 	Broker BrokerKind
 	Mode   Mode
 	Acks   Acks
+	// Settings are the broker kind's own settings as the scenario gave
+	// them (Broker.NewSettings), when known.
+	Settings any
 }
 
 // ConsumerCrashParams are consumer-crash's and consumer-zombie's own
@@ -87,6 +90,9 @@ var Faults = []Fault{
 		Available: func(w Where) string {
 			if w.Broker != RabbitMQ || w.Mode != Managed {
 				return "it stops a node of the local cluster dqbench manages; use broker kind: rabbitmq, mode: managed, queue_type: quorum"
+			}
+			if s, ok := w.Settings.(*RabbitMQSettings); ok && s.QueueType != QuorumQueue {
+				return "it stops the leader of a quorum queue, and classic queues have none; add queue_type: quorum to the broker"
 			}
 			return ""
 		},

@@ -99,6 +99,10 @@ var fixtures = []fixture{
 		`6:33: broker.addresses[1]: "amqp://guest:***@[::1" is not an AMQP URL`,
 		`7:15: broker.queue_type: "lazy" is not allowed (allowed: classic, quorum)`,
 	}},
+	{"invalid/managed-failover-classic.yaml", []string{
+		`6:14: broker.addresses: only used with mode: external`,
+		`8:11: faults[0]: leader-failover cannot act here: it stops the leader of a quorum queue, and classic queues have none; add queue_type: quorum to the broker`,
+	}},
 	{"invalid/auto-ack-on-kafka.yaml", []string{
 		`5:8: consumer.ack: auto (the broker acks on delivery) is only for rabbitmq, not kafka; use before-process`,
 		`9:21: variants[0].consumer.ack: auto (the broker acks on delivery) is only for rabbitmq, not kafka`,

@@ -283,7 +283,7 @@ func (c *checker) faultsAvailable() {
 			continue
 		}
 		fp := fmt.Sprintf("faults[%d]", i)
-		where := catalog.Where{Broker: c.s.Broker.Kind, Mode: mode}
+		where := catalog.Where{Broker: c.s.Broker.Kind, Mode: mode, Settings: c.s.Broker.Settings}
 		if why := kind.Available(where); why != "" {
 			c.errorf(fp+".type", "%s: %s cannot act here: %s", fp, f.Type, why)
 			continue
