@@ -39,7 +39,7 @@ func (c *Cluster) save() error {
 		return err
 	}
 	tmp := filepath.Join(c.Dir, stateFile+".tmp")
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	if err := os.WriteFile(tmp, b, 0o600); err != nil { // it holds the cookie
 		return fmt.Errorf("write cluster state: %w", err)
 	}
 	return os.Rename(tmp, filepath.Join(c.Dir, stateFile))
@@ -142,7 +142,7 @@ func (c *Cluster) killGroup(pid int) error {
 // groupRuns reports whether a live process of this cluster is in the
 // process group pid leads.
 func (c *Cluster) groupRuns(pid int) bool {
-	if pid <= 0 {
+	if pid <= 1 { // never init's group, nor -1 (every process)
 		return false
 	}
 	home := []byte("HOME=" + filepath.Join(c.Dir, "home") + "\x00")
