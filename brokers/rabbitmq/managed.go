@@ -97,7 +97,7 @@ func (m *managed) Open(ctx context.Context, spec brokers.DestinationSpec) (broke
 	if err != nil {
 		return nil, err
 	}
-	return &managedDest{queueDest: d.(*queueDest), m: m}, nil
+	return &managedDest{queueDest: d.(*queueDest), m: m, run: ctx}, nil
 }
 
 // Close waits for the nodes a failover stopped to run again, closes the
@@ -118,7 +118,8 @@ func (m *managed) Close() error {
 // managedDest is a variant's queue on a managed cluster.
 type managedDest struct {
 	*queueDest
-	m *managed
+	m   *managed
+	run context.Context // the run's: a failover gives up when it ends (Ctrl-C, deadline)
 }
 
 var _ brokers.LeaderStopper = (*managedDest)(nil)
@@ -132,6 +133,9 @@ func (d *managedDest) JoinFailover(fault string) error {
 }
 
 func (d *managedDest) StopLeader(ctx context.Context, fault string, intent, attempt int) (string, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(d.run, cancel)()
 	return d.m.failovers.stop(ctx, d.m.cluster, round{fault, intent, attempt}, d.queue)
 }
 
