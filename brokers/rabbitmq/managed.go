@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +22,9 @@ var ErrNotInstalled = fmt.Errorf("%w: rabbitmq-server is not installed, and mode
 	"or start one with \"docker compose up -d rabbitmq\" and use mode: external "+
 	"(addresses: [amqp://guest:guest@127.0.0.1:5672/], or dqbench run --addresses URL)", brokers.ErrUnreachable)
 
+// throwawayPrefix names the temporary directories of run clusters.
+const throwawayPrefix = "dqbench-rabbitmq-"
+
 // Acquire returns the cluster "dqbench brokers up rabbitmq" left running,
 // when every node of it runs, or starts a throwaway one in a new temporary
 // directory (owned: the caller stops it).
@@ -31,11 +35,13 @@ func Acquire(ctx context.Context) (c *cluster.Cluster, owned bool, err error) {
 	if !cluster.Installed() {
 		return nil, false, ErrNotInstalled
 	}
-	dir, err := os.MkdirTemp("", "dqbench-rabbitmq-")
+	// Clusters of runs that were killed before they could stop them.
+	_ = cluster.Sweep(filepath.Join(os.TempDir(), throwawayPrefix+"*"))
+	dir, err := os.MkdirTemp("", throwawayPrefix)
 	if err != nil {
 		return nil, false, fmt.Errorf("managed RabbitMQ cluster: %w", err)
 	}
-	c, err = cluster.Start(ctx, cluster.Options{Dir: dir})
+	c, err = cluster.Start(ctx, cluster.Options{Dir: dir, Owned: true})
 	if err != nil {
 		os.RemoveAll(dir)
 		if ctx.Err() != nil {

@@ -48,6 +48,9 @@ type Cluster struct {
 	EPMDPort int    `json:"epmd_port"`
 	EPMDPID  int    `json:"epmd_pid"`
 	Nodes    []Node `json:"nodes"`
+	// Owner is the pid of the dqbench process that stops the cluster when
+	// it ends (a run's throwaway cluster); 0 for one "brokers up" left.
+	Owner int `json:"owner,omitempty"`
 	// Started is when the cluster was up, and how long starting it took.
 	Started  time.Time     `json:"started"`
 	StartDur time.Duration `json:"start_duration"`
@@ -151,6 +154,10 @@ type Options struct {
 	Size int
 	// Config is appended to every node's rabbitmq.conf (new-style keys).
 	Config string
+	// Owned: this process stops the cluster when it is done with it
+	// (Cluster.Owner), so a later Sweep may stop it if this process died
+	// first.
+	Owned bool
 }
 
 // Start starts a cluster of local nodes, in parallel, joins them to the
@@ -171,6 +178,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	began := time.Now()
 	c = &Cluster{Dir: opts.Dir, ID: randomHex(4), Cookie: strings.ToUpper(randomHex(16))}
+	if opts.Owned {
+		c.Owner = os.Getpid()
+	}
 	defer func() {
 		if err != nil {
 			c.Stop()

@@ -283,3 +283,31 @@ func Running(c *Cluster) bool {
 	}
 	return false
 }
+
+// Sweep stops the throwaway clusters in the directories that match glob
+// (os.TempDir()/dqbench-rabbitmq-*) whose owner process is gone: a run
+// killed with SIGKILL cannot stop its own cluster, so the next one does.
+func Sweep(glob string) error {
+	dirs, err := filepath.Glob(glob)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, dir := range dirs {
+		c, err := Load(dir)
+		if err != nil || c.Owner <= 0 || ownerAlive(c.Owner) {
+			continue
+		}
+		if err := c.Stop(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ownerAlive reports whether process pid runs (a dqbench that owns a
+// cluster).
+func ownerAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
