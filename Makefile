@@ -4,10 +4,14 @@ PKGS := ./...
 # make bench BENCH_INTENTS=5000 BENCH_PAIRS=3 for a quicker look
 BENCH_INTENTS ?= 20000
 BENCH_PAIRS ?= 5
+# the PostgreSQL rows of make bench and make bench-strategies (skipped when unreachable)
+BENCH_POSTGRES ?= postgres://postgres@127.0.0.1:5432/test
+STRATEGY_INTENTS ?= 5000
+STRATEGY_ROUNDS ?= 3
 # make bench-scale SCALE_SIZES=10000,100000 skips the 1M run (minutes, ~4 GiB)
 SCALE_SIZES ?= 10000,100000,1000000
 
-.PHONY: help build test race lint bench bench-scale demo schema compose-check
+.PHONY: help build test race lint bench bench-strategies bench-scale demo schema compose-check
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -25,9 +29,15 @@ lint: ## gofmt, go vet
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet $(PKGS)
 
-bench: ## pipeline vs raw kgo+SQLite loop: median ratio of interleaved pairs, tx and commit bounds
+bench: ## pipeline vs raw kgo loop on SQLite, then on PostgreSQL: median ratio of interleaved pairs, tx and commit bounds
 	$(GO) test -run '^$$' -bench PipelineVsRaw -benchtime 1x -timeout 60m ./bench/ \
-		-args -bench.intents=$(BENCH_INTENTS) -bench.pairs=$(BENCH_PAIRS)
+		-args -bench.intents=$(BENCH_INTENTS) -bench.pairs=$(BENCH_PAIRS) -bench.store=sqlite
+	$(GO) test -run '^$$' -bench PipelineVsRaw -benchtime 1x -timeout 60m ./bench/ \
+		-args -bench.intents=$(BENCH_INTENTS) -bench.pairs=$(BENCH_PAIRS) -bench.store=$(BENCH_POSTGRES)
+
+bench-strategies: ## each strategy's intents/s on SQLite and PostgreSQL, through the whole pipeline
+	$(GO) test -run '^$$' -bench Strategies -benchtime 1x -timeout 60m ./bench/ \
+		-args -bench.intents=$(STRATEGY_INTENTS) -bench.pairs=$(STRATEGY_ROUNDS) -bench.postgres=$(BENCH_POSTGRES)
 
 bench-scale: ## wall time and peak RSS of the dqbench binary at 10k, 100k, 1M intents, 1 and 3 variants
 	$(GO) run ./bench/scale -sizes $(SCALE_SIZES)

@@ -8,10 +8,12 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"text/tabwriter"
 	"time"
 
+	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/history"
 	"github.com/dqbench/dqbench/runner"
@@ -19,9 +21,15 @@ import (
 )
 
 var (
-	intents = flag.Int("bench.intents", 20000, "intents per measurement")
-	pairs   = flag.Int("bench.pairs", 5, "interleaved pipeline/raw pairs")
+	intents  = flag.Int("bench.intents", 20000, "intents per measurement")
+	pairs    = flag.Int("bench.pairs", 5, "interleaved pipeline/raw pairs")
+	storeRef = flag.String("bench.store", "sqlite", "the store both sides use: sqlite, or a postgres:// URL")
 )
+
+var seqN atomic.Int64
+
+// seq numbers the measurements, so PostgreSQL schemas never clash.
+func seq() int64 { return seqN.Add(1) }
 
 // pipelineScenario is the quickstart's broker, producer and consumer
 // settings with no faults and one dedup-table variant, so both sides do the
@@ -33,6 +41,7 @@ messages: %d
 deadline: 60m
 drain: 30s
 broker: {kind: kafka, mode: embedded}
+store: %s
 producer: {idempotent: true, acks: all, window: 256}
 consumer: {instances: 1, ack: after-process, prefetch: 100}
 variants:
@@ -42,7 +51,7 @@ variants:
 // runPipeline runs dqbench's pipeline on n intents. It is the only code here
 // that knows the runner's API.
 func runPipeline(n int) (time.Duration, error) {
-	s, err := scenario.Parse("bench.yaml", fmt.Appendf(nil, pipelineScenario, n))
+	s, err := scenario.Parse("bench.yaml", fmt.Appendf(nil, pipelineScenario, n, *storeRef))
 	if err != nil {
 		return 0, err
 	}
@@ -92,6 +101,9 @@ type pair struct {
 //
 // It ignores b.N; run it with -benchtime 1x ("make bench").
 func BenchmarkPipelineVsRaw(b *testing.B) {
+	if *storeRef != "sqlite" && !reachable(*storeRef) {
+		b.Skipf("PostgreSQL at %s is not reachable: no PostgreSQL rows", catalog.MaskURL(*storeRef))
+	}
 	n := *intents
 	var ps []pair
 	for i := range *pairs {
@@ -139,7 +151,7 @@ func BenchmarkPipelineVsRaw(b *testing.B) {
 	b.ReportMetric(ratio.max, "ratio-max")
 	b.ReportMetric(sum["pipeline intents/s"].median, "pipeline-intents/s")
 	b.ReportMetric(sum["raw intents/s"].median, "raw-intents/s")
-	b.ReportMetric(sum["bare SQLite tx/s"].median, "tx/s")
+	b.ReportMetric(sum["bare store tx/s"].median, "tx/s")
 	b.ReportMetric(sum["commit-only records/s"].median, "commits/s")
 	b.ReportMetric(sum["pipeline / bound"].median, "pipeline/bound")
 }
@@ -178,7 +190,7 @@ var rows = []string{
 	"pipeline/raw ratio",
 	"pipeline intents/s",
 	"raw intents/s",
-	"bare SQLite tx/s",
+	"bare store tx/s",
 	"commit-only records/s",
 	"sequential bound intents/s",
 	"pipeline / bound",
@@ -195,7 +207,7 @@ func summarize(n int, ps []pair) summary {
 			"pipeline/raw ratio":         rate(p.pipe) / rate(p.raw),
 			"pipeline intents/s":         rate(p.pipe),
 			"raw intents/s":              rate(p.raw),
-			"bare SQLite tx/s":           rate(p.tx),
+			"bare store tx/s":            rate(p.tx),
 			"commit-only records/s":      rate(p.commit),
 			"sequential bound intents/s": bound,
 			"pipeline / bound":           rate(p.pipe) / bound,
@@ -212,7 +224,7 @@ func summarize(n int, ps []pair) summary {
 }
 
 func (s summary) print(w *os.File, n int, ps []pair) {
-	fmt.Fprintf(w, "\n%d interleaved pairs of %d intents. Pipeline and raw: a fresh kfake cluster and SQLite file inside the timed region.\n", len(ps), n)
+	fmt.Fprintf(w, "\n%d interleaved pairs of %d intents on store %s. Pipeline and raw: a fresh kfake cluster and store (SQLite file or PostgreSQL schema) inside the timed region.\n", len(ps), n, catalog.MaskURL(*storeRef))
 	fmt.Fprintln(w, "tx and commit references: only their loops timed. bound = 1/(1/tx + 1/commit) per pair.")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\tmedian\tmin\tmax\t")

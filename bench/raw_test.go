@@ -227,8 +227,24 @@ func (s *txStore) Close() error {
 	return errors.Join(append(errs, s.db.Close())...)
 }
 
+// rawStore is the hand-written per-message transaction on one store.
+type rawStore interface {
+	apply(ctx context.Context, id string, m intent) (bool, error)
+	Close() error
+}
+
+// openRawStore opens a fresh raw store on the store under measurement
+// (-bench.store): a SQLite file named name in dir, or a new schema on
+// PostgreSQL.
+func openRawStore(ctx context.Context, dir, name string) (rawStore, error) {
+	if *storeRef != "sqlite" {
+		return openPgStore(ctx, *storeRef)
+	}
+	return openTxStore(ctx, filepath.Join(dir, name))
+}
+
 // runRaw is the hand-written pipeline: a fresh kfake cluster and a fresh
-// SQLite file in a new temporary directory, a producer publishing intents
+// store (a SQLite file in a new temporary directory, or a PostgreSQL schema), a producer publishing intents
 // 1..n while a group consumer runs the per-message transaction and then
 // commits that record synchronously. Everything it starts is stopped and
 // removed before it returns, as runner.Run does, so timing a call times the
@@ -245,7 +261,7 @@ func runRaw(n int) (err error) {
 		return err
 	}
 	defer c.Close()
-	st, err := openTxStore(ctx, filepath.Join(dir, "raw.db"))
+	st, err := openRawStore(ctx, dir, "raw.db")
 	if err != nil {
 		return err
 	}
@@ -295,8 +311,7 @@ func runRaw(n int) (err error) {
 // no broker. Only the transactions are timed.
 func timeTxLoop(dir string, n int) (time.Duration, error) {
 	ctx := context.Background()
-	path := filepath.Join(dir, "tx.db")
-	st, err := openTxStore(ctx, path)
+	st, err := openRawStore(ctx, dir, "tx.db")
 	if err != nil {
 		return 0, err
 	}

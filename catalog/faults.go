@@ -82,6 +82,7 @@ var Faults = []Fault{
 			return ""
 		},
 	},
+	consumerKill,
 	{
 		Type:      LeaderFailover,
 		Doc:       "the node leading the variant's quorum queue is killed (SIGKILL) while the consumer handles the chosen intent at a crash point; clients reconnect to a surviving node, a new leader is elected and the dead connections' unacked messages and unconfirmed publishes are redelivered or retried; the node restarts in the background",
@@ -137,6 +138,9 @@ func (AckMode) Allowed() []string { return Strings(AckModes) }
 // type, plus the crash point for a consumer crash or zombie.
 func DefaultFaultName(t FaultType, params any) string {
 	if p, ok := params.(*ConsumerCrashParams); ok && p.At != "" {
+		return fmt.Sprintf("%s@%s", t, p.At)
+	}
+	if p, ok := params.(*ConsumerKillParams); ok && p.At != "" {
 		return fmt.Sprintf("%s@%s", t, p.At)
 	}
 	return string(t)

@@ -66,6 +66,7 @@ type tally struct {
 	fired   map[string]int
 	armed   []string
 	crashes int
+	killed  []int // processes a fault killed (process variants)
 	drain   *history.Event
 	// said are the fault injections that say what they did (a stopped
 	// node), for the notes.
@@ -154,6 +155,9 @@ func (t *tally) add(e *history.Event) {
 			t.fired = map[string]int{}
 		}
 		t.fired[e.Fault]++
+		if e.PID != 0 {
+			t.killed = append(t.killed, e.PID)
+		}
 		if e.Reason != "" {
 			at := ""
 			if e.Intent > 0 {
@@ -310,6 +314,9 @@ type Variant struct {
 	Expectations []ExpectationResult `json:"expectations"`
 	// Notes explain where duplicates and losses came from.
 	Notes []string `json:"notes,omitempty"`
+	// KilledPIDs lists the consumer processes a fault killed (process
+	// variants), in the order they were killed.
+	KilledPIDs []int `json:"killed_pids,omitempty"`
 	// Invalid lists why this variant's experiment does not count (a fault
 	// that never fired, an inconsistent store, an incomplete drain); an
 	// invalid variant fails the run with exit code 3.
@@ -364,7 +371,7 @@ func judge(plan Plan, meta Meta, events iter.Seq2[history.Event, error], audits 
 		t := tallies[v.Name]
 		audit, haveAudit := audits[v.Name]
 		counts, notes := t.counts(audit)
-		res := Variant{Name: v.Name, Strategy: v.Strategy, Passed: true, Counts: counts, Notes: notes}
+		res := Variant{Name: v.Name, Strategy: v.Strategy, Passed: true, Counts: counts, Notes: notes, KilledPIDs: t.killed}
 		res.Invalid = t.invalid(haveAudit, audit)
 		for _, exp := range v.Expect {
 			got, _ := counts.Get(exp.Count)

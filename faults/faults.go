@@ -62,6 +62,9 @@ type Env struct {
 	Dest     brokers.Destination
 	Strategy catalog.Strategy
 	Crashes  *Crashes
+	// Kills is where consumer-kill registers; nil in a variant without a
+	// consumer process (a built-in strategy).
+	Kills *Kills
 	// Fired records one injection.
 	Fired func(history.Event)
 }
@@ -76,6 +79,7 @@ var All = map[catalog.FaultType]Arm{
 	catalog.ConsumerCrash:       armConsumerCrash,
 	catalog.ProduceResponseLost: armProduceResponseLost,
 	catalog.ConsumerZombie:      armConsumerCrash,
+	catalog.ConsumerKill:        armConsumerKill,
 	catalog.LeaderFailover:      armLeaderFailover,
 }
 

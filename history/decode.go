@@ -87,6 +87,8 @@ func fastDecode(line []byte, e *Event, intern map[string]string) bool {
 			e.Drained, p, ok = readBool(line, p)
 		case "intents":
 			e.Intents, p, ok = readInts(line, p)
+		case "pid":
+			e.PID, p, ok = readIntInt(line, p)
 		default:
 			return false
 		}

@@ -40,6 +40,7 @@ func appendEvent(b []byte, e *Event) []byte {
 	b = appendBool(b, `,"drained":true`, e.Drained)
 	b = appendInt(b, `,"backlog":`, e.Backlog)
 	b = appendStr(b, `,"reason":`, e.Reason)
+	b = appendInt(b, `,"pid":`, int64(e.PID))
 	return append(b, '}', '\n')
 }
 

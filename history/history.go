@@ -35,6 +35,7 @@ const (
 	Start      Type = "start"       // a consumer instance started
 	DeadLetter Type = "dead-letter" // the intent went to a dead-letter queue
 	Drain      Type = "drain"       // the drain ended; Drained says whether the broker had nothing left, Reason why not
+	Stop       Type = "stop"        // a consumer process was stopped at the end of the run (process variants; Reason: how it exited)
 )
 
 // Event is one line of a history.
@@ -55,6 +56,10 @@ type Event struct {
 	Drained     bool          `json:"drained,omitempty"`
 	Backlog     int64         `json:"backlog,omitempty"` // with drain: messages the broker still held
 	Reason      string        `json:"reason,omitempty"`
+	// PID is the operating system's id of a consumer process (process
+	// variants): with start, the process started; with fault and crash,
+	// the process killed or that exited.
+	PID int `json:"pid,omitempty"`
 }
 
 // Recorder writes events from many goroutines to one stream, in the order

@@ -217,6 +217,11 @@ func text(w io.Writer, runs []check.Run, markdown bool, opts Options) error {
 				line("%swhy %s: %s", bullet, v.Name, n)
 			}
 		}
+		for _, v := range r.Variants {
+			if len(v.KilledPIDs) > 0 {
+				line("%skilled %s: %d consumer processes (SIGKILL), pids %s", bullet, v.Name, len(v.KilledPIDs), joinInts(v.KilledPIDs))
+			}
+		}
 		if r.Incomplete != "" {
 			line("%s%s %s: %s", bullet, p.Red("INCOMPLETE"), r.Scenario, r.Incomplete)
 		}
@@ -338,4 +343,12 @@ func verdict(p ansi.Paint, ok bool) string {
 		return p.Green("PASS")
 	}
 	return p.Red("FAIL")
+}
+
+func joinInts(xs []int) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.Itoa(x)
+	}
+	return strings.Join(parts, ", ")
 }

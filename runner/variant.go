@@ -34,6 +34,7 @@ type variantRun struct {
 	strat   strategy.Strategy
 	env     strategy.Env
 	crashes faults.Crashes
+	kills   *faults.Kills // a process variant's consumer-kill faults (process.go)
 	seen    *history.Deliveries
 	gens    atomic.Int64
 
@@ -94,6 +95,9 @@ type body struct {
 // be read (also after the deadline), and a cleanup error apart from the
 // run's own (the broker's and the store's, joined).
 func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, err error) {
+	if r.v.Process != nil {
+		return r.runProcess(ctx)
+	}
 	prod, cons := r.s.ProducerFor(r.v), r.s.ConsumerFor(r.v)
 	var ok bool
 	if r.strat, ok = strategy.All[r.v.Strategy]; !ok {
@@ -201,7 +205,7 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 // records which.
 func (r *variantRun) arm(dest brokers.Destination) error {
 	st, _ := catalog.LookupStrategy(r.v.Strategy)
-	env := faults.Env{Dest: dest, Strategy: st, Crashes: &r.crashes, Fired: func(e history.Event) {
+	env := faults.Env{Dest: dest, Strategy: st, Crashes: &r.crashes, Kills: r.kills, Fired: func(e history.Event) {
 		r.progress.Faults.Add(1)
 		r.rec.Record(e)
 	}}

@@ -78,7 +78,13 @@ func applyDefaults(s *Scenario) {
 	setIfZero(&s.Redis, catalog.DefaultRedis)
 	for i := range s.Variants {
 		v := &s.Variants[i]
-		setIfZero(&v.ID, catalog.BusinessID)
+		if v.Process == nil { // a process's message ids are the record keys
+			setIfZero(&v.ID, catalog.BusinessID)
+		}
+		if p := v.Process; p != nil {
+			setIfZero(&p.Instances, DefaultInstances)
+			setIfZero(&p.Ready, catalog.Duration(DefaultReady))
+		}
 		if v.Params == nil {
 			v.Params, _ = v.NewParams()
 		}

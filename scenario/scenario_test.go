@@ -37,12 +37,13 @@ var fixtures = []fixture{
 	{file: "valid/external.yaml"},
 	{file: "valid/merge-keys.yaml"},
 	{file: "valid/rabbitmq.yaml"},
+	{file: "valid/process.yaml"},
 
 	{"invalid/unknown-top-key.yaml", []string{
 		`5:1: unknown key "varients" at the top level (allowed: version, name, description, seed, messages, deadline, drain, broker, producer, consumer, store, redis, faults, variants); did you mean "variants"?`,
 	}},
 	{"invalid/unknown-nested-key.yaml", []string{
-		`7:5: unknown key "stratgies" in variants[0] (allowed: name, strategy, producer, consumer, store, id, expect); did you mean "strategy"?`,
+		`7:5: unknown key "stratgies" in variants[0] (allowed: name, strategy, producer, consumer, store, id, expect, process, audit); did you mean "strategy"?`,
 	}},
 	{"invalid/unknown-strategy.yaml", []string{
 		`7:15: variants[0].strategy: "dedup-tabel" is not allowed (allowed: none, dedup-table, dedup-table-split, unique-key, state-machine, version-cas, check-then-act, redis-setnx); did you mean "dedup-table"?`,
@@ -69,7 +70,7 @@ var fixtures = []fixture{
 		`6:5: faults[0]: needs a schedule: add every: N`,
 	}},
 	{"invalid/at-on-produce-response-lost.yaml", []string{
-		`8:5: faults[0].at: produce-response-lost takes no at (only consumer-crash, consumer-zombie, leader-failover does); remove it`,
+		`8:5: faults[0].at: produce-response-lost takes no at (only consumer-crash, consumer-zombie, consumer-kill, leader-failover does); remove it`,
 	}},
 	{"invalid/crash-without-at.yaml", []string{
 		`6:5: faults[0]: consumer-crash needs at: where the consumer dies (consumer-crash) or stalls (consumer-zombie) (allowed: before-process, after-effect-before-ack, between-dedup-and-effect, between-check-and-act, between-setnx-and-effect)`,
@@ -198,6 +199,21 @@ var fixtures = []fixture{
 		`6:38: variants[1].ttl: dedup-table takes no ttl (only redis-setnx does); remove it`,
 		`7:49: variants[2].retention: must be more than 0s, got -1s`,
 		`8:43: variants[3].ttl: must be more than 0s, got 0s`,
+	}},
+	{"invalid/process.yaml", []string{
+		`5:12: faults[0]: consumer-kill cannot act here: dqbench watches the consumer's fetches and commits inside the embedded Kafka broker (kfake); use broker kind: kafka, mode: embedded`,
+		`5:31: faults[0].at: "commmit" is not allowed (allowed: delivery, commit); did you mean "commit"?`,
+		`8:15: variants[0]: set either strategy (a built-in consumer) or process (your own consumer), not both`,
+		`9:14: variants[0].process: a process variant runs against the embedded Kafka for now`,
+		`9:38: variants[0].process: set only one of command and build, not both`,
+		`11:5: variants[1]: missing required key "audit"; add audit: {query: SELECT message_id, COUNT(*) FROM TABLE GROUP BY message_id}`,
+		`12:14: variants[1].process: needs command: [PROGRAM, ARGS...] or build: ./PACKAGE`,
+		`12:26: variants[1].process.instances: must be from 1 to 64, got 0`,
+		`12:50: variants[1].process.env: DQBENCH_TOPIC is set by dqbench`,
+		`15:12: variants[2].audit: only a process variant is audited by a query; remove audit or add process`,
+	}},
+	{"invalid/kill-without-process.yaml", []string{
+		`5:12: faults[0]: consumer-kill kills consumer processes, and no variant has one`,
 	}},
 	{"invalid/unknown-alias.yaml", []string{
 		`3:9: broker: unknown alias *nope`,

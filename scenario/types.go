@@ -83,12 +83,17 @@ type Fault struct {
 // optional setting overrides and its expectations.
 type Variant struct {
 	Name     string                 `yaml:"name" json:"name" jsonschema:"required,description=Name used in reports and JSON output."`
-	Strategy string                 `yaml:"strategy" json:"strategy" jsonschema:"required,description=Consumer idempotency strategy."`
+	Strategy string                 `yaml:"strategy" json:"strategy,omitempty" jsonschema:"description=Consumer idempotency strategy (a built-in consumer). Exactly one of strategy and process."`
 	Producer *Producer              `yaml:"producer" json:"producer,omitempty" jsonschema:"description=Overrides of the scenario's producer settings."`
 	Consumer *Consumer              `yaml:"consumer" json:"consumer,omitempty" jsonschema:"description=Overrides of the scenario's consumer settings."`
 	Store    string                 `yaml:"store" json:"store,omitempty" jsonschema:"description=This variant's business store (overrides the scenario's store)."`
 	ID       catalog.IDSource       `yaml:"id" json:"id,omitempty" jsonschema:"enum=business,enum=per-send-uuid,enum=content-hash,description=Where the message id the strategy deduplicates on comes from: business (the intent's id\\, default)\\, per-send-uuid (new on every publish attempt) or content-hash (a hash of account and amount)."`
 	Expect   map[string]Expectation `yaml:"expect" json:"expect,omitempty" jsonschema:"description=Checks on the variant's counts\\, e.g. duplicates: 0 or lost: '>0'."`
+	// Process runs your own consumer program instead of a built-in
+	// strategy (process.go).
+	Process *Process `yaml:"process" json:"process,omitempty" jsonschema:"description=Your own consumer program as the consumer under test\\, instead of a built-in strategy. Exactly one of strategy and process."`
+	// Audit is how a process variant's store is counted.
+	Audit *Audit `yaml:"audit" json:"audit,omitempty" jsonschema:"description=How dqbench counts the effects in a process variant's store (required with process)."`
 	// Params is the strategy's own settings (catalog.Strategy.NewParams),
 	// written beside strategy in the variant.
 	Params any `yaml:",params" json:"-"`

@@ -30,6 +30,7 @@ func (c *checker) check() {
 	c.acks()
 	c.faultPoints()
 	c.faultsAvailable()
+	c.processVariants()
 }
 
 func (c *checker) top() {
@@ -339,8 +340,8 @@ func (c *checker) variants() {
 		}
 		if c.d.Has(vp + ".strategy") {
 			c.oneOf(vp+".strategy", v.Strategy, catalog.StrategyNames())
-		} else {
-			c.missing(vp+".strategy", "add strategy: one of "+strings.Join(catalog.StrategyNames(), ", "))
+		} else if !c.d.Has(vp + ".process") {
+			c.missing(vp+".strategy", "add strategy: one of "+strings.Join(catalog.StrategyNames(), ", ")+"; or process: to run your own consumer program")
 		}
 		c.producer(vp+".producer", v.Producer)
 		c.consumer(vp+".consumer", v.Consumer)

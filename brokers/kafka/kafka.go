@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
@@ -27,6 +28,7 @@ type Kafka struct {
 	admin      *kgo.Client
 	adm        *kadm.Client
 	partitions int32
+	tap        *tap // embedded only: sees every client connection (tap.go)
 }
 
 var _ brokers.Broker = (*Kafka)(nil)
@@ -54,7 +56,8 @@ func Open(ctx context.Context, cfg brokers.Config) (brokers.Broker, error) {
 
 // StartEmbedded starts a one-broker kfake cluster on a loopback port.
 func StartEmbedded() (*Kafka, error) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	t := newTap()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.ListenFn(t.listen))
 	if err != nil {
 		return nil, fmt.Errorf("start embedded Kafka (kfake): %w", err)
 	}
@@ -64,6 +67,7 @@ func StartEmbedded() (*Kafka, error) {
 		return nil, err
 	}
 	k.cluster = c
+	k.tap = t
 	return k, nil
 }
 
@@ -148,6 +152,7 @@ type embeddedDest struct{ *topicDest }
 var (
 	_ brokers.Destination          = embeddedDest{}
 	_ brokers.ProduceResponseLoser = embeddedDest{}
+	_ brokers.ConsumerWatcher      = embeddedDest{}
 )
 
 func (c *topicDest) Producer(ctx context.Context) (brokers.Producer, error) {
@@ -345,6 +350,43 @@ func (c *topicDest) Close(ctx context.Context) error {
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w on %s: %v", brokers.ErrCleanup, c.k.Name(), err)
+	}
+	return nil
+}
+
+// Outside says where a consumer process connects: the embedded broker, the
+// variant's topic and group.
+func (c embeddedDest) Outside() brokers.Outside {
+	return brokers.Outside{Addresses: c.k.seeds, Topic: c.topic, Group: c.group}
+}
+
+// WatchConsumers shows w the fetches and commits of the variant's topic on
+// every connection to the embedded broker (tap.go).
+func (c embeddedDest) WatchConsumers(w brokers.ConsumerWatch) {
+	var id [16]byte
+	if info := c.k.cluster.TopicInfo(c.topic); info != nil {
+		id = info.TopicID
+	}
+	c.k.tap.watch(c.topic, c.group, id, w)
+}
+
+// RemoveMembers sends a LeaveGroup for members, as each would on a clean
+// shutdown: the group rebalances at once instead of after their session
+// timeout.
+func (c embeddedDest) RemoveMembers(ctx context.Context, members []string) error {
+	req := kmsg.NewPtrLeaveGroupRequest()
+	req.Group = c.group
+	for _, m := range members {
+		lm := kmsg.NewLeaveGroupRequestMember()
+		lm.MemberID = m
+		req.Members = append(req.Members, lm)
+	}
+	resp, err := req.RequestWith(ctx, c.k.admin)
+	if err != nil {
+		return fmt.Errorf("remove members %v from group %s: %w", members, c.group, err)
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return fmt.Errorf("remove members %v from group %s: %w", members, c.group, err)
 	}
 	return nil
 }

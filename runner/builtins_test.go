@@ -1,0 +1,73 @@
+package runner
+
+import (
+	"context"
+	"net"
+	"net/url"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/dqbench/dqbench/builtin"
+	"github.com/dqbench/dqbench/catalog"
+	"github.com/dqbench/dqbench/scenario"
+)
+
+// TestEveryEmbeddedBuiltinMeetsItsExpectations runs each built-in scenario
+// on an embedded broker as shipped (its message count and seed) and holds
+// it to its own expectations: what `dqbench run NAME` promises. Built-ins
+// on external brokers have their own tests. Skipped under the race
+// detector, which the shorter runs in TestBuiltins cover.
+func TestEveryEmbeddedBuiltinMeetsItsExpectations(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("full-size built-in runs: not with -short or -race")
+	}
+	for _, name := range builtin.Names() {
+		s, err := scenario.Resolve(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Broker.Mode != catalog.Embedded {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			if needsRedis(s) && !reachable(s.Redis) {
+				if os.Getenv("DQBENCH_REQUIRE_BROKERS") == "1" {
+					t.Fatalf("%s needs Redis at %s, which is not reachable", name, s.Redis)
+				}
+				t.Skipf("%s needs Redis at %s, which is not reachable", name, s.Redis)
+			}
+			res, err := runJudged(t, context.Background(), s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Run.Passed || !res.Run.Valid() {
+				for _, v := range res.Run.Variants {
+					t.Errorf("variant %s: passed %v, invalid %v, counts %+v, expectations %+v", v.Name, v.Passed, v.Invalid, v.Counts, v.Expectations)
+				}
+			}
+		})
+	}
+}
+
+func needsRedis(s *scenario.Scenario) bool {
+	for _, v := range s.Variants {
+		if st, ok := catalog.LookupStrategy(v.Strategy); ok && st.NeedsRedis {
+			return true
+		}
+	}
+	return false
+}
+
+func reachable(redisURL string) bool {
+	u, err := url.Parse(redisURL)
+	if err != nil || catalog.ParseRedis(redisURL) != nil {
+		return false
+	}
+	c, err := net.DialTimeout("tcp", u.Host, time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
