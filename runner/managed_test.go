@@ -106,11 +106,16 @@ func TestManagedRabbitMQ(t *testing.T) {
 				}
 				seen[i][v.Name] = [4]int{c["redelivered"], c["duplicates"], c["lost"], c["faults_injected"]}
 			}
+			if len(res.Cleanup) > 0 {
+				t.Errorf("cleanup: %v", res.Cleanup)
+			}
 			// The stopped node runs again once the run is over.
-			if !cl.Healthy() {
-				if reloaded, err := rabbitmq.Status(); err != nil || !reloaded.Healthy() {
-					t.Fatalf("a node of the cluster is not running after the run: %v", err)
-				}
+			reloaded, err := rabbitmq.Status()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reloaded.Healthy() {
+				t.Fatalf("a node of the cluster is not running after the run: %+v", reloaded.Status())
 			}
 		}
 		if seen[0]["none"][1] < 1 || seen[0]["none"][0] < 1 || seen[0]["dedup-table"][1] != 0 {

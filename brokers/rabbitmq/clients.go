@@ -26,16 +26,26 @@ const closeWait = 5 * time.Second
 // Producer publishes persistent messages on a channel in confirm mode, at
 // most spec.Window unconfirmed at once (amqp091's deferred confirmations).
 func (d *queueDest) Producer(ctx context.Context) (brokers.Producer, error) {
+	conn, err := d.r.dialAny(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", brokers.ErrUnreachable, err)
+	}
+	ch, err := conn.Channel()
+	if err == nil {
+		err = ch.Confirm(false)
+	}
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("rabbitmq producer on %s: %w", d.r.masked, err)
+	}
 	window := max(d.spec.Window, 1)
 	p := &producer{
-		d:       d,
+		d: d, conn: conn, ch: ch,
+		id:      fmt.Sprintf("p%d", d.r.seq.Add(1)),
 		window:  make(chan struct{}, window),
 		pending: make(chan pending, window),
 		stop:    make(chan struct{}),
 		loop:    make(chan struct{}),
-	}
-	if err := p.connect(ctx); err != nil {
-		return nil, err
 	}
 	go p.confirms()
 	return p, nil
@@ -85,7 +95,7 @@ func (p *producer) Publish(ctx context.Context, m brokers.Message, done func(err
 	if p.ch.IsClosed() {
 		// Its node died (a managed cluster's failover): what was
 		// unconfirmed on it ends as unknown; go on on a survivor.
-		if err := p.connect(ctx); err != nil {
+		if err := p.reconnect(ctx); err != nil {
 			<-p.window
 			done(fmt.Errorf("publish intent %d to %s: %w (outcome unknown)", m.Intent, p.d.queue, err))
 			return

@@ -51,11 +51,11 @@ func (r *RabbitMQ) channel() (*amqp.Channel, error) {
 	return r.conn.Channel()
 }
 
-// connect (re)connects the producer: a new connection and channel in
-// confirm mode, and a new producer id for the copy header, since sequence
-// numbers start again on a new channel. The caller holds p.mu, or is
-// Producer before the producer is shared.
-func (p *producer) connect(ctx context.Context) error {
+// reconnect connects the producer again after its connection died: a new
+// connection and channel in confirm mode, and a new producer id for the
+// copy header, since sequence numbers start again on a new channel. The
+// caller holds p.mu.
+func (p *producer) reconnect(ctx context.Context) error {
 	d := p.d
 	conn, err := d.r.dialAny(ctx, nil)
 	if err != nil {
@@ -69,9 +69,7 @@ func (p *producer) connect(ctx context.Context) error {
 		conn.Close()
 		return fmt.Errorf("rabbitmq producer on %s: %w", d.r.masked, err)
 	}
-	if p.conn != nil {
-		_ = p.conn.Close() // the dead one: releases amqp091's goroutines
-	}
+	_ = p.conn.Close() // the dead one: releases amqp091's goroutines
 	p.conn, p.ch = conn, ch
 	p.id = fmt.Sprintf("p%d", d.r.seq.Add(1))
 	return nil
