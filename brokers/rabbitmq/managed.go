@@ -264,11 +264,22 @@ func (f *failovers) run(ctx context.Context, cl *cluster.Cluster, m *meeting, qu
 		return
 	}
 	f.restarts.Go(func() {
-		if err := cl.Restart(f.ctx, i); err != nil && f.ctx.Err() == nil {
-			f.mu.Lock()
-			f.errs = append(f.errs, err)
-			f.mu.Unlock()
+		// A node that fails to boot (a port not free yet) is tried again.
+		var err error
+		for range 3 {
+			if err = cl.Restart(f.ctx, i); err == nil || f.ctx.Err() != nil {
+				return
+			}
+			_ = cl.Kill(i)
+			select {
+			case <-f.ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
 		}
+		f.mu.Lock()
+		f.errs = append(f.errs, err)
+		f.mu.Unlock()
 	})
 }
 
