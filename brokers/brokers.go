@@ -156,3 +156,18 @@ type ProduceResponseLoser interface {
 	// and lost is called once with every intent the request carried.
 	LoseProduceResponses(fires func(intent, attempt int) bool, lost func(intents []int))
 }
+
+// LeaderStopper is a destination on a broker cluster that can stop the
+// node leading its queue, as a crash stops it (a RabbitMQ quorum queue on
+// a managed cluster).
+type LeaderStopper interface {
+	// JoinFailover says this destination takes part in the failovers of
+	// fault: destinations of one run that reach the same failover (the same
+	// fault, intent and attempt) meet it once, so one node is stopped for
+	// all of them at the same point of each one's traffic.
+	JoinFailover(fault string) error
+	// StopLeader stops the node leading the destination's queue, once for
+	// every destination that joined fault, and returns what was done, for
+	// the history (which node, how, and whether it led this queue).
+	StopLeader(ctx context.Context, fault string, intent, attempt int) (string, error)
+}

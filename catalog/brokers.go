@@ -136,8 +136,8 @@ var Brokers = []Broker{
 	},
 	{
 		Kind:           RabbitMQ,
-		Doc:            "RabbitMQ: a running broker (external) reached with amqp091-go; a durable queue per variant, publisher confirms, manual acks",
-		Modes:          []Mode{External},
+		Doc:            "RabbitMQ: a running broker (external) or a local 3-node cluster dqbench starts from the installed rabbitmq-server (managed), reached with amqp091-go; a durable queue per variant, publisher confirms, manual acks",
+		Modes:          []Mode{External, Managed},
 		DefaultMode:    External,
 		ExampleAddress: "amqp://guest:guest@127.0.0.1:5672/",
 		DefaultAddress: "amqp://guest:guest@127.0.0.1:5672/",

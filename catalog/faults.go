@@ -14,6 +14,7 @@ const (
 	TransactionAbort    FaultType = "transaction-abort"
 	LeaderMove          FaultType = "leader-move"
 	Rebalance           FaultType = "rebalance"
+	LeaderFailover      FaultType = "leader-failover"
 )
 
 // Fault describes one fault type.
@@ -38,12 +39,20 @@ type Where struct {
 	Broker BrokerKind
 	Mode   Mode
 	Acks   Acks
+	// Settings are the broker kind's own settings as the scenario gave
+	// them (Broker.NewSettings), when known.
+	Settings any
 }
 
 // ConsumerCrashParams are consumer-crash's and consumer-zombie's own
 // parameters.
 type ConsumerCrashParams struct {
 	At CrashPoint `yaml:"at" json:"at" jsonschema:"required,description=Where the consumer dies (consumer-crash) or stalls (consumer-zombie)."`
+}
+
+// LeaderFailoverParams are leader-failover's own parameters.
+type LeaderFailoverParams struct {
+	At CrashPoint `yaml:"at" json:"at" jsonschema:"required,description=Where in the consumer's handling of the chosen intent the queue's leader node is stopped (e.g. after-effect-before-ack: the effect applied and the ack not sent)."`
 }
 
 // Faults lists every fault type, in the order docs list them. Each has an
@@ -107,6 +116,21 @@ var Faults = []Fault{
 		},
 	},
 	consumerKill,
+	{
+		Type:      LeaderFailover,
+		Doc:       "the node leading the variant's quorum queue is killed (SIGKILL) while the consumer handles the chosen intent at a crash point; clients reconnect to a surviving node, a new leader is elected and the dead connections' unacked messages and unconfirmed publishes are redelivered or retried; the node restarts in the background",
+		Injection: "one queue leader node stopped (once for all variants that reach the same intent)",
+		NewParams: func() any { return new(LeaderFailoverParams) },
+		Available: func(w Where) string {
+			if w.Broker != RabbitMQ || w.Mode != Managed {
+				return "it stops a node of the local cluster dqbench manages; use broker kind: rabbitmq, mode: managed, queue_type: quorum"
+			}
+			if s, ok := w.Settings.(*RabbitMQSettings); ok && s.QueueType != QuorumQueue {
+				return "it stops the leader of a quorum queue, and classic queues have none; add queue_type: quorum to the broker"
+			}
+			return ""
+		},
+	},
 }
 
 // LookupFault returns the fault type t.

@@ -72,7 +72,8 @@ type tally struct {
 	drain   *history.Event
 	stage   *stageTally // nil until a stage instance starts
 	// faultReasons says what some injections did (the moves of a
-	// leader-move), for the notes; unnamed counts the rest.
+	// leader-move, the node a leader-failover stopped), for the notes;
+	// unnamed counts the rest.
 	faultReasons []string
 	unnamed      int
 }
@@ -224,14 +225,13 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 		}
 	})
 
-	var notes []string
+	notes := t.faultNotes()
 	if logCopies > 0 && t.stage != nil {
 		notes = append(notes, fmt.Sprintf("%d intents were written to the stage's output more than once and read more than once (a stage crash or a rebalance between its write and its offset commit, or an aborted transaction read with read_uncommitted)", logCopies))
 	} else if logCopies > 0 {
 		notes = append(notes, fmt.Sprintf("%d intents were stored more than once by the broker (a producer retry after a lost response, without producer idempotence)", logCopies))
 	}
 	notes = append(notes, t.stage.notes()...)
-	notes = append(notes, t.faultNotes()...)
 	if t.crashes > 0 {
 		notes = append(notes, fmt.Sprintf("%d consumer crashes, each followed by a replacement; the broker redelivers whatever a crashed consumer had not acked", t.crashes))
 	}

@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/dqbench/dqbench/history"
 )
@@ -94,9 +95,12 @@ func (t *tally) addFaultReason(e *history.Event) {
 	}
 	at := ""
 	if e.Intent != 0 {
-		at = fmt.Sprintf(" at intent %d", e.Intent)
+		at = fmt.Sprintf(", intent %d", e.Intent)
 	}
-	t.faultReasons = append(t.faultReasons, fmt.Sprintf("%s%s: %s", e.Fault, at, e.Reason))
+	if e.Point != "" {
+		at += " at " + e.Point
+	}
+	t.faultReasons = append(t.faultReasons, fmt.Sprintf("fault %s at %s%s: %s", e.Fault, e.T.Round(time.Millisecond), at, e.Reason))
 }
 
 // faultNotes say what the injections that describe themselves did.

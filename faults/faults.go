@@ -88,6 +88,7 @@ var All = map[catalog.FaultType]Arm{
 	catalog.LeaderMove:          armLeaderMove,
 	catalog.Rebalance:           armStage,
 	catalog.ConsumerKill:        armConsumerKill,
+	catalog.LeaderFailover:      armLeaderFailover,
 }
 
 // Install arms f in one variant.
@@ -130,6 +131,9 @@ type Crashes struct {
 type crash struct {
 	f     Fault
 	fired func(history.Event)
+	// act, when set, is the injection itself (the consumer goes on):
+	// it returns what it did, for the fault event's reason.
+	act func(d brokers.Delivery) string
 }
 
 func (c *Crashes) add(p catalog.CrashPoint, f Fault, fired func(history.Event)) {
@@ -149,8 +153,12 @@ func (c *Crashes) Armed(p catalog.CrashPoint) bool { return len(c.at[p]) > 0 }
 func (c *Crashes) At(p catalog.CrashPoint, d brokers.Delivery, consumer int) catalog.FaultType {
 	for _, cr := range c.at[p] {
 		if cr.f.Schedule.Fires(d.Intent, d.Attempt) {
+			var what string
+			if cr.act != nil {
+				what = cr.act(d)
+			}
 			cr.fired(history.Event{Type: history.Fault, Fault: cr.f.Name, Point: string(p),
-				Intent: d.Intent, Attempt: d.Attempt, Consumer: consumer})
+				Intent: d.Intent, Attempt: d.Attempt, Consumer: consumer, Reason: what})
 			return cr.f.Type
 		}
 	}

@@ -70,7 +70,7 @@ var fixtures = []fixture{
 		`6:5: faults[0]: needs a schedule: add every: N`,
 	}},
 	{"invalid/at-on-produce-response-lost.yaml", []string{
-		`8:5: faults[0].at: produce-response-lost takes no at (only consumer-crash, consumer-zombie, consumer-kill does); remove it`,
+		`8:5: faults[0].at: produce-response-lost takes no at (only consumer-crash, consumer-zombie, consumer-kill, leader-failover does); remove it`,
 	}},
 	{"invalid/crash-without-at.yaml", []string{
 		`6:5: faults[0]: consumer-crash needs at: where the consumer dies (consumer-crash) or stalls (consumer-zombie) (allowed: before-process, after-effect-before-ack, between-dedup-and-effect, between-check-and-act, between-setnx-and-effect)`,
@@ -95,10 +95,14 @@ var fixtures = []fixture{
 		`5:11: faults[0]: produce-response-lost cannot act here: it is injected inside the embedded Kafka broker (kfake); use broker kind: kafka, mode: embedded`,
 	}},
 	{"invalid/rabbitmq-address-and-mode.yaml", []string{
-		`5:9: broker.mode: embedded is not supported for rabbitmq (supported: external)`,
+		`5:9: broker.mode: embedded is not supported for rabbitmq (supported: external, managed)`,
 		`6:15: broker.addresses[0]: "127.0.0.1:5672" is not an AMQP URL`,
 		`6:33: broker.addresses[1]: "amqp://guest:***@[::1" is not an AMQP URL`,
 		`7:15: broker.queue_type: "lazy" is not allowed (allowed: classic, quorum)`,
+	}},
+	{"invalid/managed-failover-classic.yaml", []string{
+		`6:14: broker.addresses: only used with mode: external`,
+		`8:11: faults[0]: leader-failover cannot act here: it stops the leader of a quorum queue, and classic queues have none; add queue_type: quorum to the broker`,
 	}},
 	{"invalid/auto-ack-on-kafka.yaml", []string{
 		`5:8: consumer.ack: auto (the broker acks on delivery) is only for rabbitmq, not kafka; use before-process`,

@@ -40,7 +40,7 @@ type Scenario struct {
 // Broker says which broker to run against and where it is.
 type Broker struct {
 	Kind      catalog.BrokerKind `yaml:"kind" json:"kind" jsonschema:"required,description=Broker kind."`
-	Mode      catalog.Mode       `yaml:"mode" json:"mode,omitempty" jsonschema:"description=embedded: an in-process broker (the default for kafka); external: a running broker at addresses (the only mode and default for rabbitmq)."`
+	Mode      catalog.Mode       `yaml:"mode" json:"mode,omitempty" jsonschema:"description=embedded: an in-process broker (the default for kafka); external: a running broker at addresses (the default for rabbitmq); managed: a local 3-node RabbitMQ cluster dqbench starts from the installed rabbitmq-server and removes afterwards (or the one dqbench brokers up rabbitmq started)."`
 	Addresses []string           `yaml:"addresses" json:"addresses,omitempty" jsonschema:"description=Where the broker is: host:port of each Kafka broker (required with mode external)\\, or AMQP URLs for rabbitmq (default amqp://guest:guest@127.0.0.1:5672/)."`
 	// Settings is the kind's own settings (catalog.Broker.NewSettings),
 	// written beside kind in the same mapping.
