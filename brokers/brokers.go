@@ -72,6 +72,16 @@ type DestinationSpec struct {
 	// with the variant's overrides: scenario.BrokerSettingsFor); nil
 	// means the broker's.
 	Settings any
+	// Isolation is which records a Kafka consumer reads (read_uncommitted
+	// when empty).
+	Isolation catalog.Isolation
+	// Stage, when set, puts a consume-transform-produce stage between the
+	// producer and the consumers; only a destination with the Stager power
+	// can run one.
+	Stage *StageSpec
+	// Client is the Kafka producer's client library (franz-go when
+	// empty).
+	Client catalog.Client
 }
 
 // Message is one publish.
@@ -193,4 +203,19 @@ type Restarter interface {
 	// intent has had); when it says yes, the broker restarts and
 	// restarted is called.
 	RestartAfter(fires func(intent, attempt int) bool, restarted func(intent int)) bool
+}
+
+// LeaderStopper is a destination on a broker cluster that can stop the
+// node leading its queue, as a crash stops it (a RabbitMQ quorum queue on
+// a managed cluster).
+type LeaderStopper interface {
+	// JoinFailover says this destination takes part in the failovers of
+	// fault: destinations of one run that reach the same failover (the same
+	// fault, intent and attempt) meet it once, so one node is stopped for
+	// all of them at the same point of each one's traffic.
+	JoinFailover(fault string) error
+	// StopLeader stops the node leading the destination's queue, once for
+	// every destination that joined fault, and returns what was done, for
+	// the history (which node, how, and whether it led this queue).
+	StopLeader(ctx context.Context, fault string, intent, attempt int) (string, error)
 }

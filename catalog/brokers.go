@@ -45,6 +45,7 @@ type Broker struct {
 // KafkaSettings are the broker settings of kind kafka.
 type KafkaSettings struct {
 	Partitions int `yaml:"partitions" json:"partitions,omitempty" jsonschema:"minimum=1,maximum=1000,description=Partitions of each variant's topic (default 1)."`
+	Brokers    int `yaml:"brokers" json:"brokers,omitempty" jsonschema:"minimum=1,maximum=9,description=Brokers of the embedded cluster (kfake; default 1). leader-move needs at least 2. Embedded only."`
 }
 
 // Defaults fills in what the scenario leaves out.
@@ -144,8 +145,8 @@ var Brokers = []Broker{
 	},
 	{
 		Kind:           RabbitMQ,
-		Doc:            "RabbitMQ: a running broker (external) reached with amqp091-go; a durable queue per variant, publisher confirms, manual acks",
-		Modes:          []Mode{External},
+		Doc:            "RabbitMQ: a running broker (external) or a local 3-node cluster dqbench starts from the installed rabbitmq-server (managed), reached with amqp091-go; a durable queue per variant, publisher confirms, manual acks",
+		Modes:          []Mode{External, Managed},
 		DefaultMode:    External,
 		ExampleAddress: "amqp://guest:guest@127.0.0.1:5672/",
 		DefaultAddress: "amqp://guest:guest@127.0.0.1:5672/",

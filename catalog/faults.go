@@ -13,6 +13,11 @@ const (
 	AckLost             FaultType = "ack-lost"
 	Disconnect          FaultType = "disconnect"
 	BrokerRestart       FaultType = "broker-restart"
+	TransformCrash      FaultType = "transform-crash"
+	TransactionAbort    FaultType = "transaction-abort"
+	LeaderMove          FaultType = "leader-move"
+	Rebalance           FaultType = "rebalance"
+	LeaderFailover      FaultType = "leader-failover"
 )
 
 // Fault describes one fault type.
@@ -37,12 +42,20 @@ type Where struct {
 	Broker BrokerKind
 	Mode   Mode
 	Acks   Acks
+	// Settings are the broker kind's own settings as the scenario gave
+	// them (Broker.NewSettings), when known.
+	Settings any
 }
 
 // ConsumerCrashParams are consumer-crash's and consumer-zombie's own
 // parameters.
 type ConsumerCrashParams struct {
 	At CrashPoint `yaml:"at" json:"at" jsonschema:"required,description=Where the consumer dies (consumer-crash) or stalls (consumer-zombie)."`
+}
+
+// LeaderFailoverParams are leader-failover's own parameters.
+type LeaderFailoverParams struct {
+	At CrashPoint `yaml:"at" json:"at" jsonschema:"required,description=Where in the consumer's handling of the chosen intent the queue's leader node is stopped (e.g. after-effect-before-ack: the effect applied and the ack not sent)."`
 }
 
 // Faults lists every fault type, in the order docs list them. Each has an
@@ -72,6 +85,51 @@ var Faults = []Fault{
 				return "it is injected inside the embedded Kafka broker (kfake); use broker kind: kafka, mode: embedded"
 			case w.Acks == AcksNone:
 				return "with acks: none the broker sends no response to lose; use acks: all or leader"
+			}
+			return ""
+		},
+	},
+	{
+		Type:      TransformCrash,
+		Doc:       "the consume-transform-produce stage dies after writing a batch to its output topic and before committing the input offsets (inside the transaction, before it commits, when the stage is transactional); a replacement starts from the last committed offsets. Hits the variants with a stage",
+		Injection: "one stage instance killed with a written, uncommitted batch (the batch's intents are listed)",
+		Available: stageOnKafka,
+	},
+	{
+		Type:      TransactionAbort,
+		Doc:       "the transactional stage aborts a batch's transaction after writing it to the output topic; it rewinds to the last committed offsets and does the batch again. Hits the variants with a transactional stage",
+		Injection: "one transaction aborted (the batch's intents are listed)",
+		Available: stageOnKafka,
+	},
+	{
+		Type:      Rebalance,
+		Doc:       "a new stage instance joins the stage's consumer group after a batch is written and before it is committed, and partitions move to it; the instance that wrote the batch waits until the newcomer has read its first record, then commits: with transactions the rebalance aborts its transaction (the newcomer does the revoked records again); without, it commits what it still owns and the revoked records are written again by the newcomer. Hits the variants with a stage",
+		Injection: "one stage instance joined the group (the batch's intents are listed)",
+		Available: stageOnKafka,
+	},
+	{
+		Type:      LeaderMove,
+		Doc:       "every partition of the variant's topics gets a new leader (the next broker of the embedded cluster) when a produce request carries a chosen intent; clients find the new leader through NOT_LEADER_OR_FOLLOWER and a metadata refresh",
+		Injection: "one move of every partition's leader (the fault event names each move)",
+		Available: func(w Where) string {
+			if w.Broker != Kafka || w.Mode != Embedded {
+				return "leaders are moved inside the embedded Kafka cluster (kfake); use broker kind: kafka, mode: embedded, brokers: 3"
+			}
+			return ""
+		},
+	},
+	consumerKill,
+	{
+		Type:      LeaderFailover,
+		Doc:       "the node leading the variant's quorum queue is killed (SIGKILL) while the consumer handles the chosen intent at a crash point; clients reconnect to a surviving node, a new leader is elected and the dead connections' unacked messages and unconfirmed publishes are redelivered or retried; the node restarts in the background",
+		Injection: "one queue leader node stopped (once for all variants that reach the same intent)",
+		NewParams: func() any { return new(LeaderFailoverParams) },
+		Available: func(w Where) string {
+			if w.Broker != RabbitMQ || w.Mode != Managed {
+				return "it stops a node of the local cluster dqbench manages; use broker kind: rabbitmq, mode: managed, queue_type: quorum"
+			}
+			if s, ok := w.Settings.(*RabbitMQSettings); ok && s.QueueType != QuorumQueue {
+				return "it stops the leader of a quorum queue, and classic queues have none; add queue_type: quorum to the broker"
 			}
 			return ""
 		},
@@ -167,6 +225,9 @@ func DefaultFaultName(t FaultType, params any) string {
 	if p, ok := params.(*ConsumerCrashParams); ok && p.At != "" {
 		return fmt.Sprintf("%s@%s", t, p.At)
 	}
+	if p, ok := params.(*ConsumerKillParams); ok && p.At != "" {
+		return fmt.Sprintf("%s@%s", t, p.At)
+	}
 	if p, ok := params.(*AckLostParams); ok && p.Packet != "" {
 		return fmt.Sprintf("%s@%s/%s", t, p.Packet, p.Leg)
 	}
@@ -174,4 +235,12 @@ func DefaultFaultName(t FaultType, params any) string {
 		return fmt.Sprintf("%s@%s", t, p.Leg)
 	}
 	return string(t)
+}
+
+// stageOnKafka: a consume-transform-produce stage runs on Kafka only.
+func stageOnKafka(w Where) string {
+	if w.Broker != Kafka {
+		return "a consume-transform-produce stage runs on Kafka only; use broker kind: kafka"
+	}
+	return ""
 }

@@ -36,13 +36,15 @@ type facts struct {
 const (
 	published uint16 = 1 << iota
 	confirmed
-	flagged      // a delivery was flagged as redelivered
-	skipped      // the strategy skipped a delivery as a duplicate
-	deadLettered // sent to a dead-letter queue
-	copies       // delivered from more than one position: stored twice
-	rejected     // the strategy refused a delivery (out of order, illegal transition)
-	skippedFirst // skipped on its first delivery: the id was marked by another intent
-	sameCopy     // a delivery came again from the first position (the broker redelivered the copy it stored)
+	flagged        // a delivery was flagged as redelivered
+	skipped        // the strategy skipped a delivery as a duplicate
+	deadLettered   // sent to a dead-letter queue
+	copies         // delivered from more than one position: stored twice
+	rejected       // the strategy refused a delivery (out of order, illegal transition)
+	skippedFirst   // skipped on its first delivery: the id was marked by another intent
+	abortedSeen    // delivered from a stage's output record whose transaction aborted
+	abortedWritten // a stage wrote it in a batch whose transaction aborted
+	sameCopy       // a delivery came again from the first position (the broker redelivered the copy it stored)
 )
 
 func (f *facts) has(flag uint16) bool { return f.flags&flag != 0 }
@@ -67,9 +69,16 @@ type tally struct {
 	fired   map[string]int
 	armed   []string
 	crashes int
+	killed  []int // processes a fault killed (process variants)
 	drain   *history.Event
 	qos     map[string]int // deliveries per QoS level (MQTT)
 	limits  string         // the broker's limits, when it drops messages past them
+	stage   *stageTally    // nil until a stage instance starts
+	// faultReasons says what some injections did (the moves of a
+	// leader-move, the node a leader-failover stopped), for the notes;
+	// unnamed counts the rest.
+	faultReasons []string
+	unnamed      int
 }
 
 // denseLimit bounds the slice of per-intent facts; intent ids past it (a
@@ -162,6 +171,10 @@ func (t *tally) add(e *history.Event) {
 			t.fired = map[string]int{}
 		}
 		t.fired[e.Fault]++
+		t.addFaultReason(e)
+		if e.PID != 0 {
+			t.killed = append(t.killed, e.PID)
+		}
 	case history.Crash:
 		t.crashes++
 	case history.Drain:
@@ -169,6 +182,11 @@ func (t *tally) add(e *history.Event) {
 		t.drain = &d
 	case history.Limits:
 		t.limits = e.Reason
+	case history.StageStart, history.StageWrite, history.StageAbort, history.StageCrash:
+		t.addStage(e)
+	}
+	if t.stage != nil && e.Type == history.Deliver && e.Position != "" {
+		t.stage.delivered = append(t.stage.delivered, delivered{intent: e.Intent, pos: e.Position})
 	}
 }
 
@@ -191,6 +209,7 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	for id, n := range audit.Applied {
 		t.get(id).applied = int32(min(n, 1<<30))
 	}
+	t.stage.mark(t)
 	var c Counts
 	c.FaultsInjected = t.faults
 	var lostSkipped, lostShared, lostUndelivered, lostUnprocessed, lostDeadLettered, logCopies int
@@ -219,13 +238,16 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 		}
 	})
 
-	var notes []string
-	if logCopies > 0 {
+	notes := t.faultNotes()
+	if logCopies > 0 && t.stage != nil {
+		notes = append(notes, fmt.Sprintf("%d intents were written to the stage's output more than once and read more than once (a stage crash or a rebalance between its write and its offset commit, or an aborted transaction read with read_uncommitted)", logCopies))
+	} else if logCopies > 0 {
 		notes = append(notes, fmt.Sprintf("%d intents were stored more than once by the broker (a producer retry after a lost response, without producer idempotence)", logCopies))
 		if len(t.qos) == 1 && t.qos["2"] > 0 {
 			notes = append(notes, fmt.Sprintf("%d intents were stored twice although published and delivered at QoS 2: the publishing client sent a PUBLISH again after the broker had taken it (QoS 2 forbids resending once PUBREC arrived): a client library's violation, on the publisher leg", logCopies))
 		}
 	}
+	notes = append(notes, t.stage.notes()...)
 	if t.crashes > 0 {
 		notes = append(notes, fmt.Sprintf("%d consumer crashes, each followed by a replacement; the broker redelivers whatever a crashed consumer had not acked", t.crashes))
 	}
@@ -322,6 +344,9 @@ type Variant struct {
 	Legs *Legs `json:"legs,omitempty"`
 	// Notes explain where duplicates and losses came from.
 	Notes []string `json:"notes,omitempty"`
+	// KilledPIDs lists the consumer processes a fault killed (process
+	// variants), in the order they were killed.
+	KilledPIDs []int `json:"killed_pids,omitempty"`
 	// Invalid lists why this variant's experiment does not count (a fault
 	// that never fired, an inconsistent store, an incomplete drain); an
 	// invalid variant fails the run with exit code 3.
@@ -376,7 +401,7 @@ func judge(plan Plan, meta Meta, events iter.Seq2[history.Event, error], audits 
 		t := tallies[v.Name]
 		audit, haveAudit := audits[v.Name]
 		counts, notes := t.counts(audit)
-		res := Variant{Name: v.Name, Strategy: v.Strategy, Passed: true, Counts: counts, Notes: notes,
+		res := Variant{Name: v.Name, Strategy: v.Strategy, Passed: true, Counts: counts, Notes: notes, KilledPIDs: t.killed,
 			DeliveredQoS: t.deliveredQoS(), Legs: t.legs()}
 		res.Invalid = t.invalid(haveAudit, audit)
 		for _, exp := range v.Expect {

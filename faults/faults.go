@@ -9,6 +9,7 @@ package faults
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
@@ -62,8 +63,14 @@ type Env struct {
 	Dest     brokers.Destination
 	Strategy catalog.Strategy
 	Crashes  *Crashes
+	// Kills is where consumer-kill registers; nil in a variant without a
+	// consumer process (a built-in strategy).
+	Kills *Kills
 	// Fired records one injection.
 	Fired func(history.Event)
+	// Stage is the variant's consume-transform-produce stage faults, nil
+	// when the variant has no stage (stage.go).
+	Stage *Stage
 }
 
 // Arm installs a fault in one variant. It reports false, without error, when
@@ -79,6 +86,12 @@ var All = map[catalog.FaultType]Arm{
 	catalog.AckLost:             armPacketLost,
 	catalog.Disconnect:          armDisconnect,
 	catalog.BrokerRestart:       armBrokerRestart,
+	catalog.TransformCrash:      armStage,
+	catalog.TransactionAbort:    armStage,
+	catalog.LeaderMove:          armLeaderMove,
+	catalog.Rebalance:           armStage,
+	catalog.ConsumerKill:        armConsumerKill,
+	catalog.LeaderFailover:      armLeaderFailover,
 }
 
 // Install arms f in one variant.
@@ -155,6 +168,9 @@ type Crashes struct {
 type crash struct {
 	f     Fault
 	fired func(history.Event)
+	// act, when set, is the injection itself (the consumer goes on):
+	// it returns what it did, for the fault event's reason.
+	act func(d brokers.Delivery) string
 }
 
 func (c *Crashes) add(p catalog.CrashPoint, f Fault, fired func(history.Event)) {
@@ -174,10 +190,25 @@ func (c *Crashes) Armed(p catalog.CrashPoint) bool { return len(c.at[p]) > 0 }
 func (c *Crashes) At(p catalog.CrashPoint, d brokers.Delivery, consumer int) catalog.FaultType {
 	for _, cr := range c.at[p] {
 		if cr.f.Schedule.Fires(d.Intent, d.Attempt) {
+			var what string
+			if cr.act != nil {
+				what = cr.act(d)
+			}
 			cr.fired(history.Event{Type: history.Fault, Fault: cr.f.Name, Point: string(p),
-				Intent: d.Intent, Attempt: d.Attempt, Consumer: consumer})
+				Intent: d.Intent, Attempt: d.Attempt, Consumer: consumer, Reason: what})
 			return cr.f.Type
 		}
 	}
 	return ""
+}
+
+func armLeaderMove(f Fault, env Env) (bool, error) {
+	mover, ok := env.Dest.(brokers.LeaderMover)
+	if !ok {
+		return false, fmt.Errorf("fault %s: this broker cannot move partition leaders", f.Name)
+	}
+	mover.MoveLeaders(f.Schedule.Fires, func(intent int, moves []string) {
+		env.Fired(history.Event{Type: history.Fault, Fault: f.Name, Intent: intent, Reason: strings.Join(moves, "; ")})
+	})
+	return true, nil
 }

@@ -67,6 +67,8 @@ func fastDecode(line []byte, e *Event, intern map[string]string) bool {
 			e.Attempt, p, ok = readIntInt(line, p)
 		case "consumer":
 			e.Consumer, p, ok = readIntInt(line, p)
+		case "txn":
+			e.Txn, p, ok = readIntInt(line, p)
 		case "backlog":
 			e.Backlog, p, ok = readInt(line, p)
 		case "pos":
@@ -89,6 +91,8 @@ func fastDecode(line []byte, e *Event, intern map[string]string) bool {
 			e.Drained, p, ok = readBool(line, p)
 		case "intents":
 			e.Intents, p, ok = readInts(line, p)
+		case "pid":
+			e.PID, p, ok = readIntInt(line, p)
 		default:
 			return false
 		}

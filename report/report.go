@@ -221,6 +221,9 @@ func text(w io.Writer, runs []check.Run, markdown bool, opts Options) error {
 			if v.Legs != nil {
 				line("%slegs %s: %s", bullet, v.Name, legsText(v))
 			}
+			if len(v.KilledPIDs) > 0 {
+				line("%skilled %s: %d consumer processes (SIGKILL), pids %s", bullet, v.Name, len(v.KilledPIDs), joinInts(v.KilledPIDs))
+			}
 		}
 		if r.Incomplete != "" {
 			line("%s%s %s: %s", bullet, p.Red("INCOMPLETE"), r.Scenario, r.Incomplete)
@@ -359,4 +362,12 @@ func legsText(v check.Variant) string {
 		text += " · deliveries " + strings.Join(qos, ", ")
 	}
 	return text
+}
+
+func joinInts(xs []int) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.Itoa(x)
+	}
+	return strings.Join(parts, ", ")
 }

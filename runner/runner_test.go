@@ -92,6 +92,11 @@ func TestBuiltins(t *testing.T) {
 			"idempotence-off": func(c map[string]int) bool { return c["duplicates"] > 0 && c["lost"] == 0 },
 			"idempotence-on":  func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 },
 		}},
+		{"kafka-transactions", map[string]func(map[string]int) bool{
+			"non-transactional":              func(c map[string]int) bool { return c["duplicates"] > 0 && c["lost"] == 0 && c["aborted_seen"] == 0 },
+			"transactional-read-committed":   func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 && c["aborted_seen"] == 0 },
+			"transactional-read-uncommitted": func(c map[string]int) bool { return c["aborted_seen"] > 0 && c["lost"] == 0 },
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := scenario.Resolve(tc.name)

@@ -34,6 +34,7 @@ type variantRun struct {
 	strat   strategy.Strategy
 	env     strategy.Env
 	crashes faults.Crashes
+	kills   *faults.Kills // a process variant's consumer-kill faults (process.go)
 	seen    *history.Deliveries
 	gens    atomic.Int64
 
@@ -47,6 +48,16 @@ type variantRun struct {
 	waiting    map[passKey]chan struct{}
 
 	slots slots
+
+	// The consume-transform-produce stage (stage.go), when the variant
+	// has one.
+	stage       *scenario.Stage
+	stageFaults *faults.Stage
+	stageSeen   *history.Deliveries
+	stageGens   atomic.Int64
+	stageSlots  atomic.Int64 // slots started, for a joining instance's slot
+	stager      brokers.Stager
+	batches     atomic.Int64
 }
 
 // slots are the variant's consumer slots: each runs consumer instances one
@@ -94,6 +105,9 @@ type body struct {
 // be read (also after the deadline), and a cleanup error apart from the
 // run's own (the broker's and the store's, joined).
 func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, err error) {
+	if r.v.Process != nil {
+		return r.runProcess(ctx)
+	}
 	prod, cons := r.s.ProducerFor(r.v), r.s.ConsumerFor(r.v)
 	var ok bool
 	if r.strat, ok = strategy.All[r.v.Strategy]; !ok {
@@ -128,12 +142,19 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 	r.seen = history.NewDeliveries(r.s.Messages)
 	r.done = make([]uint8, r.s.Messages+1)
 
-	dest, err := r.broker.Open(ctx, brokers.DestinationSpec{
+	spec := brokers.DestinationSpec{
 		Name: r.name, Idempotent: *prod.Idempotent, Acks: prod.Acks, Window: prod.Window,
 		Retries:  prod.RetryCount(),
-		Prefetch: cons.Prefetch, AutoAck: cons.Ack == catalog.AckAuto,
+		Prefetch: cons.Prefetch, AutoAck: cons.Ack == catalog.AckAuto, Isolation: cons.Isolation,
+		Client:   prod.Client,
 		Settings: r.s.BrokerSettingsFor(r.v),
-	})
+	}
+	if r.stage = r.s.StageFor(r.v); r.stage != nil {
+		spec.Stage = &brokers.StageSpec{Transactional: r.stage.IsTransactional()}
+		r.stageFaults = &faults.Stage{Transactional: r.stage.IsTransactional()}
+		r.stageSeen = history.NewDeliveries(r.s.Messages)
+	}
+	dest, err := r.broker.Open(ctx, spec)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -155,6 +176,11 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 	defer stopConsumers()
 	consErr := make(chan error, 1)
 	r.slots = slots{ctx: consCtx, stop: stopConsumers, errs: consErr, dest: dest, ackFirst: cons.Ack == catalog.AckBeforeProcess || cons.Ack == catalog.AckAuto}
+	if r.stage != nil {
+		if err := r.startStage(dest); err != nil {
+			return nil, nil, err
+		}
+	}
 	for range cons.Instances {
 		r.startSlot()
 	}
@@ -205,7 +231,7 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 // records which.
 func (r *variantRun) arm(dest brokers.Destination) error {
 	st, _ := catalog.LookupStrategy(r.v.Strategy)
-	env := faults.Env{Dest: dest, Strategy: st, Crashes: &r.crashes, Fired: func(e history.Event) {
+	env := faults.Env{Dest: dest, Strategy: st, Crashes: &r.crashes, Stage: r.stageFaults, Kills: r.kills, Fired: func(e history.Event) {
 		r.progress.Faults.Add(1)
 		r.rec.Record(e)
 	}}

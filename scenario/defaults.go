@@ -78,7 +78,13 @@ func applyDefaults(s *Scenario) {
 	setIfZero(&s.Redis, catalog.DefaultRedis)
 	for i := range s.Variants {
 		v := &s.Variants[i]
-		setIfZero(&v.ID, catalog.BusinessID)
+		if v.Process == nil { // a process's message ids are the record keys
+			setIfZero(&v.ID, catalog.BusinessID)
+		}
+		if p := v.Process; p != nil {
+			setIfZero(&p.Instances, DefaultInstances)
+			setIfZero(&p.Ready, catalog.Duration(DefaultReady))
+		}
 		if v.Params == nil {
 			v.Params, _ = v.NewParams()
 		}
@@ -137,6 +143,7 @@ func (s *Scenario) ProducerFor(v Variant) Producer {
 			p.Retries = new(*o.Retries)
 		}
 		setIfNonZero(&p.ConfirmTimeout, o.ConfirmTimeout)
+		setIfNonZero(&p.Client, o.Client)
 	}
 	return p
 }
@@ -149,6 +156,7 @@ func (s *Scenario) ConsumerFor(v Variant) Consumer {
 		setIfNonZero(&c.Instances, o.Instances)
 		setIfNonZero(&c.Ack, o.Ack)
 		setIfNonZero(&c.Prefetch, o.Prefetch)
+		setIfNonZero(&c.Isolation, o.Isolation)
 	}
 	return c
 }

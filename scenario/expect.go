@@ -146,6 +146,9 @@ func (s *Scenario) Plan() check.Plan {
 	var p check.Plan
 	for _, v := range s.Variants {
 		pv := check.PlanVariant{Name: v.Name, Strategy: v.Strategy}
+		if v.Process != nil {
+			pv.Strategy = v.Process.Label()
+		}
 		for _, name := range check.CountNames() {
 			if e, ok := v.Expect[name]; ok {
 				pv.Expect = append(pv.Expect, check.Expect{Count: name, Text: e.String(), Holds: e.Holds})

@@ -43,6 +43,11 @@ func (s *Scenario) UseExternalBroker(addrs []string) error {
 			problems = append(problems, fmt.Sprintf("fault %s cannot act on an external broker: %s", f.Name, why))
 		}
 	}
+	for _, v := range s.Variants {
+		if v.Process != nil {
+			problems = append(problems, fmt.Sprintf("variant %s runs a consumer process, which needs the embedded Kafka (dqbench watches its fetches and commits inside kfake)", v.Name))
+		}
+	}
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, "; "))
 	}

@@ -37,12 +37,13 @@ var fixtures = []fixture{
 	{file: "valid/external.yaml"},
 	{file: "valid/merge-keys.yaml"},
 	{file: "valid/rabbitmq.yaml"},
+	{file: "valid/process.yaml"},
 
 	{"invalid/unknown-top-key.yaml", []string{
-		`5:1: unknown key "varients" at the top level (allowed: version, name, description, seed, messages, deadline, drain, broker, producer, consumer, store, redis, faults, variants); did you mean "variants"?`,
+		`5:1: unknown key "varients" at the top level (allowed: version, name, description, seed, messages, deadline, drain, broker, producer, consumer, store, redis, faults, variants, stage); did you mean "variants"?`,
 	}},
 	{"invalid/unknown-nested-key.yaml", []string{
-		`7:5: unknown key "stratgies" in variants[0] (allowed: name, strategy, producer, consumer, store, id, expect, mqtt); did you mean "strategy"?`,
+		`7:5: unknown key "stratgies" in variants[0] (allowed: name, strategy, producer, consumer, store, id, expect, stage, process, audit, mqtt); did you mean "strategy"?`,
 	}},
 	{"invalid/unknown-strategy.yaml", []string{
 		`7:15: variants[0].strategy: "dedup-tabel" is not allowed (allowed: none, dedup-table, dedup-table-split, unique-key, state-machine, version-cas, check-then-act, redis-setnx); did you mean "dedup-table"?`,
@@ -69,7 +70,7 @@ var fixtures = []fixture{
 		`6:5: faults[0]: needs a schedule: add every: N`,
 	}},
 	{"invalid/at-on-produce-response-lost.yaml", []string{
-		`8:5: faults[0].at: produce-response-lost takes no at (only consumer-crash, consumer-zombie does); remove it`,
+		`8:5: faults[0].at: produce-response-lost takes no at (only consumer-crash, consumer-zombie, consumer-kill, leader-failover does); remove it`,
 	}},
 	{"invalid/crash-without-at.yaml", []string{
 		`6:5: faults[0]: consumer-crash needs at: where the consumer dies (consumer-crash) or stalls (consumer-zombie) (allowed: before-process, after-effect-before-ack, between-dedup-and-effect, between-check-and-act, between-setnx-and-effect)`,
@@ -78,7 +79,7 @@ var fixtures = []fixture{
 		`7:9: faults[0].at: no variant's strategy has the crash point between-dedup-and-effect, so the fault never fires; add a variant with strategy dedup-table-split`,
 	}},
 	{"invalid/unknown-expect-key.yaml", []string{
-		`9:7: unknown key "duplicate" in variants[0].expect (allowed: attempted, acknowledged, indeterminate, delivered, redelivered, effects, duplicates, lost, rejected, unexpected, dead_lettered, faults_injected); did you mean "duplicates"?`,
+		`9:7: unknown key "duplicate" in variants[0].expect (allowed: attempted, acknowledged, indeterminate, delivered, redelivered, effects, duplicates, lost, rejected, unexpected, dead_lettered, faults_injected, aborted_seen, aborted_written); did you mean "duplicates"?`,
 	}},
 	{"invalid/bad-expectation.yaml", []string{
 		`9:13: variants[0].expect.lost: bad expectation "about 3": write a count like 0, or a comparison like ">0"`,
@@ -94,10 +95,14 @@ var fixtures = []fixture{
 		`5:11: faults[0]: produce-response-lost cannot act here: it is injected inside the embedded Kafka broker (kfake); use broker kind: kafka, mode: embedded`,
 	}},
 	{"invalid/rabbitmq-address-and-mode.yaml", []string{
-		`5:9: broker.mode: embedded is not supported for rabbitmq (supported: external)`,
+		`5:9: broker.mode: embedded is not supported for rabbitmq (supported: external, managed)`,
 		`6:15: broker.addresses[0]: "127.0.0.1:5672" is not an AMQP URL`,
 		`6:33: broker.addresses[1]: "amqp://guest:***@[::1" is not an AMQP URL`,
 		`7:15: broker.queue_type: "lazy" is not allowed (allowed: classic, quorum)`,
+	}},
+	{"invalid/managed-failover-classic.yaml", []string{
+		`6:14: broker.addresses: only used with mode: external`,
+		`8:11: faults[0]: leader-failover cannot act here: it stops the leader of a quorum queue, and classic queues have none; add queue_type: quorum to the broker`,
 	}},
 	{"invalid/auto-ack-on-kafka.yaml", []string{
 		`5:8: consumer.ack: auto (the broker acks on delivery) is only for rabbitmq, not kafka; use before-process`,
@@ -190,7 +195,7 @@ var fixtures = []fixture{
 		`6:15: broker.partitions: must be an integer, got number 1.5`,
 		`9:18: faults[0].probability: must be a finite number, got number .nan`,
 		`14:19: variants[0].producer.idempotent: must be true or false, got string "yes"`,
-		`15:15: variants[0].consumer: must be a mapping (keys: instances, ack, prefetch), got a list`,
+		`15:15: variants[0].consumer: must be a mapping (keys: instances, ack, prefetch, isolation), got a list`,
 		`17:7: variants[0].expect.lost: needs a value; write a count like 0`,
 	}},
 	{"invalid/response-lost-with-acks-none.yaml", []string{
@@ -208,8 +213,39 @@ var fixtures = []fixture{
 		`7:49: variants[2].retention: must be more than 0s, got -1s`,
 		`8:43: variants[3].ttl: must be more than 0s, got 0s`,
 	}},
+	{"invalid/process.yaml", []string{
+		`5:12: faults[0]: consumer-kill cannot act here: dqbench watches the consumer's fetches and commits inside the embedded Kafka broker (kfake); use broker kind: kafka, mode: embedded`,
+		`5:31: faults[0].at: "commmit" is not allowed (allowed: delivery, commit); did you mean "commit"?`,
+		`8:15: variants[0]: set either strategy (a built-in consumer) or process (your own consumer), not both`,
+		`9:14: variants[0].process: a process variant runs against the embedded Kafka for now`,
+		`9:38: variants[0].process: set only one of command and build, not both`,
+		`11:5: variants[1]: missing required key "audit"; add audit: {query: SELECT message_id, COUNT(*) FROM TABLE GROUP BY message_id}`,
+		`12:14: variants[1].process: needs command: [PROGRAM, ARGS...] or build: ./PACKAGE`,
+		`12:26: variants[1].process.instances: must be from 1 to 64, got 0`,
+		`12:50: variants[1].process.env: DQBENCH_TOPIC is set by dqbench`,
+		`15:12: variants[2].audit: only a process variant is audited by a query; remove audit or add process`,
+	}},
+	{"invalid/kill-without-process.yaml", []string{
+		`5:12: faults[0]: consumer-kill kills consumer processes, and no variant has one`,
+	}},
 	{"invalid/unknown-alias.yaml", []string{
 		`3:9: broker: unknown alias *nope`,
+	}},
+	{"invalid/stage-faults-without-stage.yaml", []string{
+		`6:12: faults[1].type: transaction-abort needs a transactional stage, and no variant has one`,
+		`8:71: variants[0].stage.batch: must be from 1 to 10,000, got 0`,
+	}},
+	{"invalid/kafka-go-idempotent.yaml", []string{
+		`6:56: variants[0].producer.client: kafka-go cannot be idempotent: kafka-go has no idempotent producer and no transactions (its writer always sends producer id -1), and idempotent defaults to true`,
+		`6:56: variants[0].producer.client: kafka-go cannot carry a transactional stage`,
+		`7:62: variants[1].producer.client: kafka-go cannot carry a transactional stage`,
+	}},
+	{"invalid/leader-move-one-broker.yaml", []string{
+		`5:12: faults[0].type: leader-move needs at least 2 brokers to move leaders between; add brokers: 3 to the broker`,
+	}},
+	{"invalid/stage-on-rabbitmq.yaml", []string{
+		`4:8: stage: a consume-transform-produce stage runs on Kafka only`,
+		`5:23: consumer.isolation: only for broker kind kafka, not rabbitmq`,
 	}},
 }
 

@@ -138,13 +138,16 @@ func (Variant) JSONSchemaExtend(s *jsonschema.Schema) {
 	if p, ok := s.Properties.Get("strategy"); ok {
 		p.Enum = anySlice(catalog.StrategyNames())
 	}
-	defer withParams(s, "strategy", catalog.StrategyNames(), func(name string) any {
-		st, _ := catalog.LookupStrategy(name)
-		if st.NewParams == nil {
-			return nil
-		}
-		return st.NewParams()
-	})
+	defer func() {
+		withParams(s, "strategy", catalog.StrategyNames(), func(name string) any {
+			st, _ := catalog.LookupStrategy(name)
+			if st.NewParams == nil {
+				return nil
+			}
+			return st.NewParams()
+		})
+		processBranch(s)
+	}()
 	expect, ok := s.Properties.Get("expect")
 	if !ok {
 		return
@@ -188,4 +191,32 @@ func anySlice(ss []string) []any {
 		out[i] = s
 	}
 	return out
+}
+
+// processBranch closes the strategy branches of a variant's schema to the
+// process keys and adds the branch of a process variant: process and audit
+// instead of strategy and its settings, and no consumer or id overrides.
+func processBranch(s *jsonschema.Schema) {
+	for _, b := range s.OneOf {
+		b.Properties.Delete("process")
+		b.Properties.Delete("audit")
+	}
+	props := jsonschema.NewProperties()
+	for pair := s.Properties.Oldest(); pair != nil; pair = pair.Next() {
+		switch pair.Key {
+		case "strategy", "consumer", "id":
+			continue
+		}
+		props.Set(pair.Key, pair.Value)
+	}
+	s.OneOf = append(s.OneOf, &jsonschema.Schema{
+		Properties:           props,
+		Required:             []string{"process", "audit"},
+		AdditionalProperties: jsonschema.FalseSchema,
+	})
+}
+
+// JSONSchemaExtend requires exactly one of command and build.
+func (Process) JSONSchemaExtend(s *jsonschema.Schema) {
+	s.OneOf = append(s.OneOf, &jsonschema.Schema{Required: []string{"command"}}, &jsonschema.Schema{Required: []string{"build"}})
 }

@@ -63,6 +63,7 @@ func TestSchemaAgreesWithParse(t *testing.T) {
 		}
 		valid[f], _ = os.ReadFile(f)
 	}
+	valid["examples/consumers/scenario.yaml"], _ = os.ReadFile("../examples/consumers/scenario.yaml")
 	valid["rabbitmq-external-default-address"] = []byte("version: 1\nname: s\nbroker: {kind: rabbitmq, mode: external}\nvariants: [{name: v, strategy: none}]\n")
 	for name, data := range valid {
 		if _, err := Parse(name, data); err != nil {
@@ -88,6 +89,12 @@ func TestSchemaAgreesWithParse(t *testing.T) {
 		base + "broker: {kind: rabbitmq, partitions: 2}\n",
 		base + "broker: {kind: rabbitmq, queue_type: lazy}\n",
 		base + "broker: {kind: kafka, queue_type: quorum}\n",
+		"version: 1\nname: s\nbroker: {kind: kafka}\nvariants: [{name: v, process: {command: [x]}}]\n",
+		"version: 1\nname: s\nbroker: {kind: kafka}\nvariants: [{name: v, process: {command: [x], build: ./y}, audit: {query: q}}]\n",
+		"version: 1\nname: s\nbroker: {kind: kafka}\nvariants: [{name: v, strategy: none, process: {command: [x]}, audit: {query: q}}]\n",
+		"version: 1\nname: s\nbroker: {kind: kafka}\nvariants: [{name: v, strategy: none, audit: {query: q}}]\n",
+		"version: 1\nname: s\nbroker: {kind: kafka}\nvariants: [{name: v, process: {build: ./y}, audit: {query: q}, id: business}]\n",
+		"version: 1\nname: s\nbroker: {kind: kafka}\nfaults: [{type: consumer-kill, at: later, every: 3}]\nvariants: [{name: v, process: {build: ./y}, audit: {query: q}}]\n",
 	} {
 		if _, err := Parse("bad.yaml", []byte(bad)); err == nil {
 			t.Fatalf("Parse accepts %q", bad)

@@ -26,7 +26,7 @@ const closeWait = 5 * time.Second
 // Producer publishes persistent messages on a channel in confirm mode, at
 // most spec.Window unconfirmed at once (amqp091's deferred confirmations).
 func (d *queueDest) Producer(ctx context.Context) (brokers.Producer, error) {
-	conn, err := dial(ctx, d.r.url, nil)
+	conn, err := d.r.dialAny(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", brokers.ErrUnreachable, err)
 	}
@@ -70,6 +70,7 @@ type producer struct {
 var _ brokers.Producer = (*producer)(nil)
 
 type pending struct {
+	ch   *amqp.Channel // the channel it was published on
 	dc   *amqp.DeferredConfirmation
 	done func(error)
 }
@@ -91,6 +92,15 @@ func (p *producer) Publish(ctx context.Context, m brokers.Message, done func(err
 		done(errors.New("rabbitmq producer closed"))
 		return
 	}
+	if p.ch.IsClosed() {
+		// Its node died (a managed cluster's failover): what was
+		// unconfirmed on it ends as unknown; go on on a survivor.
+		if err := p.reconnect(ctx); err != nil {
+			<-p.window
+			done(fmt.Errorf("publish intent %d to %s: %w (outcome unknown)", m.Intent, p.d.queue, err))
+			return
+		}
+	}
 	// One basic.publish is one stored copy in the queue (RabbitMQ keeps
 	// no producer-side dedup), so the publish's sequence number on this
 	// producer's channel names the copy; a consumer reports it as the
@@ -107,7 +117,7 @@ func (p *producer) Publish(ctx context.Context, m brokers.Message, done func(err
 		done(fmt.Errorf("publish intent %d to %s: %w (outcome unknown)", m.Intent, p.d.queue, err))
 		return
 	}
-	p.pending <- pending{dc, done} // never blocks: the window bounds it
+	p.pending <- pending{p.ch, dc, done} // never blocks: the window bounds it
 }
 
 // confirms calls each publish's done in publish order once the broker
@@ -120,7 +130,7 @@ func (p *producer) confirms() {
 		<-pe.dc.Done()
 		var err error
 		if !pe.dc.Acked() {
-			if p.ch.IsClosed() {
+			if pe.ch.IsClosed() {
 				err = errUnknownOutcome
 			} else {
 				err = fmt.Errorf("broker nacked the publish to %s (basic.nack)", p.d.queue)
@@ -144,7 +154,10 @@ func (p *producer) Close(ctx context.Context) {
 		case <-p.loop:
 		case <-ctx.Done():
 		}
-		closeConn(ctx, p.conn)
+		p.mu.Lock()
+		conn := p.conn
+		p.mu.Unlock()
+		closeConn(ctx, conn)
 		<-p.loop
 	})
 }
@@ -162,7 +175,7 @@ func closeConn(ctx context.Context, conn *amqp.Connection) {
 // and manual acks.
 func (d *queueDest) Consumer(ctx context.Context, gen int) (brokers.Consumer, error) {
 	c := &consumer{d: d, gen: gen, prefetch: max(d.spec.Prefetch, 1), autoAck: d.spec.AutoAck}
-	conn, err := dial(ctx, d.r.url, func(nc net.Conn) net.Conn {
+	conn, err := d.r.dialAny(ctx, func(nc net.Conn) net.Conn {
 		c.fc = &frameCounter{Conn: nc}
 		return c.fc
 	})

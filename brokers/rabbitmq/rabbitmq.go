@@ -31,7 +31,11 @@ type RabbitMQ struct {
 	url       string // with the password: only for dialling
 	masked    string // for every message
 	queueType catalog.QueueType
-	conn      *amqp.Connection // admin: declares, backlog, deletes
+	// addrs are every address the broker has (a managed cluster's nodes),
+	// url first: a client whose node died reconnects to the next.
+	addrs  []string
+	connMu sync.Mutex
+	conn   *amqp.Connection // admin: declares, backlog, deletes
 
 	seq atomic.Int64 // numbers producers, for the copy header
 }
@@ -45,6 +49,9 @@ func Open(ctx context.Context, cfg brokers.Config) (brokers.Broker, error) {
 		settings = new(catalog.RabbitMQSettings)
 		settings.Defaults()
 	}
+	if cfg.Mode == catalog.Managed {
+		return openManaged(ctx, cfg, settings)
+	}
 	addrs := cfg.Addresses
 	if len(addrs) == 0 {
 		b, _ := catalog.LookupBroker(catalog.RabbitMQ)
@@ -57,7 +64,7 @@ func Open(ctx context.Context, cfg brokers.Config) (brokers.Broker, error) {
 			errs = append(errs, err.Error())
 			continue
 		}
-		return &RabbitMQ{url: a, masked: catalog.MaskURL(a), queueType: settings.QueueType, conn: conn}, nil
+		return &RabbitMQ{url: a, masked: catalog.MaskURL(a), queueType: settings.QueueType, addrs: addrs, conn: conn}, nil
 	}
 	return nil, fmt.Errorf("%w: %s; start one with \"docker compose up -d rabbitmq\" (or \"service rabbitmq-server start\" where it is installed)",
 		brokers.ErrUnreachable, strings.Join(errs, "; "))
@@ -124,6 +131,8 @@ func (r *RabbitMQ) Name() string { return "rabbitmq " + r.masked }
 
 // Close closes the admin connection.
 func (r *RabbitMQ) Close() error {
+	r.connMu.Lock()
+	defer r.connMu.Unlock()
 	if err := r.conn.Close(); err != nil && !errors.Is(err, amqp.ErrClosed) {
 		return fmt.Errorf("close connection to %s: %w", r.masked, err)
 	}
@@ -167,7 +176,7 @@ func (d *queueDest) admin() (*amqp.Channel, error) {
 	if d.adminCh != nil && !d.adminCh.IsClosed() {
 		return d.adminCh, nil
 	}
-	ch, err := d.r.conn.Channel()
+	ch, err := d.r.channel()
 	if err != nil {
 		return nil, fmt.Errorf("%w: channel on %s: %v", brokers.ErrUnreachable, d.r.masked, err)
 	}

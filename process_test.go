@@ -1,0 +1,210 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dqbench/dqbench/cmd"
+	"github.com/dqbench/dqbench/history"
+)
+
+// The acceptance of process variants: the examples in examples/consumers
+// run as real processes, really killed, and nothing is left afterwards.
+
+// dqbench runs the CLI in-process.
+func dqbench(ctx context.Context, args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = cmd.Execute(ctx, args, cmd.Streams{In: strings.NewReader(""), Out: &out, Err: &errb})
+	return code, out.String(), errb.String()
+}
+
+type processReport struct {
+	Runs []struct {
+		Variants []struct {
+			Name           string `json:"name"`
+			Duplicates     int    `json:"duplicates"`
+			Lost           int    `json:"lost"`
+			FaultsInjected int    `json:"faults_injected"`
+			KilledPIDs     []int  `json:"killed_pids"`
+		} `json:"variants"`
+	} `json:"runs"`
+}
+
+// startedPIDs reads the consumer processes a saved run started.
+func startedPIDs(t *testing.T, out string) []int {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(out, "*", "history.jsonl"))
+	if len(files) == 0 {
+		files, _ = filepath.Glob(filepath.Join(out, "history.jsonl"))
+	}
+	if len(files) != 1 {
+		t.Fatalf("want one history.jsonl under %s, got %v", out, files)
+	}
+	f, err := os.Open(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var pids []int
+	for e, err := range history.Scan(f) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Type == history.Start && e.PID != 0 {
+			pids = append(pids, e.PID)
+		}
+	}
+	return pids
+}
+
+// noneLeft fails if any of pids is still running.
+func noneLeft(t *testing.T, pids []int) {
+	t.Helper()
+	if len(pids) == 0 {
+		t.Fatal("the run started no consumer process")
+	}
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("consumer process %d is still there after the run (kill 0: %v)", pid, err)
+		}
+	}
+}
+
+// writeScenario writes a one-variant process scenario running command.
+func writeScenario(t *testing.T, command, query string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "s.yaml")
+	c, _ := json.Marshal(strings.Fields(command))
+	q, _ := json.Marshal(query)
+	src := `version: 1
+name: process-test
+messages: 60
+broker: {kind: kafka}
+faults:
+  - {type: consumer-kill, at: commit, every: 20}
+variants:
+  - name: mine
+    process: {command: ` + string(c) + `, ready: 5s}
+    audit: {query: ` + string(q) + `}
+`
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestProcess runs the example consumers (built once) as process
+// variants: the example's faults and counts, the same counts with the same
+// seed, a consumer that exits at once, an audit query with a typo, and an
+// interrupted run; after each, none of the processes it started is left.
+func TestProcess(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("process variants need Linux (/proc)")
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("needs the go command to build the example consumers")
+	}
+	dir := t.TempDir()
+	naive, correct := filepath.Join(dir, "naive"), filepath.Join(dir, "correct")
+	if out, err := exec.Command("go", "build", "-o", dir+"/", "./examples/consumers/naive", "./examples/consumers/correct").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	const query = "SELECT message_id, COUNT(*) FROM payments GROUP BY message_id"
+
+	t.Run("example", func(t *testing.T) {
+		// examples/consumers/scenario.yaml with the programs built above.
+		src, err := os.ReadFile("examples/consumers/scenario.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		src = bytes.ReplaceAll(src, []byte("build: ./naive"), []byte(`command: ["`+naive+`"]`))
+		src = bytes.ReplaceAll(src, []byte("build: ./correct"), []byte(`command: ["`+correct+`"]`))
+		path := filepath.Join(t.TempDir(), "scenario.yaml")
+		if err := os.WriteFile(path, src, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var runs [2]processReport
+		for i := range runs {
+			out := t.TempDir()
+			code, stdout, stderr := dqbench(context.Background(), "run", path, "--messages", "100", "--seed", "3", "-o", "json", "--out", out)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+			}
+			if err := json.Unmarshal([]byte(stdout), &runs[i]); err != nil {
+				t.Fatal(err)
+			}
+			noneLeft(t, startedPIDs(t, out))
+		}
+		for i, r := range runs {
+			for _, v := range r.Runs[0].Variants {
+				if v.FaultsInjected == 0 || len(v.KilledPIDs) != v.FaultsInjected {
+					t.Errorf("run %d, %s: %d faults, killed pids %v", i, v.Name, v.FaultsInjected, v.KilledPIDs)
+				}
+				if v.Name == "naive" && v.Duplicates == 0 || v.Name == "correct" && v.Duplicates != 0 || v.Lost != 0 {
+					t.Errorf("run %d, %s: %d duplicates, %d lost", i, v.Name, v.Duplicates, v.Lost)
+				}
+			}
+		}
+		for j, v := range runs[0].Runs[0].Variants {
+			if w := runs[1].Runs[0].Variants[j]; v.Duplicates != w.Duplicates || v.Lost != w.Lost {
+				t.Errorf("%s: the same seed gave %d/%d and %d/%d duplicates/lost", v.Name, v.Duplicates, v.Lost, w.Duplicates, w.Lost)
+			}
+		}
+	})
+
+	t.Run("exits-at-once", func(t *testing.T) {
+		code, stdout, stderr := dqbench(context.Background(), "run", writeScenario(t, "false", "SELECT 1, 1"))
+		if code != 3 || !strings.Contains(stderr, `instance 1 (["false"], pid`) || !strings.Contains(stderr, "exited with status 1") ||
+			!strings.Contains(stderr, "within its ready period (5s)") {
+			t.Errorf("exit %d\n%s\n%s", code, stdout, stderr)
+		}
+	})
+
+	t.Run("audit-typo", func(t *testing.T) {
+		typo := strings.Replace(query, "payments", "paymnts", 1)
+		code, stdout, stderr := dqbench(context.Background(), "run", writeScenario(t, naive, typo))
+		if code != 3 || !strings.Contains(stderr, `audit query "`+typo+`"`) || !strings.Contains(stderr, "no such table: paymnts") {
+			t.Errorf("exit %d\n%s\n%s", code, stdout, stderr)
+		}
+	})
+
+	t.Run("interrupted", func(t *testing.T) {
+		out := t.TempDir()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		// Cancel (what Ctrl-C does) once a consumer process runs.
+		go func() {
+			for ctx.Err() == nil && !running(naive) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			time.Sleep(300 * time.Millisecond)
+			cancel()
+		}()
+		code, stdout, stderr := dqbench(ctx, "run", writeScenario(t, naive, query), "--messages", "5000", "--out", out)
+		if code != 3 {
+			t.Errorf("exit %d, want 3\n%s\n%s", code, stdout, stderr)
+		}
+		noneLeft(t, startedPIDs(t, out))
+	})
+}
+
+// running reports whether a process runs program.
+func running(program string) bool {
+	dirs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range dirs {
+		if b, err := os.ReadFile(f); err == nil && bytes.HasPrefix(b, []byte(program+"\x00")) {
+			return true
+		}
+	}
+	return false
+}

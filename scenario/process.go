@@ -1,0 +1,118 @@
+package scenario
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/dqbench/dqbench/catalog"
+)
+
+// Process is a variant whose consumer is a program outside dqbench: dqbench
+// publishes the intents, runs Instances copies of the program, injects
+// faults from outside (consumer-kill) and audits the store with the
+// variant's audit query.
+type Process struct {
+	Command   []string          `yaml:"command" json:"command,omitempty" jsonschema:"minItems=1,description=The consumer's command line (program and arguments)\\, run in the scenario file's directory. Exactly one of command and build."`
+	Build     string            `yaml:"build" json:"build,omitempty" jsonschema:"description=A Go package (e.g. ./naive\\, relative to the scenario file's directory) that dqbench builds once per run with go build and runs as the consumer. Exactly one of command and build."`
+	Instances int               `yaml:"instances" json:"instances,omitempty" jsonschema:"minimum=1,maximum=64,description=Consumer processes running at once\\, all in one consumer group (default 1)."`
+	Env       map[string]string `yaml:"env" json:"env,omitempty" jsonschema:"description=Extra environment variables for every instance (besides the DQBENCH_ ones)."`
+	Ready     Duration          `yaml:"ready" json:"ready,omitempty" jsonschema:"description=How long a started instance may take to start consuming (its first fetch from the topic); an instance that exits or does not fetch by then ends the run (default 10s)."`
+}
+
+// Audit is how dqbench reads a process variant's store after the run.
+type Audit struct {
+	Query string `yaml:"query" json:"query" jsonschema:"required,description=SQL returning one row per message id: (message id\\, how many times its effect applied)\\, e.g. SELECT message_id\\, COUNT(*) FROM payments GROUP BY message_id."`
+}
+
+// DefaultReady is how long a consumer process may take to start consuming
+// when the scenario does not say.
+const DefaultReady = 10 * time.Second
+
+// MaxReady bounds process.ready.
+const MaxReady = 10 * time.Minute
+
+// Label names the process in reports, in the strategy column: "process"
+// and the program's or package's base name.
+func (p *Process) Label() string {
+	what := p.Build
+	if len(p.Command) > 0 {
+		what = p.Command[0]
+	}
+	return "process " + filepath.Base(what)
+}
+
+// processVariants checks every process variant: exactly one of strategy
+// and process, exactly one of command and build, an audit query, and a
+// broker dqbench can watch the process on. And a consumer-kill fault needs
+// a process variant to act on.
+func (c *checker) processVariants() {
+	any, brokerSaid := false, false
+	for i, v := range c.s.Variants {
+		vp := fmt.Sprintf("variants[%d]", i)
+		if v.Process == nil {
+			if c.d.Has(vp + ".audit") {
+				c.errorf(vp+".audit", "%s.audit: only a process variant is audited by a query; remove audit or add process", vp)
+			}
+			continue
+		}
+		any = true
+		pp := vp + ".process"
+		if c.d.Has(vp + ".strategy") {
+			c.errorf(vp+".strategy", "%s: set either strategy (a built-in consumer) or process (your own consumer), not both", vp)
+		}
+		for _, key := range []string{"consumer", "id"} {
+			if c.d.Has(vp + "." + key) {
+				c.errorf(vp+"."+key, "%s.%s: does not apply to a process variant (the process is the consumer); use process.instances and process.env", vp, key)
+			}
+		}
+		cmd, build := c.d.Has(pp+".command"), c.d.Has(pp+".build")
+		switch {
+		case cmd && build:
+			c.errorf(pp+".build", "%s: set only one of command and build, not both", pp)
+		case !cmd && !build:
+			c.errorf(pp, `%s: needs command: [PROGRAM, ARGS...] or build: ./PACKAGE (a Go package dqbench builds once per run)`, pp)
+		case cmd && (len(v.Process.Command) == 0 || strings.TrimSpace(v.Process.Command[0]) == ""):
+			c.errorf(pp+".command", "%s.command: needs at least the program to run", pp)
+		case build && strings.TrimSpace(v.Process.Build) == "":
+			c.errorf(pp+".build", "%s.build: needs a Go package, e.g. ./cmd/consumer", pp)
+		}
+		c.inRange(pp+".instances", v.Process.Instances, MaxInstances)
+		c.positive(pp+".ready", v.Process.Ready)
+		if c.d.Has(pp+".ready") && v.Process.Ready.D() > MaxReady {
+			c.errorf(pp+".ready", "%s.ready: must be at most %s, got %s", pp, MaxReady, v.Process.Ready)
+		}
+		for k := range v.Process.Env {
+			if strings.HasPrefix(k, "DQBENCH_") {
+				c.errorf(pp+".env."+k, "%s.env: %s is set by dqbench (DQBENCH_ variables are the contract; see examples/consumers/README.md)", pp, k)
+			}
+		}
+		switch {
+		case v.Audit == nil:
+			c.missing(vp+".audit", "add audit: {query: SELECT message_id, COUNT(*) FROM TABLE GROUP BY message_id}: how dqbench counts the effects in your store")
+		case strings.TrimSpace(v.Audit.Query) == "":
+			c.errorf(vp+".audit.query", "%s.audit.query: must not be empty", vp)
+		}
+		if mode := modeOf(c.s); !brokerSaid && (c.s.Broker.Kind != catalog.Kafka || mode != catalog.Embedded) {
+			brokerSaid = true
+			c.errorf(pp, "%s: a process variant runs against the embedded Kafka for now (dqbench watches the process's fetches and commits inside kfake); use broker kind: kafka, mode: embedded", pp)
+		}
+	}
+	if any {
+		return
+	}
+	for i, f := range c.s.Faults {
+		if f.Type == catalog.ConsumerKill {
+			c.errorf(fmt.Sprintf("faults[%d].type", i), "faults[%d]: consumer-kill kills consumer processes, and no variant has one; add a variant with process: {build: ./PACKAGE} (or command), or use consumer-crash for the built-in strategies", i)
+		}
+	}
+}
+
+// modeOf is the broker's mode, defaulted by kind.
+func modeOf(s *Scenario) catalog.Mode {
+	if s.Broker.Mode != "" {
+		return s.Broker.Mode
+	}
+	return catalog.ModeOf(s.Broker.Kind)
+}
