@@ -29,11 +29,13 @@ lint: ## gofmt, go vet
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet $(PKGS)
 
-bench: ## pipeline vs raw kgo loop on SQLite, then on PostgreSQL (and vs raw amqp091-go when RabbitMQ answers): median ratio of interleaved pairs, tx and commit bounds
+bench: ## pipeline vs raw kgo loop on SQLite, then on PostgreSQL: median ratio of interleaved pairs, tx and commit bounds; then the transactional stage vs a raw kgo GroupTransactSession loop; then RabbitMQ vs a raw amqp091-go loop when it answers
 	$(GO) test -run '^$$' -bench PipelineVsRaw -benchtime 1x -timeout 60m ./bench/ \
 		-args -bench.intents=$(BENCH_INTENTS) -bench.pairs=$(BENCH_PAIRS) -bench.store=sqlite
 	$(GO) test -run '^$$' -bench PipelineVsRaw -benchtime 1x -timeout 60m ./bench/ \
 		-args -bench.intents=$(BENCH_INTENTS) -bench.pairs=$(BENCH_PAIRS) -bench.store=$(BENCH_POSTGRES)
+	$(GO) test -run '^$$' -bench TransactionalStage -benchtime 1x -timeout 60m ./bench/ \
+		-args -bench.intents=$(BENCH_INTENTS) -bench.pairs=$(BENCH_PAIRS) -bench.store=sqlite
 	$(GO) test -run '^$$' -bench RabbitMQVsRawLoop -benchtime 1x -timeout 60m ./bench/ \
 		-args -bench.intents=$(BENCH_INTENTS) -bench.pairs=$(BENCH_PAIRS)
 

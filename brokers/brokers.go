@@ -69,6 +69,20 @@ type DestinationSpec struct {
 	// (consumer ack: auto, only for kinds with catalog.Broker.AutoAck);
 	// Consumer.Ack is then a no-op.
 	AutoAck bool
+	// Settings is the kind's own settings for this variant (the broker's,
+	// with the variant's overrides: scenario.BrokerSettingsFor); nil
+	// means the broker's.
+	Settings any
+	// Isolation is which records a Kafka consumer reads (read_uncommitted
+	// when empty).
+	Isolation catalog.Isolation
+	// Stage, when set, puts a consume-transform-produce stage between the
+	// producer and the consumers; only a destination with the Stager power
+	// can run one.
+	Stage *StageSpec
+	// Client is the Kafka producer's client library (franz-go when
+	// empty).
+	Client catalog.Client
 	// DeadLetter: the destination moves refused messages (and, with
 	// DeliveryLimit, over-delivered ones) to a dead-letter queue, read
 	// through DeadLetterer.
@@ -107,6 +121,9 @@ type Delivery struct {
 	// Attempt is this intent's delivery count in the variant, from 1; the
 	// recording consumer sets it, adapters leave it 0.
 	Attempt int
+	// QoS is the QoS level the delivery arrived with where the protocol
+	// has one (MQTT: "0", "1" or "2"); empty elsewhere.
+	QoS string
 	// Handle is the adapter's own reference, passed back to Ack.
 	Handle any
 }
@@ -159,6 +176,62 @@ type ProduceResponseLoser interface {
 	// for any, the broker stores the request and answers with a timeout,
 	// and lost is called once with every intent the request carried.
 	LoseProduceResponses(fires func(intent, attempt int) bool, lost func(intents []int))
+}
+
+// PacketLoser is a destination whose broker can lose one MQTT
+// acknowledgement (packet) of chosen intents on one leg, breaking the
+// connection that carried it, so the sender retries on reconnect.
+type PacketLoser interface {
+	// LosePackets installs the fault: each time packet passes on leg for
+	// an intent, fires is asked with the intent and how many times the
+	// packet has passed for it (1 for the first); when it says yes, the
+	// packet is lost and lost is called. It reports false, installing
+	// nothing, when the leg's QoS has no such packet.
+	LosePackets(packet catalog.MQTTPacket, leg catalog.Leg, fires func(intent, attempt int) bool, lost func(intent int)) bool
+}
+
+// Disconnecter is a destination whose broker can break the publisher's
+// or the consumer's connection at a chosen intent.
+type Disconnecter interface {
+	// Disconnect installs the fault: after the broker has handled an
+	// intent's PUBLISH on leg, fires is asked (attempt: how many times
+	// for that intent); when it says yes, that leg's client connection
+	// breaks and cut is called. It reports false when it cannot act.
+	Disconnect(leg catalog.Leg, fires func(intent, attempt int) bool, cut func(intent int)) bool
+}
+
+// LimitReporter is a destination whose broker drops messages past limits
+// it was configured with (a managed Mosquitto's max_queued_messages): the
+// runner records them, so a report can name the limit behind a loss.
+type LimitReporter interface {
+	// Limits names the limits, e.g. "Mosquitto max_queued_messages 1000,
+	// max_inflight_messages 20".
+	Limits() string
+}
+
+// Restarter is a destination whose broker process can be restarted at a
+// chosen intent (a managed Mosquitto).
+type Restarter interface {
+	// RestartAfter installs the fault: once the broker has confirmed an
+	// intent's publish, fires is asked (attempt: how many confirms that
+	// intent has had); when it says yes, the broker restarts and
+	// restarted is called.
+	RestartAfter(fires func(intent, attempt int) bool, restarted func(intent int)) bool
+}
+
+// LeaderStopper is a destination on a broker cluster that can stop the
+// node leading its queue, as a crash stops it (a RabbitMQ quorum queue on
+// a managed cluster).
+type LeaderStopper interface {
+	// JoinFailover says this destination takes part in the failovers of
+	// fault: destinations of one run that reach the same failover (the same
+	// fault, intent and attempt) meet it once, so one node is stopped for
+	// all of them at the same point of each one's traffic.
+	JoinFailover(fault string) error
+	// StopLeader stops the node leading the destination's queue, once for
+	// every destination that joined fault, and returns what was done, for
+	// the history (which node, how, and whether it led this queue).
+	StopLeader(ctx context.Context, fault string, intent, attempt int) (string, error)
 }
 
 // AckLoser is a destination whose consumers' acks can be lost on the

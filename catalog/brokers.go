@@ -56,6 +56,7 @@ type Broker struct {
 // KafkaSettings are the broker settings of kind kafka.
 type KafkaSettings struct {
 	Partitions int `yaml:"partitions" json:"partitions,omitempty" jsonschema:"minimum=1,maximum=1000,description=Partitions of each variant's topic (default 1)."`
+	Brokers    int `yaml:"brokers" json:"brokers,omitempty" jsonschema:"minimum=1,maximum=9,description=Brokers of the embedded cluster (kfake; default 1). leader-move needs at least 2. Embedded only."`
 }
 
 // Defaults fills in what the scenario leaves out.
@@ -111,6 +112,15 @@ func AMQPURL(a string) error {
 	return nil
 }
 
+// MQTTURL checks a tcp:// or mqtt:// URL with a host and a port (MQTT).
+func MQTTURL(a string) error {
+	u, err := url.Parse(a)
+	if err != nil || (u.Scheme != "tcp" && u.Scheme != "mqtt") || u.Host == "" || u.Port() == "" {
+		return errors.New("not an MQTT URL (tcp://HOST:PORT)")
+	}
+	return nil
+}
+
 // MaskURL hides the password of a URL (amqp://guest:***@host:5672/), for
 // every message and report that shows an address, also when the rest of
 // the URL does not parse. A string without a password comes back as it is.
@@ -151,8 +161,8 @@ var Brokers = []Broker{
 	},
 	{
 		Kind:           RabbitMQ,
-		Doc:            "RabbitMQ: a running broker (external) reached with amqp091-go; a durable queue per variant, publisher confirms, manual acks",
-		Modes:          []Mode{External},
+		Doc:            "RabbitMQ: a running broker (external) or a local 3-node cluster dqbench starts from the installed rabbitmq-server (managed), reached with amqp091-go; a durable queue per variant, publisher confirms, manual acks",
+		Modes:          []Mode{External, Managed},
 		DefaultMode:    External,
 		ExampleAddress: "amqp://guest:guest@127.0.0.1:5672/",
 		DefaultAddress: "amqp://guest:guest@127.0.0.1:5672/",
@@ -167,6 +177,14 @@ var Brokers = []Broker{
 			}
 			return ""
 		},
+	},
+	{
+		Kind:           MQTT,
+		Doc:            "MQTT: mochi-mqtt in-process (embedded) or a throwaway Mosquitto per variant (managed), with eclipse/paho.mqtt.golang or eclipse/paho.golang as the client; a topic per variant, persistent sessions, manual acks",
+		Modes:          []Mode{Embedded, External, Managed},
+		ExampleAddress: "tcp://127.0.0.1:1883",
+		ValidAddress:   MQTTURL,
+		NewSettings:    func() any { return new(MQTTSettings) },
 	},
 }
 

@@ -14,6 +14,13 @@ const (
 	ProduceResponseLost FaultType = "produce-response-lost"
 	ConsumerZombie      FaultType = "consumer-zombie"
 	AckLost             FaultType = "ack-lost"
+	Disconnect          FaultType = "disconnect"
+	BrokerRestart       FaultType = "broker-restart"
+	TransformCrash      FaultType = "transform-crash"
+	TransactionAbort    FaultType = "transaction-abort"
+	LeaderMove          FaultType = "leader-move"
+	Rebalance           FaultType = "rebalance"
+	LeaderFailover      FaultType = "leader-failover"
 	ConfirmLost         FaultType = "confirm-lost"
 	PoisonMessage       FaultType = "poison-message"
 	ConnectionReset     FaultType = "connection-reset"
@@ -46,12 +53,20 @@ type Where struct {
 	Broker BrokerKind
 	Mode   Mode
 	Acks   Acks
+	// Settings are the broker kind's own settings as the scenario gave
+	// them (Broker.NewSettings), when known.
+	Settings any
 }
 
 // ConsumerCrashParams are consumer-crash's and consumer-zombie's own
 // parameters.
 type ConsumerCrashParams struct {
 	At CrashPoint `yaml:"at" json:"at" jsonschema:"required,description=Where the consumer dies (consumer-crash) or stalls (consumer-zombie)."`
+}
+
+// LeaderFailoverParams are leader-failover's own parameters.
+type LeaderFailoverParams struct {
+	At CrashPoint `yaml:"at" json:"at" jsonschema:"required,description=Where in the consumer's handling of the chosen intent the queue's leader node is stopped (e.g. after-effect-before-ack: the effect applied and the ack not sent)."`
 }
 
 // Faults lists every fault type, in the order docs list them. Each has an
@@ -85,13 +100,71 @@ var Faults = []Fault{
 			return ""
 		},
 	},
+	{
+		Type:      TransformCrash,
+		Doc:       "the consume-transform-produce stage dies after writing a batch to its output topic and before committing the input offsets (inside the transaction, before it commits, when the stage is transactional); a replacement starts from the last committed offsets. Hits the variants with a stage",
+		Injection: "one stage instance killed with a written, uncommitted batch (the batch's intents are listed)",
+		Available: stageOnKafka,
+	},
+	{
+		Type:      TransactionAbort,
+		Doc:       "the transactional stage aborts a batch's transaction after writing it to the output topic; it rewinds to the last committed offsets and does the batch again. Hits the variants with a transactional stage",
+		Injection: "one transaction aborted (the batch's intents are listed)",
+		Available: stageOnKafka,
+	},
+	{
+		Type:      Rebalance,
+		Doc:       "a new stage instance joins the stage's consumer group after a batch is written and before it is committed, and partitions move to it; the instance that wrote the batch waits until the newcomer has read its first record, then commits: with transactions the rebalance aborts its transaction (the newcomer does the revoked records again); without, it commits what it still owns and the revoked records are written again by the newcomer. Hits the variants with a stage",
+		Injection: "one stage instance joined the group (the batch's intents are listed)",
+		Available: stageOnKafka,
+	},
+	{
+		Type:      LeaderMove,
+		Doc:       "every partition of the variant's topics gets a new leader (the next broker of the embedded cluster) when a produce request carries a chosen intent; clients find the new leader through NOT_LEADER_OR_FOLLOWER and a metadata refresh",
+		Injection: "one move of every partition's leader (the fault event names each move)",
+		Available: func(w Where) string {
+			if w.Broker != Kafka || w.Mode != Embedded {
+				return "leaders are moved inside the embedded Kafka cluster (kfake); use broker kind: kafka, mode: embedded, brokers: 3"
+			}
+			return ""
+		},
+	},
 	consumerKill,
 	{
+		Type:      LeaderFailover,
+		Doc:       "the node leading the variant's quorum queue is killed (SIGKILL) while the consumer handles the chosen intent at a crash point; clients reconnect to a surviving node, a new leader is elected and the dead connections' unacked messages and unconfirmed publishes are redelivered or retried; the node restarts in the background",
+		Injection: "one queue leader node stopped (once for all variants that reach the same intent)",
+		NewParams: func() any { return new(LeaderFailoverParams) },
+		Available: func(w Where) string {
+			if w.Broker != RabbitMQ || w.Mode != Managed {
+				return "it stops a node of the local cluster dqbench manages; use broker kind: rabbitmq, mode: managed, queue_type: quorum"
+			}
+			if s, ok := w.Settings.(*RabbitMQSettings); ok && s.QueueType != QuorumQueue {
+				return "it stops the leader of a quorum queue, and classic queues have none; add queue_type: quorum to the broker"
+			}
+			return ""
+		},
+	},
+	{
 		Type:               AckLost,
-		Doc:                "the consumer applies the effect and sends its ack, which never reaches the broker (a protocol-aware toxiproxy toxic drops that AMQP basic.ack frame); the connection then breaks, the broker requeues and redelivers. The consumer believes it acked: the history shows the ack, then the redelivery",
-		Injection:          "one consumer ack lost (and its connection broken)",
-		Available:          needsAMQPProxy,
+		Doc:                "an acknowledgement never arrives and the connection that carried it breaks. RabbitMQ: the consumer applies the effect and sends basic.ack, which a protocol-aware toxic in dqbench's in-process toxiproxy drops; the broker requeues and redelivers, and the consumer believes it acked (the history shows the ack, then the redelivery). MQTT: the chosen packet (PUBACK, PUBREC, PUBREL or PUBCOMP of the chosen intent, on the chosen leg) is lost, and the sender retries on reconnect as MQTT 3.1.1 requires; it acts only in variants whose QoS on that leg uses the packet",
+		Injection:          "one acknowledgement lost and its connection broken",
+		NewParams:          func() any { return new(AckLostParams) },
+		Available:          ackLostWhere,
 		InProcessToxiproxy: true,
+	},
+	{
+		Type:      Disconnect,
+		Doc:       "the publisher's or the subscriber's connection breaks right after the broker handled the chosen intent's PUBLISH on that leg; the client reconnects (the publisher) or is restarted (the consumer) with its session",
+		Injection: "one connection broken",
+		NewParams: func() any { return new(DisconnectParams) },
+		Available: mqttEmbedded,
+	},
+	{
+		Type:      BrokerRestart,
+		Doc:       "the variant's managed Mosquitto is stopped (SIGTERM: it writes its persistence file when persistence is on) right after the broker confirmed the chosen intent, and started again on the same port and directory; clients reconnect. It keeps exactly what Mosquitto keeps",
+		Injection: "one broker restart",
+		Available: mqttManaged,
 	},
 	{
 		Type:               ConfirmLost,
@@ -131,6 +204,95 @@ var Faults = []Fault{
 		NewParams: func() any { return new(LatencyParams) },
 		Available: throughToxiproxy,
 	},
+}
+
+// mqttManaged says why a restart of a broker process dqbench started
+// cannot act elsewhere.
+func mqttManaged(w Where) string {
+	if w.Broker != MQTT || w.Mode != Managed {
+		return "it restarts the Mosquitto dqbench started for the variant; use broker kind: mqtt, mode: managed (the embedded mochi-mqtt keeps no sessions across a restart in this build)"
+	}
+	return ""
+}
+
+// mqttEmbeddedOrProxied says why an MQTT packet fault, injected inside the
+// embedded broker or by the MQTT toxic in front of an external one, cannot
+// act elsewhere.
+func mqttEmbeddedOrProxied(w Where) string {
+	if w.Broker != MQTT || w.Mode == Managed {
+		return "it is injected inside the embedded MQTT broker (mochi-mqtt) or by dqbench's in-process toxiproxy in front of an external one; use broker kind: mqtt, mode: embedded or external"
+	}
+	return ""
+}
+
+// mqttEmbedded says why a fault injected inside the embedded MQTT broker
+// cannot act elsewhere.
+func mqttEmbedded(w Where) string {
+	if w.Broker != MQTT || w.Mode != Embedded {
+		return "it is injected inside the embedded MQTT broker (mochi-mqtt); use broker kind: mqtt, mode: embedded"
+	}
+	return ""
+}
+
+// LookupFault returns the fault type t.
+func LookupFault(t FaultType) (Fault, bool) {
+	for _, f := range Faults {
+		if f.Type == t {
+			return f, true
+		}
+	}
+	return Fault{}, false
+}
+
+// FaultTypes lists the fault type names.
+func FaultTypes() []FaultType {
+	out := make([]FaultType, len(Faults))
+	for i, f := range Faults {
+		out[i] = f.Type
+	}
+	return out
+}
+
+// Allowed lists the valid values, for strict decoding and the schema.
+func (FaultType) Allowed() []string { return Strings(FaultTypes()) }
+
+// Allowed lists the valid values, for strict decoding and the schema.
+func (CrashPoint) Allowed() []string { return Strings(CrashPoints()) }
+
+// Allowed lists the valid values, for strict decoding and the schema.
+func (Mode) Allowed() []string { return Strings(Modes) }
+
+// Allowed lists the valid values, for strict decoding and the schema.
+func (Acks) Allowed() []string { return Strings(AcksLevels) }
+
+// Allowed lists the valid values, for strict decoding and the schema.
+func (AckMode) Allowed() []string { return Strings(AckModes) }
+
+// DefaultFaultName is a fault's label when the scenario gives none: its
+// type, plus the crash point for a consumer crash or zombie, the packet
+// and leg of a lost MQTT acknowledgement, the leg of a disconnect.
+func DefaultFaultName(t FaultType, params any) string {
+	if p, ok := params.(*ConsumerCrashParams); ok && p.At != "" {
+		return fmt.Sprintf("%s@%s", t, p.At)
+	}
+	if p, ok := params.(*ConsumerKillParams); ok && p.At != "" {
+		return fmt.Sprintf("%s@%s", t, p.At)
+	}
+	if p, ok := params.(*AckLostParams); ok && p.Packet != "" {
+		return fmt.Sprintf("%s@%s/%s", t, p.Packet, p.Leg)
+	}
+	if p, ok := params.(*DisconnectParams); ok && p.Leg != "" {
+		return fmt.Sprintf("%s@%s", t, p.Leg)
+	}
+	return string(t)
+}
+
+// stageOnKafka: a consume-transform-produce stage runs on Kafka only.
+func stageOnKafka(w Where) string {
+	if w.Broker != Kafka {
+		return "a consume-transform-produce stage runs on Kafka only; use broker kind: kafka"
+	}
+	return ""
 }
 
 // LatencyParams are latency's own parameters.
@@ -179,48 +341,14 @@ func needsAMQPProxy(w Where) string {
 	return ""
 }
 
-// LookupFault returns the fault type t.
-func LookupFault(t FaultType) (Fault, bool) {
-	for _, f := range Faults {
-		if f.Type == t {
-			return f, true
-		}
+// ackLostWhere: ack-lost acts on RabbitMQ through the AMQP toxic, and on
+// MQTT as the MQTT fault does.
+func ackLostWhere(w Where) string {
+	if w.Broker == RabbitMQ {
+		return ""
 	}
-	return Fault{}, false
-}
-
-// FaultTypes lists the fault type names.
-func FaultTypes() []FaultType {
-	out := make([]FaultType, len(Faults))
-	for i, f := range Faults {
-		out[i] = f.Type
+	if why := mqttEmbeddedOrProxied(w); why != "" {
+		return why + "; or broker kind: rabbitmq (the AMQP toxic)"
 	}
-	return out
-}
-
-// Allowed lists the valid values, for strict decoding and the schema.
-func (FaultType) Allowed() []string { return Strings(FaultTypes()) }
-
-// Allowed lists the valid values, for strict decoding and the schema.
-func (CrashPoint) Allowed() []string { return Strings(CrashPoints()) }
-
-// Allowed lists the valid values, for strict decoding and the schema.
-func (Mode) Allowed() []string { return Strings(Modes) }
-
-// Allowed lists the valid values, for strict decoding and the schema.
-func (Acks) Allowed() []string { return Strings(AcksLevels) }
-
-// Allowed lists the valid values, for strict decoding and the schema.
-func (AckMode) Allowed() []string { return Strings(AckModes) }
-
-// DefaultFaultName is a fault's label when the scenario gives none: its
-// type, plus the crash point for a consumer crash or zombie.
-func DefaultFaultName(t FaultType, params any) string {
-	if p, ok := params.(*ConsumerCrashParams); ok && p.At != "" {
-		return fmt.Sprintf("%s@%s", t, p.At)
-	}
-	if p, ok := params.(*ConsumerKillParams); ok && p.At != "" {
-		return fmt.Sprintf("%s@%s", t, p.At)
-	}
-	return string(t)
+	return ""
 }

@@ -27,24 +27,27 @@ var (
 
 // facts is everything the history and audit say about one intent.
 type facts struct {
-	flags      uint8
+	flags      uint16
 	deliveries uint16 // saturating
 	applied    int32  // ledger rows, from the audit
 	pos        uint64 // hash of the first delivered position, 0 if none
 }
 
 const (
-	published uint8 = 1 << iota
+	published uint16 = 1 << iota
 	confirmed
-	flagged      // a delivery was flagged as redelivered
-	skipped      // the strategy skipped a delivery as a duplicate
-	deadLettered // sent to a dead-letter queue
-	copies       // delivered from more than one position: stored twice
-	rejected     // the strategy refused a delivery (out of order, illegal transition)
-	skippedFirst // skipped on its first delivery: the id was marked by another intent
+	flagged        // a delivery was flagged as redelivered
+	skipped        // the strategy skipped a delivery as a duplicate
+	deadLettered   // sent to a dead-letter queue
+	copies         // delivered from more than one position: stored twice
+	rejected       // the strategy refused a delivery (out of order, illegal transition)
+	skippedFirst   // skipped on its first delivery: the id was marked by another intent
+	abortedSeen    // delivered from a stage's output record whose transaction aborted
+	abortedWritten // a stage wrote it in a batch whose transaction aborted
+	sameCopy       // a delivery came again from the first position (the broker redelivered the copy it stored)
 )
 
-func (f *facts) has(flag uint8) bool { return f.flags&flag != 0 }
+func (f *facts) has(flag uint16) bool { return f.flags&flag != 0 }
 
 // lost: the broker had the intent (it confirmed or delivered it) and its
 // effect never applied, and the consumer did not say it refused it (that
@@ -68,6 +71,14 @@ type tally struct {
 	crashes int
 	killed  []int // processes a fault killed (process variants)
 	drain   *history.Event
+	qos     map[string]int // deliveries per QoS level (MQTT)
+	limits  string         // the broker's limits, when it drops messages past them
+	stage   *stageTally    // nil until a stage instance starts
+	// faultReasons says what some injections did (the moves of a
+	// leader-move, the node a leader-failover stopped), for the notes;
+	// unnamed counts the rest.
+	faultReasons []string
+	unnamed      int
 }
 
 // denseLimit bounds the slice of per-intent facts; intent ids past it (a
@@ -129,7 +140,15 @@ func (t *tally) add(e *history.Event) {
 				f.pos = h
 			case f.pos != h:
 				f.flags |= copies
+			default:
+				f.flags |= sameCopy
 			}
+		}
+		if e.QoS != "" {
+			if t.qos == nil {
+				t.qos = map[string]int{}
+			}
+			t.qos[e.QoS]++
 		}
 	case history.Effect:
 		switch {
@@ -152,6 +171,7 @@ func (t *tally) add(e *history.Event) {
 			t.fired = map[string]int{}
 		}
 		t.fired[e.Fault]++
+		t.addFaultReason(e)
 		if e.PID != 0 {
 			t.killed = append(t.killed, e.PID)
 		}
@@ -160,6 +180,13 @@ func (t *tally) add(e *history.Event) {
 	case history.Drain:
 		d := *e
 		t.drain = &d
+	case history.Limits:
+		t.limits = e.Reason
+	case history.StageStart, history.StageWrite, history.StageAbort, history.StageCrash:
+		t.addStage(e)
+	}
+	if t.stage != nil && e.Type == history.Deliver && e.Position != "" {
+		t.stage.delivered = append(t.stage.delivered, delivered{intent: e.Intent, pos: e.Position})
 	}
 }
 
@@ -182,6 +209,7 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	for id, n := range audit.Applied {
 		t.get(id).applied = int32(min(n, 1<<30))
 	}
+	t.stage.mark(t)
 	var c Counts
 	c.FaultsInjected = t.faults
 	var lostSkipped, lostShared, lostUndelivered, lostUnprocessed, lostDeadLettered, logCopies int
@@ -210,10 +238,16 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 		}
 	})
 
-	var notes []string
-	if logCopies > 0 {
+	notes := t.faultNotes()
+	if logCopies > 0 && t.stage != nil {
+		notes = append(notes, fmt.Sprintf("%d intents were written to the stage's output more than once and read more than once (a stage crash or a rebalance between its write and its offset commit, or an aborted transaction read with read_uncommitted)", logCopies))
+	} else if logCopies > 0 {
 		notes = append(notes, fmt.Sprintf("%d intents were stored more than once by the broker (a producer retry after a lost response, without producer idempotence)", logCopies))
+		if len(t.qos) == 1 && t.qos["2"] > 0 {
+			notes = append(notes, fmt.Sprintf("%d intents were stored twice although published and delivered at QoS 2: the publishing client sent a PUBLISH again after the broker had taken it (QoS 2 forbids resending once PUBREC arrived): a client library's violation, on the publisher leg", logCopies))
+		}
 	}
+	notes = append(notes, t.stage.notes()...)
 	if t.crashes > 0 {
 		notes = append(notes, fmt.Sprintf("%d consumer crashes, each followed by a replacement; the broker redelivers whatever a crashed consumer had not acked", t.crashes))
 	}
@@ -237,7 +271,11 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	}
 	if lostUndelivered > 0 {
 		if t.drained() {
-			notes = append(notes, fmt.Sprintf("%d acknowledged intents were never delivered", lostUndelivered))
+			note := fmt.Sprintf("%d acknowledged intents were never delivered", lostUndelivered)
+			if t.limits != "" {
+				note += fmt.Sprintf(": the broker dropped them, silently, past its limits or in a restart of what it does not persist (%s)", t.limits)
+			}
+			notes = append(notes, note)
 		} else {
 			// Not a loss the run observed: the drain stopped waiting.
 			c.Lost -= lostUndelivered
@@ -302,6 +340,11 @@ type Variant struct {
 	Passed   bool   `json:"passed"`
 	Counts
 	Expectations []ExpectationResult `json:"expectations"`
+	// DeliveredQoS counts deliveries per QoS level they arrived with
+	// (MQTT: the minimum of the publish and the subscription QoS).
+	DeliveredQoS map[string]int `json:"delivered_qos,omitempty"`
+	// Legs says on which leg each duplicate and loss arose (MQTT).
+	Legs *Legs `json:"legs,omitempty"`
 	// Notes explain where duplicates and losses came from.
 	Notes []string `json:"notes,omitempty"`
 	// KilledPIDs lists the consumer processes a fault killed (process
@@ -361,7 +404,8 @@ func judge(plan Plan, meta Meta, events iter.Seq2[history.Event, error], audits 
 		t := tallies[v.Name]
 		audit, haveAudit := audits[v.Name]
 		counts, notes := t.counts(audit)
-		res := Variant{Name: v.Name, Strategy: v.Strategy, Passed: true, Counts: counts, Notes: notes, KilledPIDs: t.killed}
+		res := Variant{Name: v.Name, Strategy: v.Strategy, Passed: true, Counts: counts, Notes: notes, KilledPIDs: t.killed,
+			DeliveredQoS: t.deliveredQoS(), Legs: t.legs()}
 		res.Invalid = t.invalid(haveAudit, audit)
 		for _, exp := range v.Expect {
 			got, _ := counts.Get(exp.Count)

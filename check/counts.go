@@ -16,6 +16,8 @@ type Counts struct {
 	Unexpected     int `json:"unexpected"`
 	DeadLettered   int `json:"dead_lettered"`
 	FaultsInjected int `json:"faults_injected"`
+	AbortedSeen    int `json:"aborted_seen"`
+	AbortedWritten int `json:"aborted_written"`
 }
 
 // Count is one row of the count table.
@@ -105,6 +107,18 @@ var Table = []Count{
 		Name: "faults_injected", Column: "faults",
 		Doc:   "Fault injections, in total (what one injection is depends on the fault; see docs/scenario.md).",
 		field: func(c *Counts) *int { return &c.FaultsInjected },
+	},
+	{
+		Name: "aborted_seen", Column: "aborted seen",
+		Doc:       "Intents a consumer received from a record of an aborted transaction (a consume-transform-produce stage's output read with isolation read_uncommitted).",
+		field:     func(c *Counts) *int { return &c.AbortedSeen },
+		perIntent: func(f *facts) int { return b2i(f.has(abortedSeen)) },
+	},
+	{
+		Name: "aborted_written", Column: "aborted written",
+		Doc:       "Intents a consume-transform-produce stage wrote to its output in a transaction that aborted: records a read_committed consumer never sees, a read_uncommitted one does (aborted_seen).",
+		field:     func(c *Counts) *int { return &c.AbortedWritten },
+		perIntent: func(f *facts) int { return b2i(f.has(abortedWritten)) },
 	},
 }
 

@@ -27,6 +27,8 @@ type Cause string
 const (
 	DupStoredTwice   Cause = "stored-twice"  // the broker held two copies (producer retry without idempotence)
 	DupRedelivered   Cause = "redelivered"   // redelivered, and the strategy applied it again
+	DupStageRewrite  Cause = "stage-rewrite" // a stage wrote it to its output twice (a crash or rebalance before its offset commit)
+	DupAbortedRead   Cause = "aborted-read"  // read from an aborted transaction's record (read_uncommitted) and from the committed one
 	LostSkipped      Cause = "skipped"       // skipped as already processed, effect never applied
 	LostIDShared     Cause = "id-shared"     // skipped at its first delivery: another intent marked the same id
 	LostUnprocessed  Cause = "unprocessed"   // delivered, never processed, never redelivered
@@ -39,6 +41,10 @@ func (c Cause) Doc() string {
 	switch c {
 	case DupStoredTwice:
 		return "the broker stored the intent twice (a producer retry after a lost response, without producer idempotence) and both copies were applied"
+	case DupStageRewrite:
+		return "the consume-transform-produce stage wrote the intent to its output twice (it crashed, or lost the partition in a rebalance, between its write and its offset commit) and both copies were applied"
+	case DupAbortedRead:
+		return "the consumer read the intent from a record of an aborted transaction (isolation read_uncommitted) and again from the committed one, and both were applied"
 	case DupRedelivered:
 		return "redelivered after the effect had applied, and the strategy did not recognise the redelivery"
 	case LostSkipped:
@@ -121,7 +127,12 @@ func (t *tally) verdict(id int, f *facts) IntentVerdict {
 	switch {
 	case f.has(published) && f.applied > 1:
 		v.Verdict, v.Cause = Duplicate, DupRedelivered
-		if f.has(copies) {
+		switch {
+		case f.has(abortedSeen):
+			v.Cause = DupAbortedRead
+		case f.has(copies) && t.stage != nil:
+			v.Cause = DupStageRewrite
+		case f.has(copies):
 			v.Cause = DupStoredTwice
 		}
 	case f.lost():
@@ -194,4 +205,4 @@ func sortVerdicts(vs []IntentVerdict) {
 
 // Causes lists every cause in the order reports show them: duplicates,
 // then losses.
-var Causes = []Cause{DupRedelivered, DupStoredTwice, LostSkipped, LostIDShared, LostUnprocessed, LostDeadLettered, LostUndelivered}
+var Causes = []Cause{DupRedelivered, DupStoredTwice, LostSkipped, LostIDShared, LostUnprocessed, LostDeadLettered, LostUndelivered, DupStageRewrite, DupAbortedRead}

@@ -95,6 +95,7 @@ without each consumer idempotency strategy.
 		return withCode(ExitUsage, fmt.Errorf("%v\nSee '%s --help'.", err, c.CommandPath()))
 	})
 	root.AddCommand(newRunCmd(s, runF), newListCmd(s), newValidateCmd(s), newCheckCmd(s), newExplainCmd(s), newSchemaCmd(s))
+	root.AddCommand(newBrokersCmd(s))
 	return root
 }
 

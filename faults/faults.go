@@ -9,6 +9,7 @@ package faults
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/dqbench/dqbench/brokers"
@@ -70,6 +71,9 @@ type Env struct {
 	Kills *Kills
 	// Fired records one injection.
 	Fired func(history.Event)
+	// Stage is the variant's consume-transform-produce stage faults, nil
+	// when the variant has no stage (stage.go).
+	Stage *Stage
 }
 
 // Arm installs a fault in one variant. It reports false, without error, when
@@ -83,12 +87,19 @@ var All = map[catalog.FaultType]Arm{
 	catalog.ProduceResponseLost: armProduceResponseLost,
 	catalog.ConsumerZombie:      armConsumerCrash,
 	catalog.AckLost:             armAckLost,
+	catalog.Disconnect:          armDisconnect,
+	catalog.BrokerRestart:       armBrokerRestart,
+	catalog.TransformCrash:      armStage,
+	catalog.TransactionAbort:    armStage,
+	catalog.LeaderMove:          armLeaderMove,
+	catalog.Rebalance:           armStage,
 	catalog.ConfirmLost:         armConfirmLost,
 	catalog.PoisonMessage:       armPoisonMessage,
 	catalog.ConnectionReset:     armPoisonMessage, // registers the same way; Failures.Resets asks it
 	catalog.Partition:           armPoisonMessage, // registers the same way; Failures.Partitions asks it
 	catalog.Latency:             armPoisonMessage, // registers the same way; Failures.Slows asks it
 	catalog.ConsumerKill:        armConsumerKill,
+	catalog.LeaderFailover:      armLeaderFailover,
 }
 
 // Install arms f in one variant.
@@ -122,10 +133,19 @@ func armProduceResponseLost(f Fault, env Env) (bool, error) {
 	return true, nil
 }
 
+// armAckLost arms ack-lost: on MQTT one acknowledgement packet of a leg
+// (armPacketLost); on RabbitMQ the consumer's basic.ack, dropped by the
+// AMQP toxic (brokers.AckLoser).
 func armAckLost(f Fault, env Env) (bool, error) {
+	if _, ok := env.Dest.(brokers.PacketLoser); ok {
+		return armPacketLost(f, env)
+	}
 	loser, ok := env.Dest.(brokers.AckLoser)
 	if !ok {
-		return false, fmt.Errorf("fault %s: this broker cannot lose consumer acks", f.Name)
+		return false, fmt.Errorf("fault %s: this broker cannot lose acknowledgements", f.Name)
+	}
+	if p, _ := f.Params.(*catalog.AckLostParams); p != nil && (p.Packet != "" || p.Leg != "") {
+		return false, fmt.Errorf("fault %s: packet and leg are MQTT's; on RabbitMQ ack-lost loses the consumer's basic.ack", f.Name)
 	}
 	armed, err := loser.LoseAcks(f.Schedule.Fires, env.firedOn(f))
 	if err != nil {
@@ -152,6 +172,40 @@ func (env Env) firedOn(f Fault) func(intent, attempt int) {
 	}
 }
 
+// armPacketLost arms ack-lost on MQTT: one acknowledgement packet of a
+// leg, lost inside the broker.
+func armPacketLost(f Fault, env Env) (bool, error) {
+	p := f.Params.(*catalog.AckLostParams)
+	loser, ok := env.Dest.(brokers.PacketLoser)
+	if !ok {
+		return false, fmt.Errorf("fault %s: this broker cannot lose MQTT acknowledgements", f.Name)
+	}
+	return loser.LosePackets(p.Packet, p.Leg, f.Schedule.Fires, func(intent int) {
+		env.Fired(history.Event{Type: history.Fault, Fault: f.Name, Point: string(p.Packet) + "/" + string(p.Leg), Intent: intent})
+	}), nil
+}
+
+func armDisconnect(f Fault, env Env) (bool, error) {
+	p := f.Params.(*catalog.DisconnectParams)
+	d, ok := env.Dest.(brokers.Disconnecter)
+	if !ok {
+		return false, fmt.Errorf("fault %s: this broker cannot break client connections", f.Name)
+	}
+	return d.Disconnect(p.Leg, f.Schedule.Fires, func(intent int) {
+		env.Fired(history.Event{Type: history.Fault, Fault: f.Name, Point: string(p.Leg), Intent: intent})
+	}), nil
+}
+
+func armBrokerRestart(f Fault, env Env) (bool, error) {
+	r, ok := env.Dest.(brokers.Restarter)
+	if !ok {
+		return false, fmt.Errorf("fault %s: this broker cannot be restarted", f.Name)
+	}
+	return r.RestartAfter(f.Schedule.Fires, func(intent int) {
+		env.Fired(history.Event{Type: history.Fault, Fault: f.Name, Intent: intent})
+	}), nil
+}
+
 // Crashes holds the consumer-crash faults armed in one variant, by crash
 // point; the consumer loop and the strategies ask it at each point.
 type Crashes struct {
@@ -161,6 +215,9 @@ type Crashes struct {
 type crash struct {
 	f     Fault
 	fired func(history.Event)
+	// act, when set, is the injection itself (the consumer goes on):
+	// it returns what it did, for the fault event's reason.
+	act func(d brokers.Delivery) string
 }
 
 func (c *Crashes) add(p catalog.CrashPoint, f Fault, fired func(history.Event)) {
@@ -177,11 +234,26 @@ func (c *Crashes) Armed(p catalog.CrashPoint) bool { return len(c.at[p]) > 0 }
 // handles d (d.Attempt is the intent's delivery count): consumer-crash
 // kills it, consumer-zombie stalls it past its lease. It records the
 // injection, and returns "" when none fires.
+// Hits reports whether a fault fires at point p for d, without acting or
+// recording: the consumer loop readies itself first (brokers.AckSyncer).
+func (c *Crashes) Hits(p catalog.CrashPoint, d brokers.Delivery) bool {
+	for _, cr := range c.at[p] {
+		if cr.f.Schedule.Fires(d.Intent, d.Attempt) {
+			return true
+		}
+	}
+	return false
+}
+
 func (c *Crashes) At(p catalog.CrashPoint, d brokers.Delivery, consumer int) catalog.FaultType {
 	for _, cr := range c.at[p] {
 		if cr.f.Schedule.Fires(d.Intent, d.Attempt) {
+			var what string
+			if cr.act != nil {
+				what = cr.act(d)
+			}
 			cr.fired(history.Event{Type: history.Fault, Fault: cr.f.Name, Point: string(p),
-				Intent: d.Intent, Attempt: d.Attempt, Consumer: consumer})
+				Intent: d.Intent, Attempt: d.Attempt, Consumer: consumer, Reason: what})
 			return cr.f.Type
 		}
 	}
@@ -257,4 +329,14 @@ func (p *Failures) Slows(d brokers.Delivery, consumer int) (latency, duration ti
 		}
 	}
 	return 0, 0, false
+}
+func armLeaderMove(f Fault, env Env) (bool, error) {
+	mover, ok := env.Dest.(brokers.LeaderMover)
+	if !ok {
+		return false, fmt.Errorf("fault %s: this broker cannot move partition leaders", f.Name)
+	}
+	mover.MoveLeaders(f.Schedule.Fires, func(intent int, moves []string) {
+		env.Fired(history.Event{Type: history.Fault, Fault: f.Name, Intent: intent, Reason: strings.Join(moves, "; ")})
+	})
+	return true, nil
 }

@@ -67,6 +67,8 @@ func fastDecode(line []byte, e *Event, intern map[string]string) bool {
 			e.Attempt, p, ok = readIntInt(line, p)
 		case "consumer":
 			e.Consumer, p, ok = readIntInt(line, p)
+		case "txn":
+			e.Txn, p, ok = readIntInt(line, p)
 		case "backlog":
 			e.Backlog, p, ok = readInt(line, p)
 		case "pos":
@@ -77,6 +79,8 @@ func fastDecode(line []byte, e *Event, intern map[string]string) bool {
 			e.Point, p, ok = readString(line, p, intern)
 		case "reason":
 			e.Reason, p, ok = readString(line, p, intern)
+		case "qos":
+			e.QoS, p, ok = readString(line, p, intern)
 		case "redelivered":
 			e.Redelivered, p, ok = readBool(line, p)
 		case "applied":

@@ -40,7 +40,9 @@ func appendEvent(b []byte, e *Event) []byte {
 	b = appendBool(b, `,"drained":true`, e.Drained)
 	b = appendInt(b, `,"backlog":`, e.Backlog)
 	b = appendStr(b, `,"reason":`, e.Reason)
+	b = appendInt(b, `,"txn":`, int64(e.Txn))
 	b = appendInt(b, `,"pid":`, int64(e.PID))
+	b = appendStr(b, `,"qos":`, e.QoS)
 	return append(b, '}', '\n')
 }
 

@@ -36,6 +36,17 @@ const (
 	DeadLetter Type = "dead-letter" // the intent went to a dead-letter queue (recorded by the runner's dead-letter reader; Position: the copy)
 	Drain      Type = "drain"       // the drain ended; Drained says whether the broker had nothing left, Reason why not (Intents: poison messages left looping, the only thing the broker still held)
 	Stop       Type = "stop"        // a consumer process was stopped at the end of the run (process variants; Reason: how it exited)
+	Limits     Type = "limits"      // the variant's broker drops messages past limits (Reason names them: a managed Mosquitto's max_queued_messages)
+
+	// A consume-transform-produce stage's events (history.RecordingStage);
+	// Consumer is the stage instance's generation, Txn numbers its batches
+	// (transactions) within the variant.
+	StageStart  Type = "stage-start"  // a stage instance started
+	StageRead   Type = "stage-read"   // the stage polled the intent from its input (Attempt: its read count; Position: the input copy)
+	StageWrite  Type = "stage-write"  // the stage wrote the intent to its output in batch Txn (Position: the output copy)
+	StageCommit Type = "stage-commit" // the stage committed batch Txn's input offsets (Intents), and its transaction
+	StageAbort  Type = "stage-abort"  // batch Txn's transaction aborted (Reason): a reader with read_uncommitted still sees its records
+	StageCrash  Type = "stage-crash"  // a stage instance died (after a fault, or Reason)
 )
 
 // Event is one line of a history.
@@ -56,10 +67,12 @@ type Event struct {
 	Drained     bool          `json:"drained,omitempty"`
 	Backlog     int64         `json:"backlog,omitempty"` // with drain: messages the broker still held
 	Reason      string        `json:"reason,omitempty"`
+	Txn         int           `json:"txn,omitempty"` // with stage events: the batch (transaction) number
 	// PID is the operating system's id of a consumer process (process
 	// variants): with start, the process started; with fault and crash,
 	// the process killed or that exited.
-	PID int `json:"pid,omitempty"`
+	PID int    `json:"pid,omitempty"`
+	QoS string `json:"qos,omitempty"` // with deliver: the QoS level the delivery arrived with (MQTT: "0", "1", "2")
 }
 
 // Recorder writes events from many goroutines to one stream, in the order

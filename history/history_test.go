@@ -28,6 +28,7 @@ func sample() []history.Event {
 		{T: 7 * time.Millisecond, Variant: "naive", Type: history.Fault, Fault: "consumer-crash@after-effect-before-ack", Point: "after-effect-before-ack"},
 		{T: 8 * time.Millisecond, Variant: "naive", Type: history.Crash, Consumer: 1, Reason: "connection reset"},
 		{T: 9 * time.Millisecond, Variant: "naive", Type: history.Deliver, Intent: 1, Attempt: 2, Consumer: 2, Redelivered: true},
+		{T: 9 * time.Millisecond, Variant: "mqtt", Type: history.Deliver, Intent: 4, Attempt: 1, Consumer: 1, Position: "c3/7", QoS: "1"},
 		{T: 10 * time.Millisecond, Variant: "naive", Type: history.Effect, Intent: 1, Applied: true},
 		{T: 10 * time.Millisecond, Variant: "cas", Type: history.Effect, Intent: 2, Rejected: true, Reason: "out of order"},
 		{T: 11 * time.Millisecond, Variant: "dedup", Type: history.Effect, Intent: 1, Reason: "duplicate: message id already in the dedup table"},
@@ -264,10 +265,10 @@ type failingWriter struct{}
 func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
 
 func FuzzEncode(f *testing.F) {
-	f.Add("v", "reason", "0@1", "fault", 1, 2)
-	f.Add("\xff\u2028", "\x00<>&", "", "", -1, 0)
-	f.Fuzz(func(t *testing.T, variant, reason, pos, fault string, intent, attempt int) {
-		encodesLikeJSON(t, history.Event{Variant: variant, Type: history.Deliver, Reason: reason, Position: pos, Fault: fault, Intent: intent, Attempt: attempt})
+	f.Add("v", "reason", "0@1", "fault", 1, 2, "1")
+	f.Add("\xff\u2028", "\x00<>&", "", "", -1, 0, "")
+	f.Fuzz(func(t *testing.T, variant, reason, pos, fault string, intent, attempt int, qos string) {
+		encodesLikeJSON(t, history.Event{Variant: variant, Type: history.Deliver, Reason: reason, Position: pos, Fault: fault, Intent: intent, Attempt: attempt, QoS: qos})
 	})
 }
 
@@ -285,6 +286,7 @@ func FuzzRead(f *testing.F) {
 		"[]",
 		`{"variant":"v","type":"publish"}`,
 		`{"variant":"v","type":"deliver","pos":"2@2147483648"}`,
+		`{"variant":"v","type":"deliver","pos":"c1/1","qos":"2"}`,
 		`{"variant":"v","type":"deliver","offset":1e30}`,
 		`{"variant":"v","type":"x","t":"1s"}`,
 		`{"variant":"\ud800","type":"\u0000"}`,

@@ -93,7 +93,7 @@ func (c *RecordingConsumer) Next(ctx context.Context) (brokers.Delivery, error) 
 	d.Attempt = c.seen.next(d.Intent)
 	c.rec.Record(Event{
 		Type: Deliver, Intent: d.Intent, Attempt: d.Attempt, Consumer: c.gen,
-		Position: d.Position, Redelivered: d.Redelivered,
+		Position: d.Position, Redelivered: d.Redelivered, QoS: d.QoS,
 	})
 	return d, nil
 }

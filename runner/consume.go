@@ -142,15 +142,14 @@ func (r *variantRun) deliver(ctx context.Context, c *history.RecordingConsumer, 
 		if err := pending.wait(); err != nil {
 			return err
 		}
-		ft := r.crashes.At(p, d, c.Gen())
-		if ft != "" {
-			// What hits here meets the broker with every ack so far
-			// applied (Abandon makes sure too).
+		if r.crashes.Hits(p, d) {
+			// What hits here (a crash, a failover) meets the broker with
+			// every ack so far applied.
 			if err := c.SyncAcks(ctx); err != nil && ctx.Err() == nil {
 				return err
 			}
 		}
-		switch ft {
+		switch r.crashes.At(p, d, c.Gen()) {
 		case catalog.ConsumerCrash:
 			return errCrash
 		case catalog.ConsumerZombie:

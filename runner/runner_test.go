@@ -23,14 +23,21 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	// modernc's SQLite and kgo keep no goroutines after Close; the signal
-	// watcher belongs to the Go runtime, and toxiproxy can leave one
-	// goroutine per broken connection (netfault.StuckInToxiproxy).
-	opts := []goleak.Option{goleak.IgnoreTopFunction("os/signal.signal_recv")}
-	for _, f := range netfault.StuckInToxiproxy {
-		opts = append(opts, goleak.IgnoreTopFunction(f))
+	goleak.VerifyTestMain(m,
+		// modernc's SQLite and kgo keep no goroutines after Close; the
+		// signal watcher below belongs to the Go runtime.
+		append([]goleak.Option{goleak.IgnoreTopFunction("os/signal.signal_recv")}, ignoreStuckInToxiproxy()...)...,
+	)
+}
+
+// ignoreStuckInToxiproxy ignores the goroutines toxiproxy v2.12.0 can
+// leave blocked (netfault.StuckInToxiproxy).
+func ignoreStuckInToxiproxy() []goleak.Option {
+	var out []goleak.Option
+	for _, fn := range netfault.StuckInToxiproxy {
+		out = append(out, goleak.IgnoreTopFunction(fn))
 	}
-	goleak.VerifyTestMain(m, opts...)
+	return out
 }
 
 // judged is a run and the judgement of its history.
@@ -84,6 +91,11 @@ func TestBuiltins(t *testing.T) {
 		{"kafka-idempotent-producer", map[string]func(map[string]int) bool{
 			"idempotence-off": func(c map[string]int) bool { return c["duplicates"] > 0 && c["lost"] == 0 },
 			"idempotence-on":  func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 },
+		}},
+		{"kafka-transactions", map[string]func(map[string]int) bool{
+			"non-transactional":              func(c map[string]int) bool { return c["duplicates"] > 0 && c["lost"] == 0 && c["aborted_seen"] == 0 },
+			"transactional-read-committed":   func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 && c["aborted_seen"] == 0 },
+			"transactional-read-uncommitted": func(c map[string]int) bool { return c["aborted_seen"] > 0 && c["lost"] == 0 },
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -53,6 +53,16 @@ type variantRun struct {
 	leftLooping []int
 
 	slots slots
+
+	// The consume-transform-produce stage (stage.go), when the variant
+	// has one.
+	stage       *scenario.Stage
+	stageFaults *faults.Stage
+	stageSeen   *history.Deliveries
+	stageGens   atomic.Int64
+	stageSlots  atomic.Int64 // slots started, for a joining instance's slot
+	stager      brokers.Stager
+	batches     atomic.Int64
 }
 
 // slots are the variant's consumer slots: each runs consumer instances one
@@ -137,14 +147,22 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 	r.seen = history.NewDeliveries(r.s.Messages)
 	r.done = make([]uint8, r.s.Messages+1)
 
-	dest, err := r.broker.Open(ctx, brokers.DestinationSpec{
+	spec := brokers.DestinationSpec{
 		Name: r.name, Idempotent: *prod.Idempotent, Acks: prod.Acks, Window: prod.Window,
 		Retries:  prod.RetryCount(),
-		Prefetch: cons.Prefetch, AutoAck: cons.Ack == catalog.AckAuto,
+		Prefetch: cons.Prefetch, AutoAck: cons.Ack == catalog.AckAuto, Isolation: cons.Isolation,
+		Client:        prod.Client,
+		Settings:      r.s.BrokerSettingsFor(r.v),
 		DeadLetter:    cons.OnFailure == catalog.FailReject || cons.DeliveryLimit > 0,
 		DeliveryLimit: cons.DeliveryLimit,
 		MaxLength:     prod.MaxLength, Overflow: prod.Overflow,
-	})
+	}
+	if r.stage = r.s.StageFor(r.v); r.stage != nil {
+		spec.Stage = &brokers.StageSpec{Transactional: r.stage.IsTransactional()}
+		r.stageFaults = &faults.Stage{Transactional: r.stage.IsTransactional()}
+		r.stageSeen = history.NewDeliveries(r.s.Messages)
+	}
+	dest, err := r.broker.Open(ctx, spec)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -154,6 +172,9 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 		defer cancel()
 		cleanup = errors.Join(cleanup, dest.Close(cctx))
 	}()
+	if lr, ok := dest.(brokers.LimitReporter); ok {
+		r.rec.Record(history.Event{Type: history.Limits, Reason: lr.Limits()})
+	}
 	if err := r.arm(dest); err != nil {
 		return nil, nil, err
 	}
@@ -163,6 +184,11 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 	defer stopConsumers()
 	consErr := make(chan error, 1)
 	r.slots = slots{ctx: consCtx, stop: stopConsumers, errs: consErr, dest: dest, ackFirst: cons.Ack == catalog.AckBeforeProcess || cons.Ack == catalog.AckAuto}
+	if r.stage != nil {
+		if err := r.startStage(dest); err != nil {
+			return nil, nil, err
+		}
+	}
 	for range cons.Instances {
 		r.startSlot()
 	}
@@ -224,7 +250,7 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 // records which.
 func (r *variantRun) arm(dest brokers.Destination) error {
 	st, _ := catalog.LookupStrategy(r.v.Strategy)
-	env := faults.Env{Dest: dest, Strategy: st, Crashes: &r.crashes, Failures: &r.failures, Kills: r.kills, Fired: func(e history.Event) {
+	env := faults.Env{Dest: dest, Strategy: st, Crashes: &r.crashes, Failures: &r.failures, Stage: r.stageFaults, Kills: r.kills, Fired: func(e history.Event) {
 		r.progress.Faults.Add(1)
 		r.rec.Record(e)
 	}}

@@ -147,6 +147,7 @@ func (s *Scenario) ProducerFor(v Variant) Producer {
 			p.Retries = new(*o.Retries)
 		}
 		setIfNonZero(&p.ConfirmTimeout, o.ConfirmTimeout)
+		setIfNonZero(&p.Client, o.Client)
 		setIfNonZero(&p.MaxLength, o.MaxLength)
 		setIfNonZero(&p.Overflow, o.Overflow)
 	}
@@ -161,10 +162,21 @@ func (s *Scenario) ConsumerFor(v Variant) Consumer {
 		setIfNonZero(&c.Instances, o.Instances)
 		setIfNonZero(&c.Ack, o.Ack)
 		setIfNonZero(&c.Prefetch, o.Prefetch)
+		setIfNonZero(&c.Isolation, o.Isolation)
 		setIfNonZero(&c.OnFailure, o.OnFailure)
 		setIfNonZero(&c.DeliveryLimit, o.DeliveryLimit)
 	}
 	return c
+}
+
+// BrokerSettingsFor returns the broker kind's settings for variant v:
+// the scenario's, with the variant's mqtt overrides applied (a copy).
+func (s *Scenario) BrokerSettingsFor(v Variant) any {
+	if m, ok := s.Broker.Settings.(*catalog.MQTTSettings); ok {
+		merged := m.With(v.MQTT)
+		return &merged
+	}
+	return s.Broker.Settings
 }
 
 // StoreFor returns the store variant v runs on: its own, else the

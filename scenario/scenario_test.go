@@ -40,10 +40,10 @@ var fixtures = []fixture{
 	{file: "valid/process.yaml"},
 
 	{"invalid/unknown-top-key.yaml", []string{
-		`5:1: unknown key "varients" at the top level (allowed: version, name, description, seed, messages, deadline, drain, broker, producer, consumer, store, redis, faults, variants); did you mean "variants"?`,
+		`5:1: unknown key "varients" at the top level (allowed: version, name, description, seed, messages, deadline, drain, broker, producer, consumer, store, redis, faults, variants, stage); did you mean "variants"?`,
 	}},
 	{"invalid/unknown-nested-key.yaml", []string{
-		`7:5: unknown key "stratgies" in variants[0] (allowed: name, strategy, producer, consumer, store, id, expect, process, audit); did you mean "strategy"?`,
+		`7:5: unknown key "stratgies" in variants[0] (allowed: name, strategy, producer, consumer, store, id, expect, stage, process, audit, mqtt); did you mean "strategy"?`,
 	}},
 	{"invalid/unknown-strategy.yaml", []string{
 		`7:15: variants[0].strategy: "dedup-tabel" is not allowed (allowed: none, dedup-table, dedup-table-split, unique-key, state-machine, version-cas, check-then-act, redis-setnx); did you mean "dedup-table"?`,
@@ -70,7 +70,7 @@ var fixtures = []fixture{
 		`6:5: faults[0]: needs a schedule: add every: N`,
 	}},
 	{"invalid/at-on-produce-response-lost.yaml", []string{
-		`8:5: faults[0].at: produce-response-lost takes no at (only consumer-crash, consumer-zombie, consumer-kill does); remove it`,
+		`8:5: faults[0].at: produce-response-lost takes no at (only consumer-crash, consumer-zombie, consumer-kill, leader-failover does); remove it`,
 	}},
 	{"invalid/crash-without-at.yaml", []string{
 		`6:5: faults[0]: consumer-crash needs at: where the consumer dies (consumer-crash) or stalls (consumer-zombie) (allowed: before-process, after-effect-before-ack, between-dedup-and-effect, between-check-and-act, between-setnx-and-effect)`,
@@ -79,7 +79,7 @@ var fixtures = []fixture{
 		`7:9: faults[0].at: no variant's strategy has the crash point between-dedup-and-effect, so the fault never fires; add a variant with strategy dedup-table-split`,
 	}},
 	{"invalid/unknown-expect-key.yaml", []string{
-		`9:7: unknown key "duplicate" in variants[0].expect (allowed: attempted, acknowledged, indeterminate, delivered, redelivered, effects, duplicates, lost, rejected, unexpected, dead_lettered, faults_injected); did you mean "duplicates"?`,
+		`9:7: unknown key "duplicate" in variants[0].expect (allowed: attempted, acknowledged, indeterminate, delivered, redelivered, effects, duplicates, lost, rejected, unexpected, dead_lettered, faults_injected, aborted_seen, aborted_written); did you mean "duplicates"?`,
 	}},
 	{"invalid/bad-expectation.yaml", []string{
 		`9:13: variants[0].expect.lost: bad expectation "about 3": write a count like 0, or a comparison like ">0"`,
@@ -95,10 +95,14 @@ var fixtures = []fixture{
 		`5:11: faults[0]: produce-response-lost cannot act here: it is injected inside the embedded Kafka broker (kfake); use broker kind: kafka, mode: embedded`,
 	}},
 	{"invalid/rabbitmq-address-and-mode.yaml", []string{
-		`5:9: broker.mode: embedded is not supported for rabbitmq (supported: external)`,
+		`5:9: broker.mode: embedded is not supported for rabbitmq (supported: external, managed)`,
 		`6:15: broker.addresses[0]: "127.0.0.1:5672" is not an AMQP URL`,
 		`6:33: broker.addresses[1]: "amqp://guest:***@[::1" is not an AMQP URL`,
 		`7:15: broker.queue_type: "lazy" is not allowed (allowed: classic, quorum)`,
+	}},
+	{"invalid/managed-failover-classic.yaml", []string{
+		`6:14: broker.addresses: only used with mode: external`,
+		`8:11: faults[0]: leader-failover cannot act here: it stops the leader of a quorum queue, and classic queues have none; add queue_type: quorum to the broker`,
 	}},
 	{"invalid/dead-letter-where-none.yaml", []string{
 		`5:19: consumer.delivery_limit: RabbitMQ counts deliveries only on quorum queues (x-delivery-limit); set broker queue_type: quorum`,
@@ -106,7 +110,7 @@ var fixtures = []fixture{
 	}},
 	{"invalid/poison-on-kafka.yaml", []string{
 		`5:15: consumer.on_failure: kafka cannot hand a failed delivery back; leave it out`,
-		`7:11: faults[0]: ack-lost cannot act here: it parses AMQP 0-9-1 frames on a RabbitMQ client's connection; use broker kind: rabbitmq`,
+		`7:11: faults[0]: ack-lost cannot act here: it is injected inside the embedded MQTT broker (mochi-mqtt) or by dqbench's in-process toxiproxy in front of an external one; use broker kind: mqtt, mode: embedded or external; or broker kind: rabbitmq (the AMQP toxic)`,
 	}},
 	{"invalid/max-length-on-kafka.yaml", []string{
 		`5:15: producer.max_length: kafka queues have no length limit here; leave it out`,
@@ -122,8 +126,21 @@ var fixtures = []fixture{
 	{"invalid/syntax-error.yaml", []string{
 		`7:15: YAML syntax error: sequence end token ']' not found`,
 	}},
+	{"invalid/mqtt-settings.yaml", []string{
+		`5:24: broker.max_queued_messages: only with mode: managed (dqbench configures only the Mosquitto it starts); add mode: managed to broker or remove it`,
+		`7:5: faults[0]: missing required key "packet"; on MQTT, ack-lost needs packet: one of PUBACK, PUBREC, PUBREL, PUBCOMP`,
+		`7:5: faults[0]: missing required key "leg"; on MQTT, ack-lost needs leg: one of publisher, subscriber`,
+		`8:39: faults[1].leg: "sideways" is not allowed (allowed: publisher, subscriber)`,
+		`10:43: variants[0].mqtt.qos: must be 0, 1 or 2, got 3`,
+		`10:54: variants[0].mqtt.client: "pahoo" is not allowed (allowed: paho, paho.golang); did you mean "paho"?`,
+		`11:53: variants[1].consumer.instances: broker kind mqtt runs one consumer instance per variant (its persistent session), got 2; use instances: 1`,
+	}},
+	{"invalid/mqtt-on-kafka.yaml", []string{
+		`5:12: faults[0]: ack-lost cannot act here: it is injected inside the embedded MQTT broker (mochi-mqtt) or by dqbench's in-process toxiproxy in front of an external one; use broker kind: mqtt, mode: embedded or external`,
+		`7:37: variants[0].mqtt: only for broker kind mqtt, not kafka; remove it`,
+	}},
 	{"invalid/bad-broker-kind.yaml", []string{
-		`4:9: broker.kind: "kafak" is not allowed (allowed: kafka, rabbitmq); did you mean "kafka"?`,
+		`4:9: broker.kind: "kafak" is not allowed (allowed: kafka, rabbitmq, mqtt); did you mean "kafka"?`,
 	}},
 	{"invalid/acks-need-non-idempotent.yaml", []string{
 		`6:9: producer.acks: acks leader needs idempotent: false (Kafka's idempotent producer requires acks all, and idempotent defaults to true)`,
@@ -155,7 +172,7 @@ var fixtures = []fixture{
 	{"invalid/many-problems.yaml", []string{
 		`1:10: version: 2 is not supported; this dqbench reads version 1`,
 		`2:7: name: must not be empty`,
-		`4:9: broker.kind: "rabbit" is not allowed (allowed: kafka, rabbitmq)`,
+		`4:9: broker.kind: "rabbit" is not allowed (allowed: kafka, rabbitmq, mqtt)`,
 		`6:15: broker.addresses[0]: "localhost" is not host:port`,
 		`8:15: producer.idempotent: must be true or false, got string "no"`,
 		`10:8: consumer.ack: "before" is not allowed (allowed: after-process, before-process, auto)`,
@@ -172,7 +189,7 @@ var fixtures = []fixture{
 		`9:1: a second YAML document (after ---): a file holds one scenario`,
 	}},
 	{"invalid/two-documents-and-more.yaml", []string{
-		`4:9: broker.kind: "kafak" is not allowed (allowed: kafka, rabbitmq); did you mean "kafka"?`,
+		`4:9: broker.kind: "kafak" is not allowed (allowed: kafka, rabbitmq, mqtt); did you mean "kafka"?`,
 		`9:1: a second YAML document (after ---): a file holds one scenario`,
 	}},
 	{"invalid/duplicate-keys.yaml", []string{
@@ -190,7 +207,7 @@ var fixtures = []fixture{
 		`6:15: broker.partitions: must be an integer, got number 1.5`,
 		`9:18: faults[0].probability: must be a finite number, got number .nan`,
 		`14:19: variants[0].producer.idempotent: must be true or false, got string "yes"`,
-		`15:15: variants[0].consumer: must be a mapping (keys: instances, ack, prefetch, on_failure, delivery_limit), got a list`,
+		`15:15: variants[0].consumer: must be a mapping (keys: instances, ack, prefetch, isolation, on_failure, delivery_limit), got a list`,
 		`17:7: variants[0].expect.lost: needs a value; write a count like 0`,
 	}},
 	{"invalid/response-lost-with-acks-none.yaml", []string{
@@ -225,6 +242,22 @@ var fixtures = []fixture{
 	}},
 	{"invalid/unknown-alias.yaml", []string{
 		`3:9: broker: unknown alias *nope`,
+	}},
+	{"invalid/stage-faults-without-stage.yaml", []string{
+		`6:12: faults[1].type: transaction-abort needs a transactional stage, and no variant has one`,
+		`8:71: variants[0].stage.batch: must be from 1 to 10,000, got 0`,
+	}},
+	{"invalid/kafka-go-idempotent.yaml", []string{
+		`6:56: variants[0].producer.client: kafka-go cannot be idempotent: kafka-go has no idempotent producer and no transactions (its writer always sends producer id -1), and idempotent defaults to true`,
+		`6:56: variants[0].producer.client: kafka-go cannot carry a transactional stage`,
+		`7:62: variants[1].producer.client: kafka-go cannot carry a transactional stage`,
+	}},
+	{"invalid/leader-move-one-broker.yaml", []string{
+		`5:12: faults[0].type: leader-move needs at least 2 brokers to move leaders between; add brokers: 3 to the broker`,
+	}},
+	{"invalid/stage-on-rabbitmq.yaml", []string{
+		`4:8: stage: a consume-transform-produce stage runs on Kafka only`,
+		`5:23: consumer.isolation: only for broker kind kafka, not rabbitmq`,
 	}},
 }
 

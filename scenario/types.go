@@ -29,6 +29,7 @@ type Scenario struct {
 	Redis       string    `yaml:"redis" json:"redis,omitempty" jsonschema:"description=Redis for strategies that need one (redis-setnx)\\, e.g. redis://127.0.0.1:6379 (the default); --redis overrides."`
 	Faults      []Fault   `yaml:"faults" json:"faults,omitempty"`
 	Variants    []Variant `yaml:"variants" json:"variants" jsonschema:"required,minItems=1"`
+	Stage       *Stage    `yaml:"stage" json:"stage,omitempty" jsonschema:"description=A consume-transform-produce stage between the producer and the consumers (Kafka): it reads the producer's topic\\, writes each record to a second topic and commits the first topic's offsets; the consumers read the second topic. Absent: no stage."`
 
 	// File is where the scenario was read from ("builtin:quickstart" for a built-in).
 	File string `yaml:"-" json:"-"`
@@ -39,7 +40,7 @@ type Scenario struct {
 // Broker says which broker to run against and where it is.
 type Broker struct {
 	Kind      catalog.BrokerKind `yaml:"kind" json:"kind" jsonschema:"required,description=Broker kind."`
-	Mode      catalog.Mode       `yaml:"mode" json:"mode,omitempty" jsonschema:"description=embedded: an in-process broker (the default for kafka); external: a running broker at addresses (the only mode and default for rabbitmq)."`
+	Mode      catalog.Mode       `yaml:"mode" json:"mode,omitempty" jsonschema:"description=embedded: an in-process broker (the default for kafka); external: a running broker at addresses (the default for rabbitmq); managed: a local 3-node RabbitMQ cluster dqbench starts from the installed rabbitmq-server and removes afterwards (or the one dqbench brokers up rabbitmq started)."`
 	Addresses []string           `yaml:"addresses" json:"addresses,omitempty" jsonschema:"description=Where the broker is: host:port of each Kafka broker (required with mode external)\\, or AMQP URLs for rabbitmq (default amqp://guest:guest@127.0.0.1:5672/)."`
 	// Settings is the kind's own settings (catalog.Broker.NewSettings),
 	// written beside kind in the same mapping.
@@ -52,8 +53,9 @@ type Producer struct {
 	Acks       catalog.Acks `yaml:"acks" json:"acks,omitempty" jsonschema:"description=Broker acknowledgement the producer waits for (default all; leader and none need idempotent: false)."`
 	Window     int          `yaml:"window" json:"window,omitempty" jsonschema:"minimum=1,maximum=100000,description=Most unacknowledged publishes in flight (default 256; 1 makes every request carry one intent)."`
 	// Retries and ConfirmTimeout are the application's publish policy.
-	Retries        *int     `yaml:"retries" json:"retries,omitempty" jsonschema:"minimum=0,maximum=100,description=How many times the application publishes an intent again when a send ends without a confirm (an unknown outcome) or none came within confirm_timeout (default 0: the client's own retries only)."`
-	ConfirmTimeout Duration `yaml:"confirm_timeout" json:"confirm_timeout,omitempty" jsonschema:"description=How long the application waits for a confirm before it gives the send up as unknown (and retries\\, with retries > 0); default: as long as the client takes to answer."`
+	Retries        *int           `yaml:"retries" json:"retries,omitempty" jsonschema:"minimum=0,maximum=100,description=How many times the application publishes an intent again when a send ends without a confirm (an unknown outcome) or none came within confirm_timeout (default 0: the client's own retries only)."`
+	ConfirmTimeout Duration       `yaml:"confirm_timeout" json:"confirm_timeout,omitempty" jsonschema:"description=How long the application waits for a confirm before it gives the send up as unknown (and retries\\, with retries > 0); default: as long as the client takes to answer."`
+	Client         catalog.Client `yaml:"client" json:"client,omitempty" jsonschema:"description=Kafka client library of the producer: franz-go (default) or kafka-go (segmentio/kafka-go: no idempotent producer and no transactions\\, so it needs idempotent: false)."`
 	// MaxLength and Overflow bound the variant's queue (a broker limit as
 	// a loss source). An empty Overflow is drop-head.
 	MaxLength int              `yaml:"max_length" json:"max_length,omitempty" jsonschema:"minimum=0,maximum=10000000,description=The queue holds at most this many ready messages (RabbitMQ x-max-length); 0 (default): no limit. rabbitmq only."`
@@ -62,9 +64,10 @@ type Producer struct {
 
 // Consumer holds consumer settings; a variant may override each one.
 type Consumer struct {
-	Instances int             `yaml:"instances" json:"instances,omitempty" jsonschema:"minimum=1,maximum=64,description=Consumer processes sharing the subscription (default 1)."`
-	Ack       catalog.AckMode `yaml:"ack" json:"ack,omitempty" jsonschema:"description=When the consumer acks/commits: after-process (at-least-once\\, default) or before-process (at-most-once) or auto (the broker acks on delivery: RabbitMQ autoAck\\, at-most-once; rabbitmq only)."`
-	Prefetch  int             `yaml:"prefetch" json:"prefetch,omitempty" jsonschema:"minimum=1,maximum=100000,description=Messages fetched per poll / prefetch count (default 100)."`
+	Instances int               `yaml:"instances" json:"instances,omitempty" jsonschema:"minimum=1,maximum=64,description=Consumer processes sharing the subscription (default 1)."`
+	Ack       catalog.AckMode   `yaml:"ack" json:"ack,omitempty" jsonschema:"description=When the consumer acks/commits: after-process (at-least-once\\, default) or before-process (at-most-once) or auto (the broker acks on delivery: RabbitMQ autoAck\\, at-most-once; rabbitmq only)."`
+	Prefetch  int               `yaml:"prefetch" json:"prefetch,omitempty" jsonschema:"minimum=1,maximum=100000,description=Messages fetched per poll / prefetch count (default 100)."`
+	Isolation catalog.Isolation `yaml:"isolation" json:"isolation,omitempty" jsonschema:"description=Which records a Kafka consumer reads: read_uncommitted (Kafka's default: also records of aborted transactions) or read_committed (only committed ones); kafka only."`
 	// OnFailure and DeliveryLimit: what happens to a delivery whose
 	// processing failed (poison-message). An empty OnFailure is requeue.
 	OnFailure     catalog.FailureMode `yaml:"on_failure" json:"on_failure,omitempty" jsonschema:"description=What the consumer does with a delivery whose processing failed (poison-message): requeue (basic.nack with requeue\\, default: a transient failure; it comes back) or reject (basic.reject: a permanent one; the broker dead-letters it). rabbitmq only."`
@@ -97,17 +100,28 @@ type Variant struct {
 	Store    string                 `yaml:"store" json:"store,omitempty" jsonschema:"description=This variant's business store (overrides the scenario's store)."`
 	ID       catalog.IDSource       `yaml:"id" json:"id,omitempty" jsonschema:"enum=business,enum=per-send-uuid,enum=content-hash,description=Where the message id the strategy deduplicates on comes from: business (the intent's id\\, default)\\, per-send-uuid (new on every publish attempt) or content-hash (a hash of account and amount)."`
 	Expect   map[string]Expectation `yaml:"expect" json:"expect,omitempty" jsonschema:"description=Checks on the variant's counts\\, e.g. duplicates: 0 or lost: '>0'."`
+	Stage    *Stage                 `yaml:"stage" json:"stage,omitempty" jsonschema:"description=Overrides of the scenario's stage settings; gives this variant a stage when the scenario has none."`
 	// Process runs your own consumer program instead of a built-in
 	// strategy (process.go).
 	Process *Process `yaml:"process" json:"process,omitempty" jsonschema:"description=Your own consumer program as the consumer under test\\, instead of a built-in strategy. Exactly one of strategy and process."`
 	// Audit is how a process variant's store is counted.
-	Audit *Audit `yaml:"audit" json:"audit,omitempty" jsonschema:"description=How dqbench counts the effects in a process variant's store (required with process)."`
+	Audit *Audit                `yaml:"audit" json:"audit,omitempty" jsonschema:"description=How dqbench counts the effects in a process variant's store (required with process)."`
+	MQTT  *catalog.MQTTSettings `yaml:"mqtt" json:"mqtt,omitempty" jsonschema:"description=Overrides of the broker's MQTT settings for this variant (qos\\, subscription_qos\\, clean_session\\, client); broker kind mqtt only."`
 	// Params is the strategy's own settings (catalog.Strategy.NewParams),
 	// written beside strategy in the variant.
 	Params any `yaml:",params" json:"-"`
 
 	// Line is the scenario line the variant starts on (for messages).
 	Line int `yaml:"-" json:"-"`
+}
+
+// Stage is a consume-transform-produce stage: it consumes the producer's
+// topic, writes each record to an output topic and commits the input
+// offsets, one batch at a time; the consumers read the output topic.
+type Stage struct {
+	Transactional *bool `yaml:"transactional" json:"transactional,omitempty" jsonschema:"description=Write each batch and commit its input offsets in one Kafka transaction (default false: write\\, then commit the offsets)."`
+	Batch         int   `yaml:"batch" json:"batch,omitempty" jsonschema:"minimum=1,maximum=10000,description=Records per batch: per transaction\\, or per offset commit without transactions (default 10). A batch also ends at an intent that is a multiple of batch\\, so batches line up with intents."`
+	Instances     int   `yaml:"instances" json:"instances,omitempty" jsonschema:"minimum=1,maximum=64,description=Stage instances sharing the input topic's consumer group (default 1)."`
 }
 
 // Duration is a time.Duration written as "30s", "2m", "1m30s".

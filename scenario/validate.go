@@ -32,7 +32,11 @@ func (c *checker) check() {
 	c.acks()
 	c.faultPoints()
 	c.faultsAvailable()
+	c.stages()
+	c.clients()
+	c.leaders()
 	c.processVariants()
+	c.mqtt()
 }
 
 func (c *checker) top() {
@@ -99,7 +103,7 @@ func (c *checker) broker() {
 	switch {
 	case mode == catalog.External && len(b.Addresses) == 0 && kind.DefaultAddress == "":
 		c.errorf(modePath(c), `broker: mode external needs addresses: add addresses: ["%s"] (%s of each broker)%s`, example, what, orEmbedded(kind))
-	case mode == catalog.Embedded && len(b.Addresses) > 0:
+	case (mode == catalog.Embedded || mode == catalog.Managed) && len(b.Addresses) > 0:
 		c.errorf("broker.addresses", "broker.addresses: only used with mode: external; add mode: external or remove addresses")
 	}
 	for i, a := range b.Addresses {
@@ -346,7 +350,7 @@ func (c *checker) faultsAvailable() {
 			continue
 		}
 		fp := fmt.Sprintf("faults[%d]", i)
-		where := catalog.Where{Broker: c.s.Broker.Kind, Mode: mode}
+		where := catalog.Where{Broker: c.s.Broker.Kind, Mode: mode, Settings: c.s.Broker.Settings}
 		if why := kind.Available(where); why != "" {
 			c.errorf(fp+".type", "%s: %s cannot act here: %s", fp, f.Type, why)
 			continue

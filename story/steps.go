@@ -66,6 +66,9 @@ func (s *Story) Steps() []Step {
 			if e.Point != "" && e.Fault != e.Point && !strings.HasSuffix(e.Fault, "@"+e.Point) {
 				text += " at " + e.Point
 			}
+			if e.Reason != "" {
+				text += ": " + e.Reason
+			}
 		case history.Crash:
 			text = "crashed"
 			if e.Reason != "" {

@@ -53,6 +53,11 @@ func Lane(e history.Event) string {
 		if e.Consumer == 0 {
 			return "broker" // a fault inside the broker (produce-response-lost)
 		}
+		if len(e.Intents) > 0 {
+			return "stage " + strconv.Itoa(e.Consumer) // a fault on a stage's batch
+		}
+	case history.StageStart, history.StageRead, history.StageWrite, history.StageCommit, history.StageAbort, history.StageCrash:
+		return "stage " + strconv.Itoa(e.Consumer) // a consume-transform-produce stage instance
 	}
 	if e.Consumer > 0 {
 		return "consumer " + strconv.Itoa(e.Consumer)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/brokers/kafka"
+	"github.com/dqbench/dqbench/brokers/mqtt"
 	"github.com/dqbench/dqbench/brokers/rabbitmq"
 	"github.com/dqbench/dqbench/catalog"
 )
@@ -19,6 +20,7 @@ type Opener func(ctx context.Context, cfg brokers.Config) (brokers.Broker, error
 var Brokers = map[catalog.BrokerKind]Opener{
 	catalog.Kafka:    kafka.Open,
 	catalog.RabbitMQ: rabbitmq.Open,
+	catalog.MQTT:     mqtt.Open,
 }
 
 // Open opens the broker cfg describes.

@@ -21,15 +21,25 @@ import (
 // method (scenario validation rejects the fault with mode: external); on an
 // external cluster it would need a network fault layer.
 func (c embeddedDest) LoseProduceResponses(fires func(intent, attempt int) bool, lost func(intents []int)) {
+	c.fault = c.loseOn(c.topic, fires, lost)
+	if c.stage != nil {
+		// Inside the stage's transactions too: its producer is
+		// idempotent, so the broker drops the retried batch.
+		c.stage.fault = c.loseOn(c.stage.out, fires, lost)
+	}
+}
+
+// loseOn loses the responses of chosen produce requests to topic.
+func (c embeddedDest) loseOn(topic string, fires func(intent, attempt int) bool, lost func(intents []int)) *kfake.FaultHandle {
 	var mu sync.Mutex
 	sightings := map[int]int{} // intent → produce requests that carried it
 	// kfake asks When once per partition of a request; decide once per
 	// request so a request's intents are sighted once.
 	var last kmsg.Request
 	var lastHit bool
-	c.fault = c.k.cluster.Fault(kfake.Fault{
+	return c.k.cluster.Fault(kfake.Fault{
 		Keys:  []kmsg.Key{kmsg.Produce},
-		Topic: c.topic,
+		Topic: topic,
 		Err:   kerr.RequestTimedOut,
 		Count: -1,
 		When: func(req kmsg.Request) bool {

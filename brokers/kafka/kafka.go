@@ -45,7 +45,7 @@ func Open(ctx context.Context, cfg brokers.Config) (brokers.Broker, error) {
 	if cfg.Mode == catalog.External {
 		k, err = Connect(ctx, cfg.Addresses)
 	} else {
-		k, err = StartEmbedded()
+		k, err = StartEmbedded(settings.Brokers)
 	}
 	if err != nil {
 		return nil, err
@@ -54,10 +54,11 @@ func Open(ctx context.Context, cfg brokers.Config) (brokers.Broker, error) {
 	return k, nil
 }
 
-// StartEmbedded starts a one-broker kfake cluster on a loopback port.
-func StartEmbedded() (*Kafka, error) {
+// StartEmbedded starts a kfake cluster of n brokers (at least 1) on
+// loopback ports.
+func StartEmbedded(n int) (*Kafka, error) {
 	t := newTap()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.ListenFn(t.listen))
+	c, err := kfake.NewCluster(kfake.NumBrokers(max(n, 1)), kfake.ListenFn(t.listen))
 	if err != nil {
 		return nil, fmt.Errorf("start embedded Kafka (kfake): %w", err)
 	}
@@ -115,7 +116,7 @@ func (k *Kafka) Close() error {
 // Open creates the variant's topic.
 func (k *Kafka) Open(ctx context.Context, spec brokers.DestinationSpec) (brokers.Destination, error) {
 	topic := "dqbench-" + spec.Name
-	resp, err := k.adm.CreateTopic(ctx, k.partitions, 1, nil, topic)
+	resp, err := k.adm.CreateTopic(ctx, k.partitions, k.replicas(), nil, topic)
 	if err == nil {
 		err = resp.Err
 	}
@@ -123,10 +124,31 @@ func (k *Kafka) Open(ctx context.Context, spec brokers.DestinationSpec) (brokers
 		return nil, fmt.Errorf("create topic %s: %w", topic, err)
 	}
 	d := &topicDest{k: k, spec: spec, topic: topic, group: topic + "-group", seen: map[int32]int64{}}
+	if spec.Stage != nil {
+		d.stage = newStage(*spec.Stage, topic, spec.Isolation == catalog.ReadCommitted)
+		resp, err := k.adm.CreateTopic(ctx, k.partitions, k.replicas(), nil, d.stage.out)
+		if err == nil {
+			err = resp.Err
+		}
+		if err != nil {
+			return nil, fmt.Errorf("create topic %s: %w", d.stage.out, err)
+		}
+	}
 	if k.cluster != nil {
 		return embeddedDest{d}, nil
 	}
 	return d, nil
+}
+
+// replicas is the replication factor of the topics a run creates: 1 on
+// the embedded broker (kfake does not replicate); on an external cluster,
+// -1, its default.replication.factor (3 on docker-compose's three-broker
+// cluster, where min.insync.replicas=2 makes acks=all wait for two).
+func (k *Kafka) replicas() int16 {
+	if k.cluster != nil {
+		return 1
+	}
+	return -1
 }
 
 // topicDest is one variant's topic and consumer group.
@@ -140,6 +162,8 @@ type topicDest struct {
 	seen map[int32]int64 // highest offset delivered per partition, for the redelivered flag
 
 	fault *kfake.FaultHandle
+	stage *stageState // nil without a stage (stage.go)
+	moves leaderMoves // leader-move (leaders.go)
 }
 
 var _ brokers.Destination = (*topicDest)(nil)
@@ -152,10 +176,14 @@ type embeddedDest struct{ *topicDest }
 var (
 	_ brokers.Destination          = embeddedDest{}
 	_ brokers.ProduceResponseLoser = embeddedDest{}
+	_ brokers.LeaderMover          = embeddedDest{}
 	_ brokers.ConsumerWatcher      = embeddedDest{}
 )
 
 func (c *topicDest) Producer(ctx context.Context) (brokers.Producer, error) {
+	if c.spec.Client == catalog.KafkaGo {
+		return c.kafkaGoProducer()
+	}
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(c.k.seeds...),
 		kgo.DefaultProduceTopic(c.topic),
@@ -213,15 +241,25 @@ func (p *producer) Close(ctx context.Context) {
 }
 
 func (c *topicDest) Consumer(ctx context.Context, gen int) (brokers.Consumer, error) {
-	cl, err := kgo.NewClient(
+	topic := c.topic
+	if c.stage != nil {
+		topic = c.stage.out // the consumers read what the stage wrote
+	}
+	opts := []kgo.Opt{
 		kgo.SeedBrokers(c.k.seeds...),
 		kgo.ConsumerGroup(c.group),
-		kgo.ConsumeTopics(c.topic),
+		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DisableAutoCommit(),
-		kgo.FetchMaxWait(50*time.Millisecond),
+		kgo.FetchMaxWait(50 * time.Millisecond),
 		kgo.ClientID(fmt.Sprintf("%s-consumer-%d", c.topic, gen)),
-	)
+		// Leaders move (leader-move): find the new one quickly.
+		kgo.MetadataMinAge(50 * time.Millisecond),
+	}
+	if c.spec.Isolation == catalog.ReadCommitted {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka consumer: %w", err)
 	}
@@ -299,13 +337,22 @@ func (k *consumer) leaveAndClose(ctx context.Context) {
 }
 
 // Backlog counts the records between the group's committed offsets and the
-// end of each partition.
+// end of each partition; with a stage, both hops (stageBacklog).
 func (c *topicDest) Backlog(ctx context.Context) (int64, error) {
-	ends, err := c.k.adm.ListEndOffsets(ctx, c.topic)
+	if c.stage != nil {
+		return c.stageBacklog(ctx)
+	}
+	return c.lag(ctx, c.topic, c.group)
+}
+
+// lag counts the records of topic between group's committed offsets and
+// the end of each partition.
+func (c *topicDest) lag(ctx context.Context, topic, group string) (int64, error) {
+	ends, err := c.k.adm.ListEndOffsets(ctx, topic)
 	if err != nil {
 		return 0, err
 	}
-	committed, err := c.k.adm.FetchOffsets(ctx, c.group)
+	committed, err := c.k.adm.FetchOffsets(ctx, group)
 	if errors.Is(err, kerr.GroupIDNotFound) {
 		// No consumer has joined or committed yet (kfake says so; a real
 		// broker answers with no offsets): everything is backlog.
@@ -334,6 +381,10 @@ func (c *topicDest) Close(ctx context.Context) error {
 	if c.fault != nil {
 		c.fault.Remove()
 	}
+	if c.stage != nil && c.stage.fault != nil {
+		c.stage.fault.Remove()
+	}
+	c.moves.stop()
 	if c.k.cluster != nil {
 		return nil // the whole embedded cluster goes away with the run
 	}
@@ -343,10 +394,23 @@ func (c *topicDest) Close(ctx context.Context) error {
 	} else if err := resp.Error(); err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
 		errs = append(errs, fmt.Errorf("delete group %s: %w", c.group, err))
 	}
-	if resp, err := c.k.adm.DeleteTopics(ctx, c.topic); err != nil {
-		errs = append(errs, fmt.Errorf("delete topic %s: %w", c.topic, err))
-	} else if err := resp.Error(); err != nil {
-		errs = append(errs, fmt.Errorf("delete topic %s: %w", c.topic, err))
+	groups, topics := []string{}, []string{c.topic}
+	if c.stage != nil {
+		groups, topics = append(groups, c.stage.group), append(topics, c.stage.out)
+	}
+	for _, g := range groups {
+		if resp, err := c.k.adm.DeleteGroups(ctx, g); err != nil {
+			errs = append(errs, fmt.Errorf("delete group %s: %w", g, err))
+		} else if err := resp.Error(); err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
+			errs = append(errs, fmt.Errorf("delete group %s: %w", g, err))
+		}
+	}
+	for _, t := range topics {
+		if resp, err := c.k.adm.DeleteTopics(ctx, t); err != nil {
+			errs = append(errs, fmt.Errorf("delete topic %s: %w", t, err))
+		} else if err := resp.Error(); err != nil {
+			errs = append(errs, fmt.Errorf("delete topic %s: %w", t, err))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w on %s: %v", brokers.ErrCleanup, c.k.Name(), err)

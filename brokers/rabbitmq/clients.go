@@ -33,23 +33,10 @@ const closeWait = 5 * time.Second
 // most spec.Window unconfirmed at once (amqp091's deferred confirmations),
 // through its own proxy.
 func (d *queueDest) Producer(ctx context.Context) (brokers.Producer, error) {
-	id := fmt.Sprintf("p%d", d.r.seq.Add(1))
-	px, err := d.r.proxy(d.queue + "-" + id)
+	p := &producer{d: d, id: fmt.Sprintf("p%d", d.r.seq.Add(1))}
+	conn, px, err := d.r.dialProxied(ctx, d.queue+"-"+p.id, p.setup, nil)
 	if err != nil {
 		return nil, err
-	}
-	p := &producer{d: d, px: px, id: id}
-	if d.confirmLost != nil {
-		p.tags = new(amqpfault.Tags)
-		if err := px.AddFilter("confirm-lost", netfault.Downstream, amqpfault.LoseConfirms(p.tags, d.confirmLost.fires, d.confirmLost.lost)); err != nil {
-			_ = px.Close(ctx)
-			return nil, err
-		}
-	}
-	conn, err := dial(ctx, d.r.url, px.Addr, nil)
-	if err != nil {
-		_ = px.Close(ctx)
-		return nil, fmt.Errorf("%w: %v", brokers.ErrUnreachable, err)
 	}
 	ch, err := conn.Channel()
 	if err == nil {
@@ -60,10 +47,22 @@ func (d *queueDest) Producer(ctx context.Context) (brokers.Producer, error) {
 		_ = px.Close(ctx)
 		return nil, fmt.Errorf("rabbitmq producer on %s: %w", d.r.masked, err)
 	}
-	p.conn, p.ch = conn, ch
+	p.conn, p.ch, p.px = conn, ch, px
 	p.window = make(chan struct{}, max(d.spec.Window, 1))
 	p.stop = make(chan struct{})
 	return p, nil
+}
+
+// setup installs the producer's toxics on a new proxy: with confirm-lost
+// armed, the filter that loses the chosen confirms, with a fresh table
+// (each connection's channel numbers its publishes from 1).
+func (p *producer) setup(px *netfault.Proxy) error {
+	lose := p.d.confirmLost
+	if lose == nil {
+		return nil
+	}
+	p.tags = new(amqpfault.Tags)
+	return px.AddFilter("confirm-lost", netfault.Downstream, amqpfault.LoseConfirms(p.tags, lose.fires, lose.lost))
 }
 
 type producer struct {
@@ -102,6 +101,15 @@ func (p *producer) Publish(ctx context.Context, m brokers.Message, done func(err
 		done(errors.New("rabbitmq producer closed"))
 		return
 	}
+	if p.ch.IsClosed() {
+		// Its node died (a managed cluster's failover): what was
+		// unconfirmed on it ends as unknown; go on on a survivor.
+		if err := p.reconnect(ctx); err != nil {
+			<-p.window
+			done(fmt.Errorf("publish intent %d to %s: %w (outcome unknown)", m.Intent, p.d.queue, err))
+			return
+		}
+	}
 	// One basic.publish is one stored copy in the queue (RabbitMQ keeps
 	// no producer-side dedup), so the publish's sequence number on this
 	// producer's channel names the copy; a consumer reports it as the
@@ -123,7 +131,7 @@ func (p *producer) Publish(ctx context.Context, m brokers.Message, done func(err
 		return
 	}
 	p.waiting.Add(1)
-	go p.confirm(dc, done)
+	go p.confirm(p.ch, dc, done)
 }
 
 // confirm calls a publish's done once the broker answered it: nil for
@@ -131,12 +139,12 @@ func (p *producer) Publish(ctx context.Context, m brokers.Message, done func(err
 // errUnknownOutcome when the channel closed first (amqp091 then marks
 // every outstanding confirmation as not acked). Each publish waits on its
 // own, so a confirm that never comes holds up no other.
-func (p *producer) confirm(dc *amqp.DeferredConfirmation, done func(error)) {
+func (p *producer) confirm(ch *amqp.Channel, dc *amqp.DeferredConfirmation, done func(error)) {
 	defer p.waiting.Done()
 	<-dc.Done()
 	var err error
 	if !dc.Acked() {
-		if p.ch.IsClosed() {
+		if ch.IsClosed() {
 			err = errUnknownOutcome
 		} else {
 			err = fmt.Errorf("broker nacked the publish to %s (basic.nack)", p.d.queue)
@@ -171,9 +179,12 @@ func (p *producer) Close(ctx context.Context) {
 		case <-late.C:
 		case <-ctx.Done():
 		}
-		closeConn(ctx, p.conn)
+		p.mu.Lock()
+		conn, px := p.conn, p.px
+		p.mu.Unlock()
+		closeConn(ctx, conn)
 		<-confirmed
-		_ = p.px.Close(context.WithoutCancel(ctx))
+		_ = px.Close(context.WithoutCancel(ctx))
 	})
 }
 
@@ -190,27 +201,22 @@ func closeConn(ctx context.Context, conn *amqp.Connection) {
 // proxy: basic.qos(prefetch) and manual acks.
 func (d *queueDest) Consumer(ctx context.Context, gen int) (brokers.Consumer, error) {
 	c := &consumer{d: d, gen: gen, prefetch: max(d.spec.Prefetch, 1), autoAck: d.spec.AutoAck}
-	px, err := d.r.proxy(fmt.Sprintf("%s-c%d", d.queue, gen))
-	if err != nil {
-		return nil, err
-	}
-	c.px = px
-	if d.ackLost != nil && !c.autoAck {
+	setup := func(px *netfault.Proxy) error {
+		if d.ackLost == nil || c.autoAck {
+			return nil
+		}
 		c.tags = new(amqpfault.Tags)
 		c.acked = make(chan struct{}, 1)
-		if err := px.AddFilter("ack-lost", netfault.Upstream, amqpfault.LoseAcks(c.tags, d.ackLost.fires, d.ackLost.lost)); err != nil {
-			_ = px.Close(ctx)
-			return nil, err
-		}
+		return px.AddFilter("ack-lost", netfault.Upstream, amqpfault.LoseAcks(c.tags, d.ackLost.fires, d.ackLost.lost))
 	}
-	conn, err := dial(ctx, d.r.url, px.Addr, func(nc net.Conn) net.Conn {
+	conn, px, err := d.r.dialProxied(ctx, fmt.Sprintf("%s-c%d", d.queue, gen), setup, func(nc net.Conn) net.Conn {
 		c.fc = &frameCounter{Conn: nc}
 		return c.fc
 	})
 	if err != nil {
-		_ = px.Close(ctx)
-		return nil, fmt.Errorf("%w: %v", brokers.ErrUnreachable, err)
+		return nil, err
 	}
+	c.px = px
 	c.conn = conn
 	c.closed = conn.NotifyClose(make(chan *amqp.Error, 1))
 	c.ch, err = conn.Channel()

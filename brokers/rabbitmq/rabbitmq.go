@@ -38,9 +38,12 @@ type RabbitMQ struct {
 	url       string // with the password: only for dialling
 	masked    string // for every message
 	queueType catalog.QueueType
-	conn      *amqp.Connection // admin: declares, backlog, deletes
-	upstream  string           // the broker's host:port, for the proxies
-	net       *netfault.Layer  // the toxiproxy every client connects through
+	// addrs are every address the broker has (a managed cluster's nodes),
+	// url first: a client whose node died reconnects to the next.
+	addrs  []string
+	connMu sync.Mutex
+	conn   *amqp.Connection // admin: declares, backlog, deletes
+	net    *netfault.Layer  // the toxiproxy every client connects through
 
 	seq atomic.Int64 // numbers producers, for the copy header
 }
@@ -54,6 +57,9 @@ func Open(ctx context.Context, cfg brokers.Config) (brokers.Broker, error) {
 		settings = new(catalog.RabbitMQSettings)
 		settings.Defaults()
 	}
+	if cfg.Mode == catalog.Managed {
+		return openManaged(ctx, cfg, settings)
+	}
 	addrs := cfg.Addresses
 	if len(addrs) == 0 {
 		b, _ := catalog.LookupBroker(catalog.RabbitMQ)
@@ -66,10 +72,7 @@ func Open(ctx context.Context, cfg brokers.Config) (brokers.Broker, error) {
 			errs = append(errs, err.Error())
 			continue
 		}
-		r := &RabbitMQ{url: a, masked: catalog.MaskURL(a), queueType: settings.QueueType, conn: conn}
-		if u, err := amqp.ParseURI(a); err == nil {
-			r.upstream = net.JoinHostPort(u.Host, fmt.Sprint(u.Port))
-		}
+		r := &RabbitMQ{url: a, masked: catalog.MaskURL(a), queueType: settings.QueueType, addrs: addrs, conn: conn}
 		if settings.Toxiproxy != "" {
 			r.net, err = netfault.Connect(settings.Toxiproxy)
 		} else {
@@ -150,6 +153,8 @@ func (r *RabbitMQ) Name() string { return "rabbitmq " + r.masked }
 
 // Close closes the admin connection and stops an in-process toxiproxy.
 func (r *RabbitMQ) Close() error {
+	r.connMu.Lock()
+	defer r.connMu.Unlock()
 	var errs []error
 	if err := r.conn.Close(); err != nil && !errors.Is(err, amqp.ErrClosed) {
 		errs = append(errs, fmt.Errorf("close connection to %s: %w", r.masked, err))
@@ -163,16 +168,22 @@ func (r *RabbitMQ) Close() error {
 // majorVersion is the broker's major version, from the server properties
 // of the connection (0 when it does not say).
 func (r *RabbitMQ) majorVersion() int {
+	r.connMu.Lock()
 	v, _ := r.conn.Properties["version"].(string)
+	r.connMu.Unlock()
 	major, _, _ := strings.Cut(v, ".")
 	n, _ := strconv.Atoi(major)
 	return n
 }
 
-// proxy puts a new toxiproxy proxy in front of the broker for one client
-// connection.
-func (r *RabbitMQ) proxy(name string) (*netfault.Proxy, error) {
-	p, err := r.net.Proxy(name, r.upstream)
+// proxy puts a new toxiproxy proxy in front of the broker at url for one
+// client connection.
+func (r *RabbitMQ) proxy(name, url string) (*netfault.Proxy, error) {
+	u, err := amqp.ParseURI(url)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", catalog.MaskURL(url), err)
+	}
+	p, err := r.net.Proxy(name, net.JoinHostPort(u.Host, fmt.Sprint(u.Port)))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", brokers.ErrUnreachable, err)
 	}
@@ -247,7 +258,7 @@ func (d *queueDest) admin() (*amqp.Channel, error) {
 	if d.adminCh != nil && !d.adminCh.IsClosed() {
 		return d.adminCh, nil
 	}
-	ch, err := d.r.conn.Channel()
+	ch, err := d.r.channel()
 	if err != nil {
 		return nil, fmt.Errorf("%w: channel on %s: %v", brokers.ErrUnreachable, d.r.masked, err)
 	}

@@ -1,0 +1,518 @@
+package mqtt
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	mochi "github.com/mochi-mqtt/server/v2"
+	"github.com/mochi-mqtt/server/v2/listeners"
+	"github.com/mochi-mqtt/server/v2/packets"
+
+	"github.com/dqbench/dqbench/brokers"
+	"github.com/dqbench/dqbench/catalog"
+)
+
+// embedded is a mochi-mqtt server on a loopback port. Its hook (faultHook)
+// sees every packet of every variant's clients: it tracks which intent
+// each packet id carries, counts the backlog, tells a consumer when the
+// broker has processed its ack, and injects the packet faults.
+type embedded struct {
+	srv  *mochi.Server
+	hook *faultHook
+	addr string
+}
+
+func startEmbedded() (*embedded, error) {
+	srv := mochi.New(&mochi.Options{
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		// $SYS topics once a day: nothing of dqbench's.
+		SysTopicResendInterval: 86400,
+	})
+	hook := &faultHook{clients: map[string]*destState{}}
+	if err := srv.AddHook(hook, nil); err != nil {
+		return nil, fmt.Errorf("start embedded MQTT (mochi-mqtt): %w", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("start embedded MQTT (mochi-mqtt): %w", err)
+	}
+	if err := srv.AddListener(listeners.NewNet("dqbench", faultListener{ln})); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("start embedded MQTT (mochi-mqtt): %w", err)
+	}
+	if err := srv.Serve(); err != nil {
+		srv.Close()
+		return nil, fmt.Errorf("start embedded MQTT (mochi-mqtt): %w", err)
+	}
+	return &embedded{srv: srv, hook: hook, addr: ln.Addr().String()}, nil
+}
+
+func (e *embedded) close() error { return e.srv.Close() }
+
+// backlog is what the broker holds for d's consumer: publishes it is
+// routing (received, not yet handed to the subscription) and messages in
+// the consumer session not yet acknowledged (PUBACK for QoS 1, PUBREC for
+// QoS 2).
+func (e *embedded) backlog(d *dest) int64 {
+	st := d.state
+	st.mu.Lock()
+	n := int64(st.routing)
+	st.mu.Unlock()
+	if cl, ok := e.srv.Clients.Get(d.subID); ok {
+		for _, pk := range cl.State.Inflight.GetAll(false) {
+			if pk.FixedHeader.Type == packets.Publish {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// embeddedDest is a destination on the embedded broker, which can also
+// lose packets and break connections.
+type embeddedDest struct{ *dest }
+
+var (
+	_ brokers.Destination  = embeddedDest{}
+	_ brokers.PacketLoser  = embeddedDest{}
+	_ brokers.Disconnecter = embeddedDest{}
+)
+
+// LosePackets loses packet on leg for the intents fires chooses; it acts
+// only where the leg's QoS has that packet.
+func (d embeddedDest) LosePackets(packet catalog.MQTTPacket, leg catalog.Leg, fires func(intent, attempt int) bool, lost func(intent int)) bool {
+	if int(d.legQoS(leg)) != packet.QoS() {
+		return false
+	}
+	d.state.addRule(&rule{packet: packetType[packet], leg: leg, fires: fires, fired: lost, seen: map[int]int{}})
+	return true
+}
+
+// Disconnect breaks the leg's client connection right after the broker
+// handled the chosen intents' PUBLISH on that leg.
+func (d embeddedDest) Disconnect(leg catalog.Leg, fires func(intent, attempt int) bool, cut func(intent int)) bool {
+	d.state.addRule(&rule{packet: packets.Publish, leg: leg, disconnect: true, fires: fires, fired: cut, seen: map[int]int{}})
+	return true
+}
+
+var packetType = map[catalog.MQTTPacket]byte{
+	catalog.PUBACK: packets.Puback, catalog.PUBREC: packets.Pubrec,
+	catalog.PUBREL: packets.Pubrel, catalog.PUBCOMP: packets.Pubcomp,
+}
+
+// rule is one armed fault.
+type rule struct {
+	packet     byte
+	leg        catalog.Leg
+	disconnect bool // break the connection after the packet; else lose it
+	fires      func(intent, attempt int) bool
+	fired      func(intent int)
+	seen       map[int]int // intent → times the packet passed for it
+}
+
+// destState is what the hook knows of one destination.
+type destState struct {
+	d       *dest
+	mu      sync.Mutex
+	pubPIDs map[uint16]int // publisher packet id → intent
+	subPIDs map[uint16]int // consumer packet id → intent
+	routing int            // publishes between OnPublish and OnPublished
+	// takeover is closed while no consumer connection is taking over the
+	// session; see OnSessionEstablish.
+	takeover chan struct{}
+	acks     map[uint16]chan struct{}
+	rules    []*rule
+}
+
+func (st *destState) addRule(r *rule) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.rules = append(st.rules, r)
+}
+
+// hit reports whether a rule fires for packet type t of intent on leg,
+// counting the sighting; st.mu is held.
+func (st *destState) hit(t byte, leg catalog.Leg, intent int, disconnect bool) *rule {
+	for _, r := range st.rules {
+		if r.packet != t || r.leg != leg || r.disconnect != disconnect {
+			continue
+		}
+		r.seen[intent]++
+		if r.fires(intent, r.seen[intent]) {
+			return r
+		}
+	}
+	return nil
+}
+
+// awaitAck returns a channel closed once the broker has processed the
+// consumer's ack of packet id pid.
+func (st *destState) awaitAck(pid uint16) chan struct{} {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	ch := make(chan struct{})
+	if old, ok := st.acks[pid]; ok {
+		close(old)
+	}
+	st.acks[pid] = ch
+	return ch
+}
+
+// faultHook is the mochi hook of the embedded broker.
+type faultHook struct {
+	mochi.HookBase
+	mu      sync.Mutex
+	clients map[string]*destState // by client id
+}
+
+func (h *faultHook) add(d *dest) *destState {
+	st := &destState{d: d, pubPIDs: map[uint16]int{}, subPIDs: map[uint16]int{}, acks: map[uint16]chan struct{}{}, takeover: closed()}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.clients[d.pubID] = st
+	h.clients[d.subID] = st
+	return st
+}
+
+func (h *faultHook) remove(d *dest) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.clients, d.pubID)
+	delete(h.clients, d.subID)
+}
+
+func (h *faultHook) state(cl *mochi.Client) (*destState, catalog.Leg) {
+	h.mu.Lock()
+	st := h.clients[cl.ID]
+	h.mu.Unlock()
+	if st == nil {
+		return nil, ""
+	}
+	if cl.ID == st.d.pubID {
+		return st, catalog.PublisherLeg
+	}
+	return st, catalog.SubscriberLeg
+}
+
+// ID names the hook.
+func (h *faultHook) ID() string { return "dqbench-faults" }
+
+// Provides lists the events the hook handles.
+func (h *faultHook) Provides(b byte) bool {
+	return bytes.Contains([]byte{
+		mochi.OnPacketRead, mochi.OnPacketEncode, mochi.OnPacketSent, mochi.OnPacketProcessed,
+		mochi.OnPublish, mochi.OnPublished, mochi.OnDisconnect,
+		mochi.OnSessionEstablish, mochi.OnSessionEstablished,
+		mochi.OnConnectAuthenticate, mochi.OnACLCheck,
+	}, []byte{b})
+}
+
+// OnConnectAuthenticate lets every client in: the broker listens on
+// loopback for this run only.
+func (h *faultHook) OnConnectAuthenticate(*mochi.Client, packets.Packet) bool { return true }
+
+// OnACLCheck allows every topic.
+func (h *faultHook) OnACLCheck(*mochi.Client, string, bool) bool { return true }
+
+// OnPacketRead sees packets from clients: it learns the publisher's packet
+// ids, and loses the acks a client sends (the publisher's PUBREL, the
+// consumer's PUBACK, PUBREC, PUBCOMP) where a rule says so: the broker
+// never processes it and the client's connection breaks.
+func (h *faultHook) OnPacketRead(cl *mochi.Client, pk packets.Packet) (packets.Packet, error) {
+	st, leg := h.state(cl)
+	if st == nil {
+		return pk, nil
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	t := pk.FixedHeader.Type
+	switch {
+	case t == packets.Publish && leg == catalog.PublisherLeg:
+		if in, err := st.d.intentOf(pk.TopicName); err == nil && pk.FixedHeader.Qos > 0 {
+			st.pubPIDs[pk.PacketID] = in
+		}
+	case t == packets.Puback, t == packets.Pubrec, t == packets.Pubrel, t == packets.Pubcomp:
+		intent, ok := st.pidsOf(leg)[pk.PacketID]
+		if !ok {
+			break
+		}
+		if r := st.hit(t, leg, intent, false); r != nil {
+			r.fired(intent)
+			cl.Stop(errPacketLost)
+			return pk, packets.ErrRejectPacket
+		}
+	}
+	return pk, nil
+}
+
+var errPacketLost = errors.New("dqbench: packet lost, connection broken")
+
+func (st *destState) pidsOf(leg catalog.Leg) map[uint16]int {
+	if leg == catalog.PublisherLeg {
+		return st.pubPIDs
+	}
+	return st.subPIDs
+}
+
+// OnPacketEncode sees packets to clients: it learns the consumer's packet
+// ids, and loses the acks the broker sends (PUBACK, PUBREC, PUBCOMP to the
+// publisher, PUBREL to the consumer) where a rule says so: the broker
+// writes it, the bytes never arrive and the connection breaks.
+func (h *faultHook) OnPacketEncode(cl *mochi.Client, pk packets.Packet) packets.Packet {
+	st, leg := h.state(cl)
+	if st == nil {
+		return pk
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	t := pk.FixedHeader.Type
+	switch {
+	case t == packets.Publish && leg == catalog.SubscriberLeg:
+		if in, err := st.d.intentOf(pk.TopicName); err == nil && pk.FixedHeader.Qos > 0 {
+			st.subPIDs[pk.PacketID] = in
+		}
+	case t == packets.Puback, t == packets.Pubrec, t == packets.Pubrel, t == packets.Pubcomp:
+		intent, ok := st.pidsOf(leg)[pk.PacketID]
+		if !ok {
+			break
+		}
+		fc, isFault := cl.Net.Conn.(*faultConn)
+		if !isFault {
+			break
+		}
+		if r := st.hit(t, leg, intent, false); r != nil {
+			var buf bytes.Buffer
+			if err := encodeAck(pk, &buf); err == nil {
+				r.fired(intent)
+				fc.dropWrite(buf.Bytes())
+			}
+		}
+	}
+	return pk
+}
+
+// encodeAck encodes an ack the way WritePacket will.
+func encodeAck(pk packets.Packet, buf *bytes.Buffer) error {
+	switch pk.FixedHeader.Type {
+	case packets.Puback:
+		return pk.PubackEncode(buf)
+	case packets.Pubrec:
+		return pk.PubrecEncode(buf)
+	case packets.Pubrel:
+		return pk.PubrelEncode(buf)
+	case packets.Pubcomp:
+		return pk.PubcompEncode(buf)
+	}
+	return fmt.Errorf("not an ack: %v", pk.FixedHeader.Type)
+}
+
+// OnPacketSent breaks the consumer's connection after the chosen intent's
+// PUBLISH (disconnect on the subscriber leg).
+func (h *faultHook) OnPacketSent(cl *mochi.Client, pk packets.Packet, _ []byte) {
+	st, leg := h.state(cl)
+	if st == nil || leg != catalog.SubscriberLeg || pk.FixedHeader.Type != packets.Publish {
+		return
+	}
+	if pk.FixedHeader.Qos == 0 {
+		st.d.qos0Seen()
+	}
+	intent, err := st.d.intentOf(pk.TopicName)
+	if err != nil {
+		return
+	}
+	st.mu.Lock()
+	r := st.hit(packets.Publish, leg, intent, true)
+	st.mu.Unlock()
+	if r != nil {
+		r.fired(intent)
+		cl.Stop(errDisconnected)
+	}
+}
+
+var errDisconnected = errors.New("dqbench: connection broken by fault")
+
+// OnPacketProcessed tells a consumer waiting for its ack that the broker
+// has it.
+func (h *faultHook) OnPacketProcessed(cl *mochi.Client, pk packets.Packet, err error) {
+	st, leg := h.state(cl)
+	if st == nil || leg != catalog.SubscriberLeg || err != nil {
+		return
+	}
+	if t := pk.FixedHeader.Type; t != packets.Puback && t != packets.Pubrec {
+		return
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if ch, ok := st.acks[pk.PacketID]; ok {
+		close(ch)
+		delete(st.acks, pk.PacketID)
+	}
+}
+
+// OnSessionEstablish holds the variant's publishes while a consumer
+// connection takes over the session. mochi-mqtt v2.7.9 copies the old
+// session's in-flight messages to the new client before it registers the
+// new client, and clears the old one's after: a message routed in between
+// is lost. That race is mochi's, not a lesson of any scenario, so the
+// embedded broker closes it; external brokers are measured as they are.
+func (h *faultHook) OnSessionEstablish(cl *mochi.Client, _ packets.Packet) {
+	if st, leg := h.state(cl); st != nil && leg == catalog.SubscriberLeg {
+		st.mu.Lock()
+		st.takeover = make(chan struct{})
+		st.mu.Unlock()
+		// Publishes already being routed finish first (bounded, as below).
+		for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Microsecond) {
+			st.mu.Lock()
+			routing := st.routing
+			st.mu.Unlock()
+			if routing == 0 {
+				break
+			}
+		}
+	}
+}
+
+// OnSessionEstablished: the new consumer connection is registered.
+func (h *faultHook) OnSessionEstablished(cl *mochi.Client, _ packets.Packet) {
+	if st, leg := h.state(cl); st != nil && leg == catalog.SubscriberLeg {
+		st.endTakeover()
+	}
+}
+
+func (st *destState) endTakeover() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	select {
+	case <-st.takeover:
+	default:
+		close(st.takeover)
+	}
+}
+
+func closed() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}
+
+// OnPublish counts a publish the broker is routing, once no takeover of
+// the consumer session is under way (bounded: a connection that fails
+// half-way never reports its end).
+func (h *faultHook) OnPublish(cl *mochi.Client, pk packets.Packet) (packets.Packet, error) {
+	if st, leg := h.state(cl); st != nil && leg == catalog.PublisherLeg {
+		st.mu.Lock()
+		takeover := st.takeover
+		st.mu.Unlock()
+		select {
+		case <-takeover:
+		case <-time.After(time.Second):
+			st.endTakeover()
+		}
+		st.mu.Lock()
+		st.routing++
+		st.mu.Unlock()
+	}
+	return pk, nil
+}
+
+// OnPublished: the publish is in the subscription (or dropped by the
+// broker). It breaks the publisher's connection after the chosen
+// intents (disconnect on the publisher leg).
+func (h *faultHook) OnPublished(cl *mochi.Client, pk packets.Packet) {
+	st, leg := h.state(cl)
+	if st == nil || leg != catalog.PublisherLeg {
+		return
+	}
+	if pk.FixedHeader.Qos == 0 || st.d.subQoS == 0 {
+		st.d.qos0Seen()
+	}
+	st.mu.Lock()
+	st.routing = max(st.routing-1, 0)
+	var r *rule
+	intent, err := st.d.intentOf(pk.TopicName)
+	if err == nil {
+		r = st.hit(packets.Publish, leg, intent, true)
+	}
+	st.mu.Unlock()
+	if r != nil {
+		r.fired(intent)
+		cl.Stop(errDisconnected)
+	}
+}
+
+// OnDisconnect: a publisher's read loop has ended, so no publish of it is
+// being routed any more.
+func (h *faultHook) OnDisconnect(cl *mochi.Client, _ error, _ bool) {
+	if st, leg := h.state(cl); st != nil && leg == catalog.PublisherLeg {
+		st.mu.Lock()
+		st.routing = 0
+		st.mu.Unlock()
+	}
+}
+
+// faultListener wraps every accepted connection in a faultConn.
+type faultListener struct{ net.Listener }
+
+func (l faultListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &faultConn{Conn: c}, nil
+}
+
+// faultConn is a broker-side connection that can lose a chosen packet: the
+// write that carries it succeeds for the broker, nothing reaches the
+// client, and the connection breaks (as when a network path dies after
+// the broker has written).
+type faultConn struct {
+	net.Conn
+	mu   sync.Mutex
+	drop [][]byte
+}
+
+func (c *faultConn) dropWrite(packet []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.drop = append(c.drop, bytes.Clone(packet))
+}
+
+func (c *faultConn) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	hit := false
+	for i, p := range c.drop {
+		if bytes.Contains(b, p) {
+			c.drop = append(c.drop[:i], c.drop[i+1:]...)
+			hit = true
+			break
+		}
+	}
+	c.mu.Unlock()
+	if hit {
+		c.Conn.Close()
+		return len(b), nil
+	}
+	return c.Conn.Write(b)
+}
+
+// waitAck waits until the embedded broker has processed the consumer's
+// ack, or the connection is lost.
+func waitAck(ctx context.Context, ch chan struct{}, lost <-chan struct{}) error {
+	select {
+	case <-ch:
+		return nil
+	case <-lost:
+		return errConnectionLost
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+var errConnectionLost = errors.New("mqtt: connection lost before the broker had the ack")

@@ -1,0 +1,507 @@
+// Package mqtt runs dqbench against MQTT 3.1.1: mochi-mqtt in-process
+// (mode embedded), with eclipse/paho.mqtt.golang (client: paho) or
+// eclipse/paho.golang (client: paho.golang, MQTT 5) as the client.
+//
+// Each variant gets its own topic prefix, dqbench/NAME/, and publishes
+// intent i to dqbench/NAME/i, so the topic carries the message key. The
+// consumer is one persistent session (client id dqb-NAME-s) subscribed to
+// dqbench/NAME/+; the destination creates that session when it opens, so
+// the broker keeps QoS 1 and 2 messages for it from the first publish on.
+// The publisher is the session dqb-NAME-p.
+package mqtt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/eclipse/paho.golang/paho/session/state"
+	pahomqtt "github.com/eclipse/paho.mqtt.golang"
+
+	"github.com/dqbench/dqbench/brokers"
+	"github.com/dqbench/dqbench/catalog"
+	"github.com/dqbench/dqbench/netfault"
+	nfmqtt "github.com/dqbench/dqbench/netfault/mqtt"
+)
+
+// Broker is an embedded MQTT broker (mochi-mqtt), or the managed
+// Mosquittos (one per variant).
+type Broker struct {
+	url      string // tcp://host:port of the embedded broker
+	settings catalog.MQTTSettings
+	embedded *embedded // nil when managed
+	managed  bool
+	layer    *netfault.Layer // external: the in-process toxiproxy
+
+	mu    sync.Mutex
+	procs map[*mosquitto]bool // managed brokers still running
+}
+
+var _ brokers.Broker = (*Broker)(nil)
+
+// Open starts the broker the scenario describes.
+func Open(ctx context.Context, cfg brokers.Config) (brokers.Broker, error) {
+	settings := new(catalog.MQTTSettings)
+	if s, ok := cfg.Settings.(*catalog.MQTTSettings); ok && s != nil {
+		*settings = *s
+	}
+	settings.Defaults()
+	switch cfg.Mode {
+	case catalog.External:
+		return connectExternal(ctx, cfg.Addresses, *settings)
+	case catalog.Managed:
+		if _, err := mosquittoBinary(); err != nil {
+			return nil, err
+		}
+		return &Broker{settings: *settings, managed: true, procs: map[*mosquitto]bool{}}, nil
+	}
+	e, err := startEmbedded()
+	if err != nil {
+		return nil, err
+	}
+	return &Broker{url: "tcp://" + e.addr, settings: *settings, embedded: e}, nil
+}
+
+// Name says which broker this is.
+func (b *Broker) Name() string {
+	switch {
+	case b.embedded != nil:
+		return "mqtt (embedded mochi-mqtt)"
+	case b.managed:
+		return "mqtt (managed mosquitto, one per variant)"
+	}
+	return "mqtt " + catalog.MaskURL(b.url)
+}
+
+// connectExternal uses the first of addrs that answers.
+func connectExternal(ctx context.Context, addrs []string, settings catalog.MQTTSettings) (*Broker, error) {
+	var errs []string
+	for _, a := range addrs {
+		dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		err := dial(dctx, a)
+		cancel()
+		if err == nil {
+			layer, err := netfault.Start()
+			if err != nil {
+				return nil, err
+			}
+			return &Broker{url: a, settings: settings, layer: layer}, nil
+		}
+		errs = append(errs, fmt.Sprintf("%s: %v", catalog.MaskURL(a), err))
+	}
+	return nil, fmt.Errorf("%w: cannot reach an MQTT broker (%s); start one with \"docker compose up -d mosquitto\" or \"apt-get install mosquitto\", or use mode: embedded",
+		brokers.ErrUnreachable, strings.Join(errs, "; "))
+}
+
+// Close stops an embedded broker, and any managed one a destination left
+// running.
+func (b *Broker) Close() error {
+	if b.embedded != nil {
+		return b.embedded.close()
+	}
+	if b.layer != nil {
+		return b.layer.Close()
+	}
+	b.mu.Lock()
+	procs := b.procs
+	b.procs = nil
+	b.mu.Unlock()
+	var errs []error
+	for m := range procs {
+		errs = append(errs, m.stop())
+	}
+	return errors.Join(errs...)
+}
+
+// Open creates the variant's persistent subscription.
+func (b *Broker) Open(ctx context.Context, spec brokers.DestinationSpec) (brokers.Destination, error) {
+	settings := b.settings
+	if s, ok := spec.Settings.(*catalog.MQTTSettings); ok && s != nil {
+		settings = *s
+		settings.Defaults()
+	}
+	d := &dest{
+		b: b, spec: spec, name: spec.Name,
+		topic: "dqbench/" + spec.Name + "/", pubID: "dqb-" + spec.Name + "-p", subID: "dqb-" + spec.Name + "-s",
+		pubQoS: byte(*settings.QoS), subQoS: byte(*settings.SubscriptionQoS), clean: *settings.CleanSession,
+		client: settings.Client, pubStore: newSessionStore(), subStore: newSessionStore(),
+		v5pub: state.NewInMemory(), v5sub: state.NewInMemory(),
+		subscribed: make(chan struct{}), positions: map[uint16]copyRef{}, acked: map[string]bool{},
+	}
+	switch {
+	case b.embedded != nil:
+		d.url = b.url
+		d.state = b.embedded.hook.add(d)
+	case !b.managed:
+		d.url = b.url
+		if err := d.proxy(b.layer); err != nil {
+			d.Close(context.WithoutCancel(ctx))
+			return nil, err
+		}
+	case b.managed:
+		m, err := startMosquitto(ctx, settings)
+		if err != nil {
+			return nil, err
+		}
+		b.mu.Lock()
+		b.procs[m] = true
+		b.mu.Unlock()
+		d.mosq, d.url = m, "tcp://"+m.addr
+	}
+	if !d.clean && d.legQoS(catalog.SubscriberLeg) > 0 {
+		// The persistent session exists before the first publish, so the
+		// broker keeps every QoS 1 and 2 message for the consumer.
+		if err := d.lib().subscribe(ctx, d); err != nil {
+			d.Close(context.WithoutCancel(ctx))
+			return nil, err
+		}
+		d.markSubscribed()
+	}
+	switch {
+	case b.embedded != nil:
+		return embeddedDest{d}, nil
+	case b.managed:
+		return managedDest{d}, nil
+	}
+	return externalDest{d}, nil
+}
+
+// dest is one variant's topic and sessions.
+type dest struct {
+	b   *Broker
+	url string // tcp://host:port of the destination's broker
+	// pubURL and subURL, when set, are where the publisher and the
+	// consumer connect instead (toxiproxy proxies in front of url).
+	pubURL, subURL string
+	proxies        []*netfault.Proxy
+	rules          map[catalog.Leg][]*nfmqtt.Rule
+	mosq           *mosquitto // the managed broker, or nil
+	spec           brokers.DestinationSpec
+	name           string
+	topic          string // prefix; the filter is topic + "+"
+	pubID          string
+	subID          string
+	pubQoS         byte
+	subQoS         byte
+	clean          bool
+	client         catalog.MQTTClient
+	// pubStore and subStore are the client side of the two sessions
+	// (paho); v5pub and v5sub are paho.golang's.
+	pubStore, subStore *sessionStore
+	v5pub, v5sub       *state.State
+	state              *destState
+
+	subscribedOnce sync.Once
+	subscribed     chan struct{} // closed once the broker keeps messages for the consumer
+
+	mu        sync.Mutex
+	positions map[uint16]copyRef // subscriber packet id → the copy it carried
+	copies    int
+
+	// qos0Queued counts QoS 0 deliveries a consumer has received and not
+	// yet handled; qos0Last is when a QoS 0 message was last seen on its
+	// way (unix nanoseconds).
+	qos0Queued atomic.Int64
+	qos0Last   atomic.Int64
+	// confirmed counts QoS 1 and 2 publishes the broker confirmed, for
+	// a consumer that gets them at QoS 1 or 2; ackedCopies the copies the
+	// consumer acked (each once; acked holds their positions).
+	confirmed   atomic.Int64
+	ackedCopies atomic.Int64
+	acked       map[string]bool
+	// activity is when a publish was last confirmed or a copy acked (unix
+	// nanoseconds).
+	activity atomic.Int64
+
+	restart   *rule // broker-restart on a managed broker
+	restartMu sync.Mutex
+}
+
+// confirm counts a confirmed publish that the consumer must ack.
+func (d *dest) confirm() {
+	d.activity.Store(time.Now().UnixNano())
+	if d.pubQoS > 0 && d.legQoS(catalog.SubscriberLeg) > 0 {
+		d.confirmed.Add(1)
+	}
+}
+
+// ackedCopy counts the copy at pos acked, once.
+func (d *dest) ackedCopy(pos string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.activity.Store(time.Now().UnixNano())
+	if !d.acked[pos] {
+		d.acked[pos] = true
+		d.ackedCopies.Add(1)
+	}
+}
+
+func (d *dest) qos0Seen() { d.qos0Last.Store(time.Now().UnixNano()) }
+
+// qos0Backlog is what may still be on its way at QoS 0: the deliveries a
+// consumer holds, and one while QoS 0 traffic has not settled.
+func (d *dest) qos0Backlog() int64 {
+	n := d.qos0Queued.Load()
+	if time.Since(time.Unix(0, d.qos0Last.Load())) < qos0Settle {
+		n++
+	}
+	return n
+}
+
+var _ brokers.Destination = (*dest)(nil)
+
+// legQoS is the QoS of the handshake on a leg: the publish QoS from the
+// publisher to the broker, min(publish, subscription) from the broker to
+// the subscriber.
+func (d *dest) legQoS(leg catalog.Leg) byte {
+	if leg == catalog.SubscriberLeg {
+		return min(d.pubQoS, d.subQoS)
+	}
+	return d.pubQoS
+}
+
+// urlFor is where the client id connects.
+func (d *dest) urlFor(id string) string {
+	switch {
+	case id == d.pubID && d.pubURL != "":
+		return d.pubURL
+	case id == d.subID && d.subURL != "":
+		return d.subURL
+	}
+	return d.url
+}
+
+func (d *dest) markSubscribed() { d.subscribedOnce.Do(func() { close(d.subscribed) }) }
+
+func (d *dest) topicOf(intent int) string { return d.topic + brokers.Key(intent) }
+
+// intentOf reads the intent from a topic of this destination.
+func (d *dest) intentOf(topic string) (int, error) {
+	key, ok := strings.CutPrefix(topic, d.topic)
+	if !ok {
+		return 0, fmt.Errorf("message on topic %q, outside %s+", topic, d.topic)
+	}
+	return brokers.ParseKey(key)
+}
+
+// position names the stored copy a delivery carries. A QoS 1 or 2 copy
+// keeps its packet id until the subscriber completes it, and the broker
+// resends it with the DUP flag: a DUP delivery of the same intent with the
+// packet id it had before is the same copy again; anything else is a new
+// copy. (mochi-mqtt also sets DUP on the first send of a message it queued
+// for an offline session, and reuses packet ids once completed, so neither
+// DUP nor the packet id alone says redelivered.) QoS 0 deliveries are each
+// their own copy.
+func (d *dest) position(intent int, qos byte, dup bool, pid uint16) (pos string, redelivered bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if qos > 0 && dup {
+		if c, ok := d.positions[pid]; ok && c.intent == intent {
+			return c.pos, true
+		}
+	}
+	d.copies++
+	pos = "c" + strconv.Itoa(d.copies)
+	if qos > 0 {
+		pos += "/" + strconv.Itoa(int(pid))
+		d.positions[pid] = copyRef{intent: intent, pos: pos}
+	}
+	return pos, false
+}
+
+// copyRef is the copy a subscriber packet id last carried.
+type copyRef struct {
+	intent int
+	pos    string
+}
+
+// lib is the client library of this destination.
+func (d *dest) lib() clientLib {
+	if d.client == catalog.PahoGolang {
+		return pahoGolang{}
+	}
+	return paho{}
+}
+
+// clientLib is one MQTT client library.
+type clientLib interface {
+	// subscribe creates the consumer's persistent session and
+	// subscription, then disconnects.
+	subscribe(ctx context.Context, d *dest) error
+	producer(ctx context.Context, d *dest) (brokers.Producer, error)
+	consumer(ctx context.Context, d *dest, gen int) (brokers.Consumer, error)
+}
+
+// Producer starts the publisher session once the broker keeps messages
+// for the consumer: at once with a persistent session and QoS 1 or 2 to
+// the consumer, else once a consumer is connected (the broker drops QoS 0
+// messages for an offline session, and everything without a session).
+func (d *dest) Producer(ctx context.Context) (brokers.Producer, error) {
+	wait, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	select {
+	case <-d.subscribed:
+	case <-wait.Done():
+		return nil, fmt.Errorf("mqtt: no consumer subscribed to %s+ within 10s", d.topic)
+	}
+	return d.lib().producer(ctx, d)
+}
+
+// Consumer connects the consumer session, retrying for a while a broker
+// that does not answer (a managed broker restarting).
+func (d *dest) Consumer(ctx context.Context, gen int) (brokers.Consumer, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := d.lib().consumer(ctx, d, gen)
+		if err == nil || !errors.Is(err, brokers.ErrUnreachable) || time.Now().After(deadline) {
+			return c, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Backlog counts, on the embedded broker, the publishes it is routing
+// and the messages in the consumer session not acknowledged yet; on a
+// managed Mosquitto, the messages it stores (from $SYS, once a count newer
+// than the last confirm or ack has come).
+func (d *dest) Backlog(ctx context.Context) (int64, error) {
+	switch {
+	case d.state != nil:
+		return d.b.embedded.backlog(d) + d.qos0Backlog(), nil
+	default:
+		// Counted on the clients: every confirmed QoS 1 or 2 publish is
+		// one stored message (the variant's broker serves nothing else),
+		// until the consumer acks its copy or the broker drops it past
+		// its limits ($SYS, up to a second late: high for a moment).
+		n := d.confirmed.Load() - d.ackedCopies.Load()
+		if d.mosq == nil {
+			// An external broker: what it dropped is not known.
+			return max(n, 0) + d.qos0Backlog(), nil
+		}
+		n -= d.mosq.dropped.Load()
+		if n > 0 && d.mosq.restarts.Load() > 0 {
+			// A restart may have lost what the clients count as held:
+			// believe the broker once its counts have settled at nothing.
+			if held, settled := d.mosq.held(time.Unix(0, d.activity.Load())); settled && held == 0 {
+				n = 0
+			}
+		}
+		return max(n, 0) + d.qos0Backlog(), nil
+	}
+}
+
+// Close forgets the destination; the embedded broker goes away with the
+// run.
+func (d *dest) Close(ctx context.Context) error {
+	if d.state != nil {
+		d.b.embedded.hook.remove(d)
+	}
+	err := errors.Join(d.v5pub.Close(), d.v5sub.Close())
+	for _, p := range d.proxies {
+		err = errors.Join(err, p.Close(ctx))
+	}
+	if d.state == nil && d.mosq == nil {
+		// An external broker keeps persistent sessions: end both.
+		for _, id := range []string{d.subID, d.pubID} {
+			if cerr := endSession(ctx, d.url, id); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("%w on %s: end session %s: %v", brokers.ErrCleanup, catalog.MaskURL(d.url), id, cerr))
+			}
+		}
+	}
+	if d.mosq != nil {
+		d.b.mu.Lock()
+		delete(d.b.procs, d.mosq)
+		d.b.mu.Unlock()
+		err = errors.Join(err, d.mosq.stop())
+	}
+	return err
+}
+
+// managedDest is a destination on its own managed Mosquitto, which says
+// its limits.
+type managedDest struct{ *dest }
+
+var (
+	_ brokers.Destination   = managedDest{}
+	_ brokers.LimitReporter = managedDest{}
+	_ brokers.Restarter     = managedDest{}
+)
+
+// RestartAfter restarts the variant's Mosquitto once the chosen intents
+// are confirmed.
+func (d managedDest) RestartAfter(fires func(intent, attempt int) bool, restarted func(intent int)) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.restart = &rule{fires: fires, fired: restarted, seen: map[int]int{}}
+	return true
+}
+
+// confirmedIntent is called once the broker confirmed intent's publish; it
+// restarts a managed broker where a broker-restart fault says so.
+func (d *dest) confirmedIntent(intent int) {
+	d.mu.Lock()
+	r := d.restart
+	hit := false
+	if r != nil {
+		r.seen[intent]++
+		hit = r.fires(intent, r.seen[intent])
+	}
+	d.mu.Unlock()
+	if !hit {
+		return
+	}
+	d.restartMu.Lock()
+	defer d.restartMu.Unlock()
+	r.fired(intent)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = d.mosq.restart(ctx) // a broker that does not come back shows as a stuck drain
+}
+
+// Limits names the managed Mosquitto's queue limits.
+func (d managedDest) Limits() string { return "Mosquitto " + d.mosq.limits }
+
+func (d *dest) pubSession() *state.State { return d.v5pub }
+func (d *dest) subSession() *state.State { return d.v5sub }
+
+// hostPort is the host:port of an MQTT URL.
+func hostPort(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return u
+	}
+	return p.Host
+}
+
+// endSession connects as id with a clean session, which ends the session
+// the broker kept for id.
+func endSession(ctx context.Context, url, id string) error {
+	cl := pahomqtt.NewClient(pahomqtt.NewClientOptions().AddBroker(url).SetClientID(id).
+		SetCleanSession(true).SetAutoReconnect(false).SetConnectTimeout(5 * time.Second))
+	if err := wait(ctx, cl.Connect(), "connect"); err != nil {
+		return err
+	}
+	cl.Disconnect(50)
+	return nil
+}
+
+// dial checks that a broker answers at u.
+func dial(ctx context.Context, u string) error {
+	var dl net.Dialer
+	c, err := dl.DialContext(ctx, "tcp", hostPort(u))
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}

@@ -1,0 +1,211 @@
+package mqtt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	pahomqtt "github.com/eclipse/paho.mqtt.golang"
+
+	"github.com/dqbench/dqbench/brokers"
+	"github.com/dqbench/dqbench/catalog"
+)
+
+// paho is eclipse/paho.mqtt.golang (MQTT 3.1.1). Both sessions keep their
+// client state in the destination's session stores, so it survives a
+// client restart as the session does on the broker.
+type paho struct{}
+
+func (paho) options(d *dest, id string, store *sessionStore) *pahomqtt.ClientOptions {
+	return pahomqtt.NewClientOptions().
+		AddBroker(d.urlFor(id)).
+		SetClientID(id).
+		SetCleanSession(d.clean).
+		SetStore(store.view()).
+		SetKeepAlive(30 * time.Second).
+		SetConnectTimeout(5 * time.Second).
+		SetWriteTimeout(10 * time.Second).
+		SetOrderMatters(true).
+		SetAutoReconnect(false) // the producer turns it on; a consumer is replaced instead
+}
+
+// wait waits for a paho token within ctx.
+func wait(ctx context.Context, t pahomqtt.Token, what string) error {
+	select {
+	case <-t.Done():
+		if err := t.Error(); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%s: %w", what, ctx.Err())
+	}
+}
+
+func (p paho) connect(ctx context.Context, d *dest, opts *pahomqtt.ClientOptions) (pahomqtt.Client, error) {
+	cl, _, err := p.connectSession(ctx, d, opts)
+	return cl, err
+}
+
+// connectSession is connect, also saying whether the broker had the
+// session.
+func (p paho) connectSession(ctx context.Context, d *dest, opts *pahomqtt.ClientOptions) (pahomqtt.Client, bool, error) {
+	cl := pahomqtt.NewClient(opts)
+	t := cl.Connect()
+	if err := wait(ctx, t, "connect to "+catalog.MaskURL(d.url)); err != nil {
+		return nil, false, fmt.Errorf("%w: %v", brokers.ErrUnreachable, err)
+	}
+	return cl, t.(*pahomqtt.ConnectToken).SessionPresent(), nil
+}
+
+func (p paho) subscribe(ctx context.Context, d *dest) error {
+	cl, err := p.connect(ctx, d, p.options(d, d.subID, d.subStore).SetAutoAckDisabled(true))
+	if err != nil {
+		return err
+	}
+	defer cl.Disconnect(100)
+	return wait(ctx, cl.Subscribe(d.topic+"+", d.subQoS, nil), "subscribe to "+d.topic+"+")
+}
+
+func (p paho) producer(ctx context.Context, d *dest) (brokers.Producer, error) {
+	opts := p.options(d, d.pubID, d.pubStore).
+		SetAutoReconnect(true).
+		SetMaxReconnectInterval(20 * time.Millisecond)
+	cl, err := p.connect(ctx, d, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &pahoProducer{d: d, cl: cl, closing: make(chan struct{})}, nil
+}
+
+// pahoProducer publishes with paho's own retries: a QoS 1 or 2 publish
+// stays in its store until acknowledged and is resent on every reconnect.
+type pahoProducer struct {
+	d       *dest
+	cl      pahomqtt.Client
+	wg      sync.WaitGroup
+	closing chan struct{}
+}
+
+var _ brokers.Producer = (*pahoProducer)(nil)
+
+func (p *pahoProducer) Publish(ctx context.Context, m brokers.Message, done func(error)) {
+	t := p.cl.Publish(p.d.topicOf(m.Intent), p.d.pubQoS, false, m.Body)
+	p.wg.Go(func() {
+		select {
+		case <-t.Done():
+			err := t.Error()
+			if err == nil {
+				p.d.confirm()
+			}
+			defer func() {
+				if err == nil && p.d.pubQoS > 0 {
+					p.d.confirmedIntent(m.Intent)
+				}
+			}()
+			if err == nil && p.d.pubQoS == 0 {
+				p.d.qos0Seen() // sent, maybe not yet read by the broker
+				err = brokers.ErrUnconfirmed
+			}
+			done(err)
+		case <-p.closing:
+			done(errProducerClosed)
+		}
+	})
+}
+
+var errProducerClosed = errors.New("mqtt producer closed before the broker confirmed")
+
+func (p *pahoProducer) Close(ctx context.Context) {
+	all := make(chan struct{})
+	go func() { p.wg.Wait(); close(all) }()
+	select {
+	case <-all:
+	case <-ctx.Done():
+	}
+	close(p.closing)
+	<-all
+	p.cl.Disconnect(50)
+}
+
+func (p paho) consumer(ctx context.Context, d *dest, gen int) (brokers.Consumer, error) {
+	c := &pahoConsumer{d: d, in: newInbox(d)}
+	opts := p.options(d, d.subID, d.subStore).
+		SetAutoAckDisabled(true).
+		SetDefaultPublishHandler(c.receive).
+		SetConnectionLostHandler(func(pahomqtt.Client, error) { c.in.markLost() })
+	cl, present, err := p.connectSession(ctx, d, opts)
+	if err != nil {
+		return nil, err
+	}
+	c.cl = cl
+	// A session the broker kept has the subscription (subscribing again
+	// would also collide in mochi-mqtt, which checks a SUBSCRIBE's packet
+	// id against the ids of its own PUBLISHes in flight).
+	if !present {
+		if err := wait(ctx, cl.Subscribe(d.topic+"+", d.subQoS, nil), "subscribe to "+d.topic+"+"); err != nil {
+			cl.Disconnect(0)
+			return nil, err
+		}
+	}
+	d.markSubscribed()
+	return c, nil
+}
+
+// pahoConsumer is one consumer instance on the variant's session.
+type pahoConsumer struct {
+	d  *dest
+	cl pahomqtt.Client
+	in *inbox
+}
+
+var _ brokers.Consumer = (*pahoConsumer)(nil)
+
+// receive runs in paho's router, in delivery order; it must not block.
+func (c *pahoConsumer) receive(_ pahomqtt.Client, m pahomqtt.Message) {
+	intent, err := c.d.intentOf(m.Topic())
+	if err != nil {
+		c.in.fail(err)
+		return
+	}
+	c.in.push(received{intent: intent, body: m.Payload(), qos: m.Qos(), dup: m.Duplicate(), pid: m.MessageID(), handle: m})
+}
+
+func (c *pahoConsumer) Next(ctx context.Context) (brokers.Delivery, error) { return c.in.next(ctx) }
+
+// Ack sends the PUBACK (QoS 1) or PUBREC (QoS 2) and returns once the
+// broker has processed it.
+func (c *pahoConsumer) Ack(ctx context.Context, del brokers.Delivery) error {
+	m := del.Handle.(pahomqtt.Message)
+	if m.Qos() == 0 {
+		return nil
+	}
+	var processed chan struct{}
+	if c.d.state != nil {
+		processed = c.d.state.awaitAck(m.MessageID())
+	}
+	m.Ack()
+	if processed == nil {
+		// MQTT does not answer an ack: a round trip on the same connection
+		// (the broker handles a client's packets in order) says it has it.
+		if err := wait(ctx, c.cl.Unsubscribe(c.d.topic+"ack-barrier"), "ack round trip"); err != nil {
+			return err
+		}
+		c.d.ackedCopy(del.Position)
+		return nil
+	}
+	return waitAck(ctx, processed, c.in.lost)
+}
+
+// Abandon drops the connection without acking anything more.
+func (c *pahoConsumer) Abandon() {
+	c.in.markLost()
+	c.cl.Disconnect(0)
+}
+
+func (c *pahoConsumer) Close(ctx context.Context) {
+	c.in.markLost()
+	c.cl.Disconnect(50)
+}

@@ -1,0 +1,76 @@
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/dqbench/dqbench/brokers"
+	"github.com/dqbench/dqbench/brokers/rabbitmq/cluster"
+)
+
+// ErrNoCluster: "dqbench brokers up rabbitmq" has no cluster running.
+var ErrNoCluster = errors.New("no managed RabbitMQ cluster is running (start one with \"dqbench brokers up rabbitmq\")")
+
+// Up starts the managed cluster that runs with mode: managed reuse, in
+// cluster.StateDir, unless every node of one runs there already (running:
+// true). A cluster there with a dead node is stopped and started afresh.
+// starting is called before a start.
+func Up(ctx context.Context, starting func()) (c *cluster.Cluster, running bool, err error) {
+	dir := cluster.StateDir()
+	if old, err := cluster.Load(dir); err == nil {
+		if old.Healthy() {
+			return old, true, nil
+		}
+		if err := old.Stop(); err != nil {
+			return nil, false, fmt.Errorf("stop the broken cluster in %s: %w", dir, err)
+		}
+	}
+	if !cluster.Installed() {
+		return nil, false, ErrNotInstalled
+	}
+	_ = cluster.Sweep(filepath.Join(os.TempDir(), throwawayPrefix+"*"))
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, false, err
+	}
+	// The nodes' user must reach the directory: make the parents
+	// traversable (they are dqbench's own).
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, false, fmt.Errorf("cluster directory: %w", err)
+	}
+	_ = os.Chmod(dir, 0o755)
+	_ = os.Chmod(filepath.Dir(dir), 0o755)
+	starting()
+	c, err = cluster.Start(ctx, cluster.Options{Dir: dir})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, false, fmt.Errorf("start a managed RabbitMQ cluster: %w", ctx.Err())
+		}
+		return nil, false, fmt.Errorf("%w: start a managed RabbitMQ cluster: %v", brokers.ErrUnreachable, err)
+	}
+	return c, false, nil
+}
+
+// Down stops the cluster Up started and removes its directory.
+func Down() (*cluster.Cluster, error) {
+	c, err := cluster.Load(cluster.StateDir())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, ErrNoCluster
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c, c.Stop()
+}
+
+// Status reads the cluster Up started; ErrNoCluster when there is none.
+func Status() (*cluster.Cluster, error) {
+	c, err := cluster.Load(cluster.StateDir())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, ErrNoCluster
+	}
+	return c, err
+}

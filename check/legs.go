@@ -1,0 +1,83 @@
+package check
+
+import (
+	"slices"
+	"strconv"
+)
+
+// Legs says on which leg of a two-hop protocol (MQTT: publisher → broker,
+// broker → subscriber) each duplicate and loss arose. It is reported for
+// variants whose deliveries carry a QoS level (history.Event.QoS).
+type Legs struct {
+	// Publisher: the broker stored the intent more than once (the
+	// publishing client resent a PUBLISH the broker had already taken, or
+	// the application published it again). A publish lost on this leg is
+	// never confirmed: it counts as indeterminate, not lost.
+	Publisher LegCounts `json:"publisher"`
+	// Subscriber: the broker delivered the same stored copy again (a
+	// redelivery after a lost acknowledgement or a consumer restart), or
+	// had the intent and it never took effect (never delivered, or
+	// delivered and then lost by the consumer).
+	Subscriber LegCounts `json:"subscriber"`
+}
+
+// LegCounts counts intents per leg; an intent duplicated on both legs
+// counts on both.
+type LegCounts struct {
+	Duplicates int `json:"duplicates"`
+	Lost       int `json:"lost"`
+}
+
+// legs counts one variant's legs, or returns nil when no delivery carried
+// a QoS level.
+func (t *tally) legs() *Legs {
+	if len(t.qos) == 0 {
+		return nil
+	}
+	var l Legs
+	t.each(func(_ int, f *facts) {
+		redelivered := f.has(sameCopy) || f.has(flagged)
+		switch {
+		case !f.has(published) || f.applied < 2:
+		case f.has(copies):
+			l.Publisher.Duplicates++
+			// More effects than two stored copies explain: a copy was
+			// also redelivered and applied again.
+			if redelivered && f.applied > 2 {
+				l.Subscriber.Duplicates++
+			}
+		case redelivered:
+			l.Subscriber.Duplicates++
+		}
+		if f.lost() {
+			l.Subscriber.Lost++
+		}
+	})
+	return &l
+}
+
+// deliveredQoS is the number of deliveries per QoS level, or nil.
+func (t *tally) deliveredQoS() map[string]int {
+	if len(t.qos) == 0 {
+		return nil
+	}
+	out := make(map[string]int, len(t.qos))
+	for q, n := range t.qos {
+		out[q] = n
+	}
+	return out
+}
+
+// QoSLevels lists the levels of a DeliveredQoS map in order.
+func QoSLevels(m map[string]int) []string {
+	var out []string
+	for q := range m {
+		out = append(out, q)
+	}
+	slices.SortFunc(out, func(a, b string) int {
+		x, _ := strconv.Atoi(a)
+		y, _ := strconv.Atoi(b)
+		return x - y
+	})
+	return out
+}

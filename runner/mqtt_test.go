@@ -1,0 +1,245 @@
+package runner
+
+import (
+	"context"
+	"maps"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dqbench/dqbench/check"
+	"github.com/dqbench/dqbench/scenario"
+)
+
+// TestMQTTQoSLevels runs mqtt-qos-levels on the embedded broker twice with
+// one seed: QoS 0 loses, QoS 1 duplicates, QoS 2 neither, with the same
+// duplicates, lost and effects both times, and each duplicate attributed to
+// a leg. (faults_injected can differ by one at QoS 1: when a lost ack
+// breaks the connection, the delivery the consumer had already taken is
+// given up before its crash point, so the crash meets that intent on its
+// second delivery only.)
+func TestMQTTQoSLevels(t *testing.T) {
+	want := map[string]func(c map[string]int) bool{
+		"qos0": func(c map[string]int) bool { return c["lost"] > 0 && c["duplicates"] == 0 },
+		"qos1": func(c map[string]int) bool { return c["duplicates"] > 0 && c["lost"] == 0 },
+		"qos2": func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 },
+	}
+	var seen [2]map[string][3]int
+	runs := len(seen)
+	if raceEnabled {
+		runs = 1 // the race detector needs one run; the counts are compared without it
+	}
+	for i := range runs {
+		s, err := scenario.Resolve("mqtt-qos-levels")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := runJudged(t, context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Run.Passed || !res.Run.Valid() {
+			t.Fatalf("run %d did not pass: %+v", i+1, res.Run)
+		}
+		seen[i] = map[string][3]int{}
+		for _, v := range res.Run.Variants {
+			c := counts(v)
+			if !want[v.Name](c) {
+				t.Errorf("variant %s: unexpected counts %v", v.Name, c)
+			}
+			if v.Legs == nil {
+				t.Fatalf("variant %s: no legs", v.Name)
+			}
+			if v.Duplicates > 0 && v.Legs.Publisher.Duplicates+v.Legs.Subscriber.Duplicates < v.Duplicates {
+				t.Errorf("variant %s: %d duplicates, legs %+v attribute fewer", v.Name, v.Duplicates, *v.Legs)
+			}
+			seen[i][v.Name] = [3]int{v.Duplicates, v.Lost, v.Effects}
+		}
+	}
+	if runs == 2 && !maps.Equal(seen[0], seen[1]) {
+		t.Errorf("same seed, different counts (duplicates, lost, effects): %v then %v", seen[0], seen[1])
+	}
+}
+
+// TestMQTTQoSLevelsExternal runs mqtt-qos-levels against the Mosquitto at
+// 127.0.0.1:1883 (or DQBENCH_MQTT_ADDR), its lost acks injected by the MQTT
+// toxic in the in-process toxiproxy: the same signs as on the embedded
+// broker. Skipped when no broker answers, unless DQBENCH_REQUIRE_BROKERS=1.
+func TestMQTTQoSLevelsExternal(t *testing.T) {
+	addr := os.Getenv("DQBENCH_MQTT_ADDR")
+	if addr == "" {
+		addr = "tcp://127.0.0.1:1883"
+	}
+	if c, err := net.DialTimeout("tcp", strings.TrimPrefix(addr, "tcp://"), time.Second); err != nil {
+		if os.Getenv("DQBENCH_REQUIRE_BROKERS") == "1" {
+			t.Fatalf("no MQTT broker at %s: %v", addr, err)
+		}
+		t.Skipf("no MQTT broker at %s (set DQBENCH_MQTT_ADDR, or start one: apt-get install mosquitto): %v", addr, err)
+	} else {
+		c.Close()
+	}
+	s, err := scenario.Resolve("mqtt-qos-levels")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UseExternalBroker([]string{addr}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := runJudged(t, context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Run.Passed || !res.Run.Valid() {
+		t.Fatalf("run did not pass: %+v", res.Run)
+	}
+}
+
+// TestMQTTEffectiveQoS: every delivery arrives at min(publish QoS,
+// subscription QoS).
+func TestMQTTEffectiveQoS(t *testing.T) {
+	s, err := scenario.Resolve("mqtt-effective-qos")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := runJudged(t, context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Run.Passed || !res.Run.Valid() {
+		t.Fatalf("run did not pass: %+v", res.Run)
+	}
+	for _, v := range res.Run.Variants {
+		var pub, sub int
+		for _, vs := range s.Variants {
+			if vs.Name == v.Name {
+				pub, sub = *vs.MQTT.QoS, *vs.MQTT.SubscriptionQoS
+			}
+		}
+		want := map[string]int{strconv.Itoa(min(pub, sub)): v.Delivered}
+		if !maps.Equal(v.DeliveredQoS, want) {
+			t.Errorf("variant %s: delivered_qos %v, want %v", v.Name, v.DeliveredQoS, want)
+		}
+	}
+}
+
+// TestMQTTClientQoS2: under a lost PUBCOMP, paho.mqtt.golang duplicates
+// on the publisher leg (it resends the PUBLISH), paho.golang does not; the
+// same counts twice with one seed.
+func TestMQTTClientQoS2(t *testing.T) {
+	var seen [2]map[string][3]int
+	runs := len(seen)
+	if raceEnabled {
+		runs = 1
+	}
+	for i := range runs {
+		s, err := scenario.Resolve("mqtt-client-qos2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Messages = 150
+		res, err := runJudged(t, context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Run.Passed || !res.Run.Valid() {
+			t.Fatalf("run %d did not pass: %+v", i+1, res.Run)
+		}
+		seen[i] = map[string][3]int{}
+		for _, v := range res.Run.Variants {
+			l := v.Legs
+			if l == nil {
+				t.Fatalf("variant %s: no legs", v.Name)
+			}
+			if v.Name == "paho" && (l.Publisher.Duplicates != v.Duplicates || v.Duplicates == 0 || l.Subscriber.Duplicates != 0) {
+				t.Errorf("paho: %d duplicates, legs %+v: want them all on the publisher leg", v.Duplicates, *l)
+			}
+			if len(v.DeliveredQoS) != 1 || v.DeliveredQoS["2"] < v.Delivered {
+				t.Errorf("variant %s: delivered_qos %v, want every delivery at QoS 2", v.Name, v.DeliveredQoS)
+			}
+			seen[i][v.Name] = [3]int{v.Duplicates, v.Lost, v.FaultsInjected}
+		}
+	}
+	if runs == 2 && !maps.Equal(seen[0], seen[1]) {
+		t.Errorf("same seed, different counts (duplicates, lost, faults): %v then %v", seen[0], seen[1])
+	}
+}
+
+// TestMQTTBrokerQueueLimit runs mqtt-broker-queue-limit on managed
+// Mosquittos: past max_queued_messages the broker drops acknowledged
+// messages (lost, with a note naming the limit); with it raised, none.
+// Skipped without the mosquitto binary unless DQBENCH_REQUIRE_BROKERS=1.
+func TestMQTTBrokerQueueLimit(t *testing.T) {
+	needMosquitto(t)
+	s, err := scenario.Resolve("mqtt-broker-queue-limit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := runJudged(t, context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Run.Passed || !res.Run.Valid() {
+		t.Fatalf("run did not pass: %+v", res.Run)
+	}
+	for _, v := range res.Run.Variants {
+		if v.Name != "default-limits" {
+			continue
+		}
+		named := false
+		for _, n := range v.Notes {
+			named = named || strings.Contains(n, "max_queued_messages")
+		}
+		if !named {
+			t.Errorf("default-limits: no note names max_queued_messages: %q", v.Notes)
+		}
+	}
+}
+
+// TestMQTTBrokerRestart runs mqtt-broker-restart on managed Mosquittos: a
+// restart with persistence keeps the queued messages, without it they are
+// lost.
+func TestMQTTBrokerRestart(t *testing.T) {
+	needMosquitto(t)
+	s, err := scenario.Resolve("mqtt-broker-restart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := runJudged(t, context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Run.Passed || !res.Run.Valid() {
+		t.Fatalf("run did not pass: %+v", res.Run)
+	}
+}
+
+// needMosquitto skips a test without the mosquitto binary, unless
+// DQBENCH_REQUIRE_BROKERS=1.
+func needMosquitto(t *testing.T) {
+	t.Helper()
+	if raceEnabled {
+		t.Skip("runs a Mosquitto process: covered without -race")
+	}
+	if _, err := exec.LookPath("mosquitto"); err == nil {
+		return
+	}
+	if _, err := os.Stat("/usr/sbin/mosquitto"); err == nil {
+		return
+	}
+	if os.Getenv("DQBENCH_REQUIRE_BROKERS") == "1" {
+		t.Fatal("mode managed needs the mosquitto binary, which is not installed")
+	}
+	t.Skip("mode managed needs the mosquitto binary, which is not installed (apt-get install mosquitto)")
+}
+
+func counts(v check.Variant) map[string]int {
+	c := map[string]int{}
+	for _, name := range check.CountNames() {
+		c[name], _ = v.Counts.Get(name)
+	}
+	return c
+}
