@@ -83,6 +83,10 @@ type Recorder struct {
 	w     *bufio.Writer
 	buf   []byte
 	err   error
+	// closed: the run is over and its history written out; what a
+	// straggling goroutine records after that is dropped, never written
+	// into a file that is already being read back.
+	closed bool
 }
 
 // NewRecorder starts a history at start that writes to w. Call Flush when
@@ -94,6 +98,10 @@ func NewRecorder(start time.Time, w io.Writer) *Recorder {
 // Record writes e, stamping its offset from the run's start.
 func (r *Recorder) Record(e Event) {
 	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return
+	}
 	e.T = time.Since(r.start) // under the lock, so offsets grow in history order
 	r.buf = appendEvent(r.buf[:0], &e)
 	if _, err := r.w.Write(r.buf); err != nil && r.err == nil {
@@ -109,6 +117,20 @@ func (r *Recorder) Flush() error {
 	if err := r.w.Flush(); err != nil && r.err == nil {
 		r.err = err
 	}
+	return r.err
+}
+
+// Close writes out what is buffered, returns the first write error, and
+// ends the history: events recorded after it are dropped. Call it once
+// every recording goroutine should have stopped, before the history is
+// read back from the same file.
+func (r *Recorder) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.w.Flush(); err != nil && r.err == nil {
+		r.err = err
+	}
+	r.closed = true
 	return r.err
 }
 

@@ -356,3 +356,22 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestRecordAfterClose: an event recorded after Close is dropped, so a
+// straggler cannot write into a history already being read back.
+func TestRecordAfterClose(t *testing.T) {
+	var buf bytes.Buffer
+	rec := history.NewRecorder(time.Now(), &buf)
+	rec.Record(history.Event{Variant: "v", Type: history.Publish, Intent: 1})
+	if err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n := buf.Len()
+	rec.Record(history.Event{Variant: "v", Type: history.Confirm, Intent: 1})
+	if err := rec.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if buf.Len() != n {
+		t.Errorf("an event recorded after Close was written: %q", buf.String()[n:])
+	}
+}

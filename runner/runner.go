@@ -138,7 +138,7 @@ func Run(ctx context.Context, s *scenario.Scenario, opts Options) (*Result, erro
 		}()
 	}
 	wg.Wait()
-	if err := rec.Flush(); err != nil {
+	if err := rec.Close(); err != nil {
 		return nil, fmt.Errorf("write history: %w", err)
 	}
 	res.Meta = check.Meta{
