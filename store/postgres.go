@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/dqbench/dqbench/history"
@@ -22,13 +23,20 @@ import (
 // transaction runs on a connection of its own (a pool of conns), so
 // concurrent instances race as they would in production. pgx prepares and
 // caches each statement per connection.
+//
+// The per-message transactions use pgx's own API on its pool: database/sql
+// adds a pool checkout, a session reset and a goroutine per transaction,
+// which on PostgreSQL cost about as much as the statements. Setup and the
+// audit go through database/sql over the same pool.
 type Postgres struct {
+	pool   *pgxpool.Pool
 	db     *sql.DB
 	schema string
 	addr   string
 
+	rebind sync.Map // portable query → the same with $n placeholders
+
 	mu     sync.Mutex
-	rebind map[string]string
 	closed bool
 }
 
@@ -74,10 +82,11 @@ func OpenPostgres(ctx context.Context, url, schema string, conns int) (*Postgres
 	if !schemaName.MatchString(schema) {
 		return nil, fmt.Errorf("schema name %q: use lower-case letters, digits and _", schema)
 	}
-	cfg, err := pgx.ParseConfig(url)
+	pcfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("store URL: %w", err)
 	}
+	cfg := pcfg.ConnConfig
 	addr := fmt.Sprintf("%s:%d", cfg.Host, cfg.Port)
 	cfg.ConnectTimeout = pingTimeout
 	// Every connection works in the run's schema.
@@ -86,15 +95,20 @@ func OpenPostgres(ctx context.Context, url, schema string, conns int) (*Postgres
 	// to disk before COMMIT returns: what SQLite's synchronous=NORMAL in WAL
 	// mode gives too, so the two stores are compared on equal terms.
 	cfg.RuntimeParams["synchronous_commit"] = "off"
-	db := stdlib.OpenDB(*cfg)
-	db.SetMaxOpenConns(max(conns, 1) + 1)
-	db.SetMaxIdleConns(max(conns, 1) + 1)
-	p := &Postgres{db: db, schema: schema, addr: addr, rebind: map[string]string{}}
+	pcfg.MaxConns = int32(max(conns, 1) + 1)
+	pcfg.MinConns = 0
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("store URL: %w", err)
+	}
+	db := stdlib.OpenDBFromPool(pool)
+	p := &Postgres{pool: pool, db: db, schema: schema, addr: addr}
 
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
-	if err := db.PingContext(pctx); err != nil {
+	if err := pool.Ping(pctx); err != nil {
 		db.Close()
+		pool.Close()
 		if ctx.Err() != nil {
 			return nil, ctx.Err() // the run ended (another variant failed): not this server's fault
 		}
@@ -102,6 +116,7 @@ func OpenPostgres(ctx context.Context, url, schema string, conns int) (*Postgres
 	}
 	if _, err := db.ExecContext(ctx, `CREATE SCHEMA `+schema); err != nil {
 		db.Close()
+		pool.Close()
 		return nil, fmt.Errorf("create schema %s on PostgreSQL at %s: %w", schema, addr, err)
 	}
 	if err := createBusiness(ctx, p, postgresDialect); err != nil {
@@ -130,13 +145,11 @@ func Unreachable(what, addr string, err error, hint string) error {
 func (p *Postgres) Schema() string { return p.schema }
 
 func (p *Postgres) sql(query string) string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	q, ok := p.rebind[query]
-	if !ok {
-		q = postgresDialect.rebind(query)
-		p.rebind[query] = q
+	if q, ok := p.rebind.Load(query); ok {
+		return q.(string)
 	}
+	q := postgresDialect.rebind(query)
+	p.rebind.Store(query, q)
 	return q
 }
 
@@ -157,31 +170,40 @@ func (p *Postgres) Tx(ctx context.Context, fn func(Tx) error) error {
 		return err
 	}
 	bg := context.Background()
-	tx, err := p.db.BeginTx(bg, nil)
+	tx, err := p.pool.Begin(bg)
 	if err != nil {
 		return err
 	}
 	if err := fn(&postgresTx{p: p, tx: tx}); err != nil {
-		return errors.Join(err, tx.Rollback())
+		return errors.Join(err, tx.Rollback(bg))
 	}
-	return tx.Commit()
+	return tx.Commit(bg)
 }
 
 type postgresTx struct {
 	p  *Postgres
-	tx *sql.Tx
+	tx pgx.Tx
 }
 
 func (t *postgresTx) Exec(query string, args ...any) (int64, error) {
-	res, err := t.tx.ExecContext(context.Background(), t.p.sql(query), args...)
+	tag, err := t.tx.Exec(context.Background(), t.p.sql(query), args...)
 	if err != nil {
 		return 0, err
 	}
-	return res.RowsAffected()
+	return tag.RowsAffected(), nil
 }
 
 func (t *postgresTx) QueryInt(query string, args ...any) (int64, bool, error) {
-	return scanInt(t.tx.QueryRowContext(context.Background(), t.p.sql(query), args...))
+	var n *int64 // NULL scans as nil, as sql.NullInt64 does for SQLite
+	switch err := t.tx.QueryRow(context.Background(), t.p.sql(query), args...).Scan(&n); {
+	case errors.Is(err, pgx.ErrNoRows):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, err
+	case n == nil:
+		return 0, true, nil
+	}
+	return *n, true, nil
 }
 
 func (t *postgresTx) Apply(e Effect) error { return apply(t, e) }
@@ -207,5 +229,7 @@ func (p *Postgres) Close() error {
 	if _, derr := p.db.ExecContext(ctx, `DROP SCHEMA IF EXISTS `+p.schema+` CASCADE`); derr != nil {
 		err = fmt.Errorf("%w: drop schema %s on PostgreSQL at %s: %v", ErrCleanup, p.schema, p.addr, derr)
 	}
-	return errors.Join(err, p.db.Close())
+	err = errors.Join(err, p.db.Close())
+	p.pool.Close()
+	return err
 }
