@@ -18,6 +18,7 @@ const (
 	LeaderMove          FaultType = "leader-move"
 	Rebalance           FaultType = "rebalance"
 	LeaderFailover      FaultType = "leader-failover"
+	SubscriberOffline   FaultType = "subscriber-offline"
 )
 
 // Fault describes one fault type.
@@ -153,6 +154,13 @@ var Faults = []Fault{
 		Doc:       "the variant's managed Mosquitto is stopped (SIGTERM: it writes its persistence file when persistence is on) right after the broker confirmed the chosen intent, and started again on the same port and directory; clients reconnect. It keeps exactly what Mosquitto keeps",
 		Injection: "one broker restart",
 		Available: mqttManaged,
+	},
+	{
+		Type:      SubscriberOffline,
+		Doc:       "the subscriber goes offline for a window of intents: once it has handled what the broker had sent it, its connection is closed (no clean unsubscribe) before the chosen intent is routed, the broker refuses its reconnects while the chosen intent and the next for-1 are routed, and it reconnects after. QoS 0 messages routed meanwhile are lost; a persistent session (clean_session: false) keeps QoS 1 and 2 messages and the broker delivers them on reconnect; a clean session loses them",
+		Injection: "one offline window (the event lists the intents the broker received meanwhile)",
+		NewParams: func() any { return new(SubscriberOfflineParams) },
+		Available: mqttEmbedded,
 	},
 }
 

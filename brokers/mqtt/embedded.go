@@ -36,6 +36,8 @@ func startEmbedded() (*embedded, error) {
 		SysTopicResendInterval: 86400,
 	})
 	hook := &faultHook{clients: map[string]*destState{}}
+	e := &embedded{srv: srv, hook: hook}
+	hook.embedded = e
 	if err := srv.AddHook(hook, nil); err != nil {
 		return nil, fmt.Errorf("start embedded MQTT (mochi-mqtt): %w", err)
 	}
@@ -51,7 +53,8 @@ func startEmbedded() (*embedded, error) {
 		srv.Close()
 		return nil, fmt.Errorf("start embedded MQTT (mochi-mqtt): %w", err)
 	}
-	return &embedded{srv: srv, hook: hook, addr: ln.Addr().String()}, nil
+	e.addr = ln.Addr().String()
+	return e, nil
 }
 
 func (e *embedded) close() error { return e.srv.Close() }
@@ -129,6 +132,7 @@ type destState struct {
 	takeover chan struct{}
 	acks     map[uint16]chan struct{}
 	rules    []*rule
+	offline  *offline // subscriber-offline (offline.go)
 }
 
 func (st *destState) addRule(r *rule) {
@@ -168,8 +172,9 @@ func (st *destState) awaitAck(pid uint16) chan struct{} {
 // faultHook is the mochi hook of the embedded broker.
 type faultHook struct {
 	mochi.HookBase
-	mu      sync.Mutex
-	clients map[string]*destState // by client id
+	embedded *embedded
+	mu       sync.Mutex
+	clients  map[string]*destState // by client id
 }
 
 func (h *faultHook) add(d *dest) *destState {
@@ -214,9 +219,12 @@ func (h *faultHook) Provides(b byte) bool {
 	}, []byte{b})
 }
 
-// OnConnectAuthenticate lets every client in: the broker listens on
-// loopback for this run only.
-func (h *faultHook) OnConnectAuthenticate(*mochi.Client, packets.Packet) bool { return true }
+// OnConnectAuthenticate lets every client in (the broker listens on
+// loopback for this run only), except a subscriber kept offline by a
+// fault.
+func (h *faultHook) OnConnectAuthenticate(cl *mochi.Client, _ packets.Packet) bool {
+	return !h.refuses(cl)
+}
 
 // OnACLCheck allows every topic.
 func (h *faultHook) OnACLCheck(*mochi.Client, string, bool) bool { return true }
@@ -407,6 +415,9 @@ func closed() chan struct{} {
 // half-way never reports its end).
 func (h *faultHook) OnPublish(cl *mochi.Client, pk packets.Packet) (packets.Packet, error) {
 	if st, leg := h.state(cl); st != nil && leg == catalog.PublisherLeg {
+		if intent, err := st.d.intentOf(pk.TopicName); err == nil {
+			h.beforeRoute(st, intent)
+		}
 		st.mu.Lock()
 		takeover := st.takeover
 		st.mu.Unlock()
@@ -441,6 +452,9 @@ func (h *faultHook) OnPublished(cl *mochi.Client, pk packets.Packet) {
 		r = st.hit(packets.Publish, leg, intent, true)
 	}
 	st.mu.Unlock()
+	if err == nil {
+		h.afterRoute(st, intent)
+	}
 	if r != nil {
 		r.fired(intent)
 		cl.Stop(errDisconnected)
