@@ -69,6 +69,12 @@ func (e *embedded) backlog(d *dest) int64 {
 	n := int64(st.routing)
 	st.mu.Unlock()
 	if cl, ok := e.srv.Clients.Get(d.subID); ok {
+		if d.legQoS(catalog.SubscriberLeg) < 2 {
+			// Only PUBLISHes wait for a QoS 1 subscriber's ack: count them
+			// without GetAll, which copies and sorts them all (the drain
+			// asks every 20 ms, while thousands may be queued).
+			return n + int64(cl.State.Inflight.Len())
+		}
 		for _, pk := range cl.State.Inflight.GetAll(false) {
 			if pk.FixedHeader.Type == packets.Publish {
 				n++
