@@ -265,7 +265,7 @@ func TestMQTTSubscriberOffline(t *testing.T) {
 		seen[i] = map[string][3]int{}
 		for _, v := range res.Run.Variants {
 			if v.Lost != want[v.Name] || v.Duplicates != 0 {
-				t.Errorf("variant %s: lost %d, duplicates %d; want lost %d, no duplicates", v.Name, v.Lost, v.Duplicates, want[v.Name])
+				t.Errorf("variant %s: lost %d, duplicates %d; want lost %d, no duplicates (faults %d, delivered %d)", v.Name, v.Lost, v.Duplicates, want[v.Name], v.FaultsInjected, v.Delivered)
 			}
 			seen[i][v.Name] = [3]int{v.Duplicates, v.Lost, v.Effects}
 		}

@@ -60,13 +60,17 @@ func startEmbedded() (*embedded, error) {
 func (e *embedded) close() error { return e.srv.Close() }
 
 // backlog is what the broker holds for d's consumer: publishes it is
-// routing (received, not yet handed to the subscription) and messages in
+// routing (received, not yet handed to the subscription) or holding for
+// a subscriber-offline window, one while the subscriber is away, and messages in
 // the consumer session not yet acknowledged (PUBACK for QoS 1, PUBREC for
 // QoS 2).
 func (e *embedded) backlog(d *dest) int64 {
 	st := d.state
 	st.mu.Lock()
-	n := int64(st.routing)
+	n := int64(st.routing + st.gated)
+	if st.offline != nil && st.offline.phase == away {
+		n++ // the drain waits for the window's end, and its fault event
+	}
 	st.mu.Unlock()
 	if cl, ok := e.srv.Clients.Get(d.subID); ok {
 		if d.legQoS(catalog.SubscriberLeg) < 2 {
@@ -133,6 +137,7 @@ type destState struct {
 	pubPIDs map[uint16]int // publisher packet id → intent
 	subPIDs map[uint16]int // consumer packet id → intent
 	routing int            // publishes between OnPublish and OnPublished
+	gated   int            // publishes held in OnPublish by subscriber-offline
 	// takeover is closed while no consumer connection is taking over the
 	// session; see OnSessionEstablish.
 	takeover chan struct{}
@@ -422,7 +427,15 @@ func closed() chan struct{} {
 func (h *faultHook) OnPublish(cl *mochi.Client, pk packets.Packet) (packets.Packet, error) {
 	if st, leg := h.state(cl); st != nil && leg == catalog.PublisherLeg {
 		if intent, err := st.d.intentOf(pk.TopicName); err == nil {
+			// Counted as backlog while it waits there, so that the drain
+			// does not end under a held publish.
+			st.mu.Lock()
+			st.gated++
+			st.mu.Unlock()
 			h.beforeRoute(st, intent)
+			st.mu.Lock()
+			st.gated--
+			st.mu.Unlock()
 		}
 		st.mu.Lock()
 		takeover := st.takeover
@@ -450,17 +463,19 @@ func (h *faultHook) OnPublished(cl *mochi.Client, pk packets.Packet) {
 	if pk.FixedHeader.Qos == 0 || st.d.subQoS == 0 {
 		st.d.qos0Seen()
 	}
+	intent, err := st.d.intentOf(pk.TopicName)
+	if err == nil {
+		// Before the publish stops counting as backlog: a window's fault
+		// event comes before the drain can end.
+		h.afterRoute(st, intent)
+	}
 	st.mu.Lock()
 	st.routing = max(st.routing-1, 0)
 	var r *rule
-	intent, err := st.d.intentOf(pk.TopicName)
 	if err == nil {
 		r = st.hit(packets.Publish, leg, intent, true)
 	}
 	st.mu.Unlock()
-	if err == nil {
-		h.afterRoute(st, intent)
-	}
 	if r != nil {
 		r.fired(intent)
 		cl.Stop(errDisconnected)
