@@ -10,6 +10,7 @@ package brokers
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/dqbench/dqbench/catalog"
 )
@@ -82,6 +83,19 @@ type DestinationSpec struct {
 	// Client is the Kafka producer's client library (franz-go when
 	// empty).
 	Client catalog.Client
+	// DeadLetter: the destination moves refused messages (and, with
+	// DeliveryLimit, over-delivered ones) to a dead-letter queue, read
+	// through DeadLetterer.
+	DeadLetter bool
+	// MaxLength bounds the queue's ready messages (0: no bound), and
+	// Overflow says what a full queue does with a publish (only kinds with
+	// catalog.Broker.MaxLength).
+	MaxLength int
+	Overflow  catalog.Overflow
+	// DeliveryLimit: the broker dead-letters a message delivered this many
+	// times without an ack (0: no limit; only kinds with
+	// catalog.Broker.DeliveryLimit).
+	DeliveryLimit int
 }
 
 // Message is one publish.
@@ -218,6 +232,86 @@ type LeaderStopper interface {
 	// every destination that joined fault, and returns what was done, for
 	// the history (which node, how, and whether it led this queue).
 	StopLeader(ctx context.Context, fault string, intent, attempt int) (string, error)
+}
+
+// AckLoser is a destination whose consumers' acks can be lost on the
+// network (RabbitMQ through the in-process toxiproxy).
+type AckLoser interface {
+	// LoseAcks installs the fault on every consumer started afterwards:
+	// when a consumer acks a delivery whose intent and delivery attempt
+	// fires says to hit, the ack never reaches the broker and the
+	// connection then breaks; the consumer believes it acked (Ack returns
+	// nil), the broker redelivers. lost is called once per lost ack. It
+	// reports false when the consumers send no acks (ack: auto).
+	LoseAcks(fires func(intent, attempt int) bool, lost func(intent, attempt int)) (bool, error)
+}
+
+// ConfirmLoser is a destination whose producers can lose the broker's
+// publish confirms on the network while the connection stays up.
+type ConfirmLoser interface {
+	// LoseConfirms installs the fault on every producer started
+	// afterwards: the broker stores a publish whose intent and attempt
+	// fires says to hit, but its confirm never reaches the producer, so
+	// that publish's done is called only when the producer closes (an
+	// unknown outcome). lost is called once per lost confirm.
+	LoseConfirms(fires func(intent, attempt int) bool, lost func(intent, attempt int)) error
+}
+
+// Nacker is a consumer that can hand a delivery back as failed (a poison
+// message): the consumer loop calls it instead of Ack after processing
+// failed.
+type Nacker interface {
+	// Nack tells the broker the delivery failed and returns once the
+	// broker has it. requeue: deliver it again (a transient failure; AMQP
+	// basic.nack with requeue); otherwise refuse it for good (basic.reject),
+	// and the broker dead-letters it.
+	Nack(ctx context.Context, d Delivery, requeue bool) error
+}
+
+// DeadLetterer is a destination whose broker moves refused and
+// over-delivered messages to a dead-letter queue; the runner reads that
+// queue and records a dead-letter event for each message there.
+type DeadLetterer interface {
+	// DeadLetters starts a consumer on the dead-letter queue. Its
+	// deliveries carry the intent and position as the original's did;
+	// Backlog counts what it has not acked.
+	DeadLetters(ctx context.Context) (Consumer, error)
+}
+
+// ConnectionResetter is a consumer whose network connection can be reset
+// (through toxiproxy) as a fault.
+type ConnectionResetter interface {
+	// ResetConnection resets the consumer's connection and returns once
+	// the client has seen it closed; the consumer is dead then (the broker
+	// requeues what it had not acked).
+	ResetConnection(ctx context.Context) error
+}
+
+// Partitioner is a consumer that can be cut off from the broker (through
+// toxiproxy) as a fault.
+type Partitioner interface {
+	// Partition drops everything between the consumer and the broker from
+	// now on, and closes the connection after d; it returns at once. What
+	// the consumer acks meanwhile never arrives.
+	Partition(ctx context.Context, d time.Duration) error
+}
+
+// Slower is a consumer whose network connection can be slowed (through
+// toxiproxy) as a fault.
+type Slower interface {
+	// Slow delays every chunk of data between the consumer and the broker
+	// by latency, in both directions, for the next d; it returns at once.
+	Slow(ctx context.Context, latency, d time.Duration) error
+}
+
+// AckSyncer is a consumer whose Ack may return before the broker has
+// applied the ack (AMQP has no answer to basic.ack). The consumer loop
+// calls SyncAcks when a fault hits at a crash point, before the fault
+// acts, so it meets the broker with every ack Ack returned for applied.
+type AckSyncer interface {
+	// SyncAcks returns once the broker has applied every ack written so
+	// far (an error when the connection is gone).
+	SyncAcks(ctx context.Context) error
 }
 
 // Offliner is a destination whose broker can keep the subscriber offline

@@ -36,6 +36,17 @@ type Broker struct {
 	// AutoAck: the broker can count a delivery acked when it sends it
 	// (consumer ack: auto).
 	AutoAck bool
+	// DeadLetter: a consumer can hand a failed delivery back (consumer
+	// on_failure) and the broker dead-letters what is refused or delivered
+	// too often (consumer delivery_limit).
+	DeadLetter bool
+	// DeliveryLimit says why the kind's settings cannot count deliveries
+	// (consumer delivery_limit), or "" when they can; nil when the kind
+	// never does.
+	DeliveryLimit func(settings any) string
+	// MaxLength: the kind's queues can be bounded (producer max_length and
+	// overflow).
+	MaxLength bool
 	// NewSettings returns a pointer to a zero value of the kind's own
 	// settings (the broker keys besides kind, mode and addresses). A
 	// settings type may have a Defaults() method, called after decoding.
@@ -70,7 +81,12 @@ func (QueueType) Allowed() []string { return []string{string(ClassicQueue), stri
 // RabbitMQSettings are the broker settings of kind rabbitmq.
 type RabbitMQSettings struct {
 	QueueType QueueType `yaml:"queue_type" json:"queue_type,omitempty" jsonschema:"description=Type of each variant's durable queue: classic (default) or quorum."`
+	Toxiproxy string    `yaml:"toxiproxy" json:"toxiproxy,omitempty" jsonschema:"description=API URL of an external toxiproxy (http://HOST:8474) that every producer and consumer connection goes through (--toxiproxy overrides); default: an in-process toxiproxy. The AMQP-aware faults (ack-lost\\, confirm-lost) need the in-process one."`
 }
+
+// UseToxiproxy routes the kind's client connections through the external
+// toxiproxy at url (the run's --toxiproxy).
+func (s *RabbitMQSettings) UseToxiproxy(url string) { s.Toxiproxy = url }
 
 // Defaults fills in what the scenario leaves out.
 func (s *RabbitMQSettings) Defaults() {
@@ -153,6 +169,14 @@ var Brokers = []Broker{
 		ValidAddress:   AMQPURL,
 		AutoAck:        true,
 		NewSettings:    func() any { return new(RabbitMQSettings) },
+		DeadLetter:     true,
+		MaxLength:      true,
+		DeliveryLimit: func(settings any) string {
+			if s, ok := settings.(*RabbitMQSettings); ok && s.QueueType != QuorumQueue {
+				return "RabbitMQ counts deliveries only on quorum queues (x-delivery-limit); set broker queue_type: quorum"
+			}
+			return ""
+		},
 	},
 	{
 		Kind:           MQTT,

@@ -1,6 +1,9 @@
 package catalog
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // FaultType names a kind of fault.
 type FaultType string
@@ -18,6 +21,11 @@ const (
 	LeaderMove          FaultType = "leader-move"
 	Rebalance           FaultType = "rebalance"
 	LeaderFailover      FaultType = "leader-failover"
+	ConfirmLost         FaultType = "confirm-lost"
+	PoisonMessage       FaultType = "poison-message"
+	ConnectionReset     FaultType = "connection-reset"
+	Partition           FaultType = "partition"
+	Latency             FaultType = "latency"
 	SubscriberOffline   FaultType = "subscriber-offline"
 )
 
@@ -35,6 +43,9 @@ type Fault struct {
 	// Available says why the fault cannot act where it would be used, or ""
 	// when it can. Validation rejects a fault that cannot act.
 	Available func(Where) string
+	// InProcessToxiproxy: the fault is a protocol-aware toxic that runs in
+	// dqbench's own toxiproxy, so an external toxiproxy cannot inject it.
+	InProcessToxiproxy bool
 }
 
 // Where is what decides whether a fault can act: the broker and the
@@ -136,11 +147,12 @@ var Faults = []Fault{
 		},
 	},
 	{
-		Type:      AckLost,
-		Doc:       "an MQTT acknowledgement (packet PUBACK, PUBREC, PUBREL or PUBCOMP of the chosen intent, on the chosen leg) never arrives: the connection that carried it breaks, and the sender retries on reconnect as MQTT 3.1.1 requires. Acts only in variants whose QoS on that leg uses the packet",
-		Injection: "one acknowledgement lost and its connection broken",
-		NewParams: func() any { return new(AckLostParams) },
-		Available: mqttEmbeddedOrProxied,
+		Type:               AckLost,
+		Doc:                "an acknowledgement never arrives and the connection that carried it breaks. RabbitMQ: the consumer applies the effect and sends basic.ack, which a protocol-aware toxic in dqbench's in-process toxiproxy drops; the broker requeues and redelivers, and the consumer believes it acked (the history shows the ack, then the redelivery). MQTT: the chosen packet (PUBACK, PUBREC, PUBREL or PUBCOMP of the chosen intent, on the chosen leg) is lost, and the sender retries on reconnect as MQTT 3.1.1 requires; it acts only in variants whose QoS on that leg uses the packet",
+		Injection:          "one acknowledgement lost and its connection broken",
+		NewParams:          func() any { return new(AckLostParams) },
+		Available:          ackLostWhere,
+		InProcessToxiproxy: true,
 	},
 	{
 		Type:      Disconnect,
@@ -154,6 +166,44 @@ var Faults = []Fault{
 		Doc:       "the variant's managed Mosquitto is stopped (SIGTERM: it writes its persistence file when persistence is on) right after the broker confirmed the chosen intent, and started again on the same port and directory; clients reconnect. It keeps exactly what Mosquitto keeps",
 		Injection: "one broker restart",
 		Available: mqttManaged,
+	},
+	{
+		Type:               ConfirmLost,
+		Doc:                "the broker stores the publish, but its publisher confirm (the AMQP basic.ack to the producer) is dropped by a protocol-aware toxiproxy toxic while the connection stays up; the producer times out (producer confirm_timeout) and republishes (producer retries), so the queue holds two copies",
+		Injection:          "one publisher confirm lost",
+		Available:          needsAMQPProxy,
+		InProcessToxiproxy: true,
+	},
+	{
+		Type:      PoisonMessage,
+		Doc:       "the chosen intents fail processing on every delivery (a poison message); the consumer hands each failed delivery back (consumer on_failure): requeued, it loops unless the queue's delivery_limit dead-letters it; rejected, the broker dead-letters it at once. The runner reads the dead-letter queue",
+		Injection: "one failed processing of a poison message (so, with requeue, the loop count)",
+		Available: func(w Where) string {
+			if b, _ := LookupBroker(w.Broker); !b.DeadLetter {
+				return "its consumer hands failed deliveries back to the broker, which dead-letters them; use broker kind: rabbitmq"
+			}
+			return ""
+		},
+	},
+	{
+		Type:      ConnectionReset,
+		Doc:       "the consumer's connection is reset (toxiproxy's reset_peer toxic on its proxy) right after it received the chosen intent, before processing it: the broker requeues what the consumer had not acked and a replacement consumer starts. At-least-once redelivers the intent; with the ack before processing it is lost",
+		Injection: "one consumer connection reset",
+		Available: throughToxiproxy,
+	},
+	{
+		Type:      Partition,
+		Doc:       "the consumer is cut off from the broker right after it received the chosen intent (toxiproxy's timeout toxic on its proxy drops everything both ways) for a duration, after which its connection closes: it processes the intent meanwhile, its ack never arrives, and the broker requeues and redelivers the intent to the replacement consumer",
+		Injection: "one consumer partitioned from the broker",
+		NewParams: func() any { return new(PartitionParams) },
+		Available: throughToxiproxy,
+	},
+	{
+		Type:      Latency,
+		Doc:       "the consumer's network turns slow right after it received the chosen intent (toxiproxy's latency toxic on both directions of its proxy) for a while: every frame between it and the broker is delayed. It changes how long things take, not what happens: on its own it neither duplicates nor loses",
+		Injection: "one consumer connection slowed",
+		NewParams: func() any { return new(LatencyParams) },
+		Available: throughToxiproxy,
 	},
 	{
 		Type:      SubscriberOffline,
@@ -249,6 +299,64 @@ func DefaultFaultName(t FaultType, params any) string {
 func stageOnKafka(w Where) string {
 	if w.Broker != Kafka {
 		return "a consume-transform-produce stage runs on Kafka only; use broker kind: kafka"
+	}
+	return ""
+}
+
+// LatencyParams are latency's own parameters.
+type LatencyParams struct {
+	Latency  Duration `yaml:"latency" json:"latency,omitempty" jsonschema:"description=Delay added to every chunk of data in each direction (default 100ms)."`
+	Duration Duration `yaml:"duration" json:"duration,omitempty" jsonschema:"description=How long the connection stays slow (default 1s)."`
+}
+
+// Defaults fills in what the scenario leaves out.
+func (p *LatencyParams) Defaults() {
+	if p.Latency <= 0 {
+		p.Latency = Duration(100 * time.Millisecond)
+	}
+	if p.Duration <= 0 {
+		p.Duration = Duration(time.Second)
+	}
+}
+
+// PartitionParams are partition's own parameters.
+type PartitionParams struct {
+	Duration Duration `yaml:"duration" json:"duration,omitempty" jsonschema:"description=How long the client is cut off before its connection closes (default 1s)."`
+}
+
+// Defaults fills in what the scenario leaves out.
+func (p *PartitionParams) Defaults() {
+	if p.Duration <= 0 {
+		p.Duration = Duration(time.Second)
+	}
+}
+
+// throughToxiproxy: the fault is a toxiproxy toxic on a client's
+// connection; only RabbitMQ's clients go through toxiproxy so far.
+func throughToxiproxy(w Where) string {
+	if w.Broker != RabbitMQ {
+		return "it acts on a client's connection through toxiproxy, which only rabbitmq clients go through; use broker kind: rabbitmq"
+	}
+	return ""
+}
+
+// needsAMQPProxy: the fault is a toxic that parses AMQP 0-9-1 frames, in
+// front of a RabbitMQ client's connection.
+func needsAMQPProxy(w Where) string {
+	if w.Broker != RabbitMQ {
+		return "it parses AMQP 0-9-1 frames on a RabbitMQ client's connection; use broker kind: rabbitmq"
+	}
+	return ""
+}
+
+// ackLostWhere: ack-lost acts on RabbitMQ through the AMQP toxic, and on
+// MQTT as the MQTT fault does.
+func ackLostWhere(w Where) string {
+	if w.Broker == RabbitMQ {
+		return ""
+	}
+	if why := mqttEmbeddedOrProxied(w); why != "" {
+		return why + "; or broker kind: rabbitmq (the AMQP toxic)"
 	}
 	return ""
 }

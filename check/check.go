@@ -262,7 +262,7 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 		notes = append(notes, fmt.Sprintf("%d intents had their effect applied more than once: the strategy did not recognise the redelivery", c.Duplicates))
 	}
 	if c.Rejected > 0 {
-		notes = append(notes, fmt.Sprintf("%d intents were rejected by the strategy and never applied (an out-of-order version or an illegal state transition): refused and reported, not silently lost", c.Rejected))
+		notes = append(notes, fmt.Sprintf("%d intents were refused by the consumer and never applied (an out-of-order version, an illegal state transition, a poison message that fails every time): refused and reported, not silently lost", c.Rejected))
 	}
 	if lostSkipped > 0 {
 		notes = append(notes, fmt.Sprintf("%d intents were skipped as already processed but their effect never applied: the dedup marker was committed without the effect", lostSkipped))
@@ -291,6 +291,9 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	}
 	if len(audit.BalanceMismatch) > 0 {
 		notes = append(notes, fmt.Sprintf("%d accounts' balances disagree with their ledger rows", len(audit.BalanceMismatch)))
+	}
+	if t.drain != nil && t.drain.Drained && len(t.drain.Intents) > 0 {
+		notes = append(notes, fmt.Sprintf("%d poison messages were still looping when the drain ended (each failed delivery requeued, no delivery limit): %d failed deliveries in all are counted in faults", len(t.drain.Intents), t.faults))
 	}
 	return c, notes
 }

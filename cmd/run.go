@@ -35,6 +35,9 @@ type runOptions struct {
 	redis   string
 	// addresses points every scenario at an external broker of its kind.
 	addresses []string
+	// toxiproxy routes the broker's client connections through an
+	// external toxiproxy.
+	toxiproxy string
 
 	run runFunc
 }
@@ -82,6 +85,7 @@ with --out, saves what it recorded, marked incomplete, and exits 3.
 	f.DurationVar(&o.timeout, "timeout", 0, "deadline of each run, e.g. 90s (default: the scenario's deadline)")
 	f.StringVar(&o.store, "store", "", "business store of every variant: sqlite or postgres://USER@HOST:PORT/DATABASE (default: the scenario's store)")
 	f.StringVar(&o.redis, "redis", "", "Redis for strategies that need one, e.g. redis://127.0.0.1:6379 (default: the scenario's redis)")
+	f.StringVar(&o.toxiproxy, "toxiproxy", "", "API URL of an external toxiproxy (http://HOST:8474) for the broker's client connections, instead of the in-process one (RabbitMQ)")
 	f.StringSliceVar(&o.addresses, "addresses", nil, "run against an external broker of the scenario's kind at these addresses (comma-separated; host:port for Kafka, amqp:// URLs for RabbitMQ), instead of the scenario's broker")
 	return c
 }
@@ -129,6 +133,12 @@ func runScenarios(ctx context.Context, s Streams, o runOptions, args []string) e
 		if len(o.addresses) > 0 {
 			if err := sc.UseExternalBroker(o.addresses); err != nil {
 				problems = append(problems, fmt.Sprintf("%s: --addresses: %v", sc.File, err))
+				continue
+			}
+		}
+		if o.toxiproxy != "" {
+			if err := sc.UseToxiproxy(o.toxiproxy); err != nil {
+				problems = append(problems, fmt.Sprintf("%s: --toxiproxy: %v", sc.File, err))
 				continue
 			}
 		}

@@ -10,6 +10,7 @@ package faults
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
@@ -63,6 +64,8 @@ type Env struct {
 	Dest     brokers.Destination
 	Strategy catalog.Strategy
 	Crashes  *Crashes
+	// Failures is where processing faults (poison-message) register.
+	Failures *Failures
 	// Kills is where consumer-kill registers; nil in a variant without a
 	// consumer process (a built-in strategy).
 	Kills *Kills
@@ -83,13 +86,18 @@ var All = map[catalog.FaultType]Arm{
 	catalog.ConsumerCrash:       armConsumerCrash,
 	catalog.ProduceResponseLost: armProduceResponseLost,
 	catalog.ConsumerZombie:      armConsumerCrash,
-	catalog.AckLost:             armPacketLost,
+	catalog.AckLost:             armAckLost,
 	catalog.Disconnect:          armDisconnect,
 	catalog.BrokerRestart:       armBrokerRestart,
 	catalog.TransformCrash:      armStage,
 	catalog.TransactionAbort:    armStage,
 	catalog.LeaderMove:          armLeaderMove,
 	catalog.Rebalance:           armStage,
+	catalog.ConfirmLost:         armConfirmLost,
+	catalog.PoisonMessage:       armPoisonMessage,
+	catalog.ConnectionReset:     armPoisonMessage, // registers the same way; Failures.Resets asks it
+	catalog.Partition:           armPoisonMessage, // registers the same way; Failures.Partitions asks it
+	catalog.Latency:             armPoisonMessage, // registers the same way; Failures.Slows asks it
 	catalog.ConsumerKill:        armConsumerKill,
 	catalog.LeaderFailover:      armLeaderFailover,
 	catalog.SubscriberOffline:   armSubscriberOffline,
@@ -124,6 +132,45 @@ func armProduceResponseLost(f Fault, env Env) (bool, error) {
 		env.Fired(history.Event{Type: history.Fault, Fault: f.Name, Intents: intents})
 	})
 	return true, nil
+}
+
+// armAckLost arms ack-lost: on MQTT one acknowledgement packet of a leg
+// (armPacketLost); on RabbitMQ the consumer's basic.ack, dropped by the
+// AMQP toxic (brokers.AckLoser).
+func armAckLost(f Fault, env Env) (bool, error) {
+	if _, ok := env.Dest.(brokers.PacketLoser); ok {
+		return armPacketLost(f, env)
+	}
+	loser, ok := env.Dest.(brokers.AckLoser)
+	if !ok {
+		return false, fmt.Errorf("fault %s: this broker cannot lose acknowledgements", f.Name)
+	}
+	if p, _ := f.Params.(*catalog.AckLostParams); p != nil && (p.Packet != "" || p.Leg != "") {
+		return false, fmt.Errorf("fault %s: packet and leg are MQTT's; on RabbitMQ ack-lost loses the consumer's basic.ack", f.Name)
+	}
+	armed, err := loser.LoseAcks(f.Schedule.Fires, env.firedOn(f))
+	if err != nil {
+		return false, fmt.Errorf("fault %s: %w", f.Name, err)
+	}
+	return armed, nil
+}
+
+func armConfirmLost(f Fault, env Env) (bool, error) {
+	loser, ok := env.Dest.(brokers.ConfirmLoser)
+	if !ok {
+		return false, fmt.Errorf("fault %s: this broker cannot lose publish confirms", f.Name)
+	}
+	if err := loser.LoseConfirms(f.Schedule.Fires, env.firedOn(f)); err != nil {
+		return false, fmt.Errorf("fault %s: %w", f.Name, err)
+	}
+	return true, nil
+}
+
+// firedOn records one injection of f on an attempt of an intent.
+func (env Env) firedOn(f Fault) func(intent, attempt int) {
+	return func(intent, attempt int) {
+		env.Fired(history.Event{Type: history.Fault, Fault: f.Name, Intent: intent, Attempt: attempt})
+	}
 }
 
 // armPacketLost arms ack-lost on MQTT: one acknowledgement packet of a
@@ -188,6 +235,17 @@ func (c *Crashes) Armed(p catalog.CrashPoint) bool { return len(c.at[p]) > 0 }
 // handles d (d.Attempt is the intent's delivery count): consumer-crash
 // kills it, consumer-zombie stalls it past its lease. It records the
 // injection, and returns "" when none fires.
+// Hits reports whether a fault fires at point p for d, without acting or
+// recording: the consumer loop readies itself first (brokers.AckSyncer).
+func (c *Crashes) Hits(p catalog.CrashPoint, d brokers.Delivery) bool {
+	for _, cr := range c.at[p] {
+		if cr.f.Schedule.Fires(d.Intent, d.Attempt) {
+			return true
+		}
+	}
+	return false
+}
+
 func (c *Crashes) At(p catalog.CrashPoint, d brokers.Delivery, consumer int) catalog.FaultType {
 	for _, cr := range c.at[p] {
 		if cr.f.Schedule.Fires(d.Intent, d.Attempt) {
@@ -203,6 +261,76 @@ func (c *Crashes) At(p catalog.CrashPoint, d brokers.Delivery, consumer int) cat
 	return ""
 }
 
+func armPoisonMessage(f Fault, env Env) (bool, error) {
+	env.Failures.add(f, env.Fired)
+	return true, nil
+}
+
+// Failures holds the poison-message, connection-reset, partition and
+// latency faults armed in one variant; the consumer loop asks it before processing each
+// delivery.
+type Failures struct {
+	faults []crash
+}
+
+func (p *Failures) add(f Fault, fired func(history.Event)) {
+	p.faults = append(p.faults, crash{f: f, fired: fired})
+}
+
+// Fails reports whether processing d fails (d's intent is a poison
+// message), recording the injection. A poison message fails on every
+// delivery: the schedule is asked for the intent's first attempt whatever
+// d.Attempt is, and max_attempt does not apply.
+func (p *Failures) Fails(d brokers.Delivery, consumer int) bool {
+	for _, cr := range p.faults {
+		if cr.f.Type == catalog.PoisonMessage && cr.f.Schedule.Fires(d.Intent, 1) {
+			cr.fired(history.Event{Type: history.Fault, Fault: cr.f.Name,
+				Intent: d.Intent, Attempt: d.Attempt, Consumer: consumer})
+			return true
+		}
+	}
+	return false
+}
+
+// Resets reports whether the consumer's connection is reset as it received
+// d (connection-reset), recording the injection.
+func (p *Failures) Resets(d brokers.Delivery, consumer int) bool {
+	for _, cr := range p.faults {
+		if cr.f.Type == catalog.ConnectionReset && cr.f.Schedule.Fires(d.Intent, d.Attempt) {
+			cr.fired(history.Event{Type: history.Fault, Fault: cr.f.Name,
+				Intent: d.Intent, Attempt: d.Attempt, Consumer: consumer})
+			return true
+		}
+	}
+	return false
+}
+
+// Partitions reports for how long, if at all, the consumer is cut off
+// from the broker as it received d (partition), recording the injection.
+func (p *Failures) Partitions(d brokers.Delivery, consumer int) (time.Duration, bool) {
+	for _, cr := range p.faults {
+		if cr.f.Type == catalog.Partition && cr.f.Schedule.Fires(d.Intent, d.Attempt) {
+			cr.fired(history.Event{Type: history.Fault, Fault: cr.f.Name,
+				Intent: d.Intent, Attempt: d.Attempt, Consumer: consumer})
+			return cr.f.Params.(*catalog.PartitionParams).Duration.D(), true
+		}
+	}
+	return 0, false
+}
+
+// Slows reports how much latency, for how long, the consumer's connection
+// gets as it received d (latency), recording the injection.
+func (p *Failures) Slows(d brokers.Delivery, consumer int) (latency, duration time.Duration, ok bool) {
+	for _, cr := range p.faults {
+		if cr.f.Type == catalog.Latency && cr.f.Schedule.Fires(d.Intent, d.Attempt) {
+			cr.fired(history.Event{Type: history.Fault, Fault: cr.f.Name,
+				Intent: d.Intent, Attempt: d.Attempt, Consumer: consumer})
+			lp := cr.f.Params.(*catalog.LatencyParams)
+			return lp.Latency.D(), lp.Duration.D(), true
+		}
+	}
+	return 0, 0, false
+}
 func armLeaderMove(f Fault, env Env) (bool, error) {
 	mover, ok := env.Dest.(brokers.LeaderMover)
 	if !ok {

@@ -33,8 +33,8 @@ const (
 	Fault      Type = "fault"       // a fault was injected (Fault, Point; Intents for a fault that hit several at once)
 	Crash      Type = "crash"       // a consumer instance died (after a fault, or Reason)
 	Start      Type = "start"       // a consumer instance started
-	DeadLetter Type = "dead-letter" // the intent went to a dead-letter queue
-	Drain      Type = "drain"       // the drain ended; Drained says whether the broker had nothing left, Reason why not
+	DeadLetter Type = "dead-letter" // the intent went to a dead-letter queue (recorded by the runner's dead-letter reader; Position: the copy)
+	Drain      Type = "drain"       // the drain ended; Drained says whether the broker had nothing left, Reason why not (Intents: poison messages left looping, the only thing the broker still held)
 	Stop       Type = "stop"        // a consumer process was stopped at the end of the run (process variants; Reason: how it exited)
 	Limits     Type = "limits"      // the variant's broker drops messages past limits (Reason names them: a managed Mosquitto's max_queued_messages)
 

@@ -2,7 +2,9 @@ package history
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"time"
 
 	"github.com/dqbench/dqbench/brokers"
 )
@@ -114,3 +116,53 @@ func (c *RecordingConsumer) Abandon(reason string) {
 
 // Close stops the instance at the end of a run, within ctx.
 func (c *RecordingConsumer) Close(ctx context.Context) { c.c.Close(ctx) }
+
+// Nack hands d back to the broker as failed (brokers.Nacker); the history
+// has the failure already (the effect event with Rejected, the fault).
+func (c *RecordingConsumer) Nack(ctx context.Context, d brokers.Delivery, requeue bool) error {
+	n, ok := c.c.(brokers.Nacker)
+	if !ok {
+		return errors.New("this broker's consumer cannot hand a failed delivery back")
+	}
+	return n.Nack(ctx, d, requeue)
+}
+
+// ResetConnection resets the instance's network connection
+// (brokers.ConnectionResetter); the history records the fault, and the
+// instance's end as a crash with its reason.
+func (c *RecordingConsumer) ResetConnection(ctx context.Context) error {
+	r, ok := c.c.(brokers.ConnectionResetter)
+	if !ok {
+		return errors.New("this broker's consumer cannot have its connection reset")
+	}
+	return r.ResetConnection(ctx)
+}
+
+// Partition cuts the instance off from the broker for d
+// (brokers.Partitioner).
+func (c *RecordingConsumer) Partition(ctx context.Context, d time.Duration) error {
+	p, ok := c.c.(brokers.Partitioner)
+	if !ok {
+		return errors.New("this broker's consumer cannot be partitioned")
+	}
+	return p.Partition(ctx, d)
+}
+
+// Slow delays the instance's network traffic (brokers.Slower).
+func (c *RecordingConsumer) Slow(ctx context.Context, latency, d time.Duration) error {
+	s, ok := c.c.(brokers.Slower)
+	if !ok {
+		return errors.New("this broker's consumer cannot be slowed")
+	}
+	return s.Slow(ctx, latency, d)
+}
+
+// SyncAcks waits until the broker has applied the acks written so far,
+// where the adapter's Ack does not (brokers.AckSyncer); otherwise there is
+// nothing to wait for.
+func (c *RecordingConsumer) SyncAcks(ctx context.Context) error {
+	if s, ok := c.c.(brokers.AckSyncer); ok {
+		return s.SyncAcks(ctx)
+	}
+	return nil
+}

@@ -17,6 +17,10 @@ import (
 // errCrash ends a consumer at a crash point.
 var errCrash = errors.New("consumer crashed by fault")
 
+// errConnectionReset ends a consumer whose connection a fault reset; its
+// slot starts a replacement, as after a broken connection.
+var errConnectionReset = errors.New("connection reset by fault")
+
 // errZombie ends a consumer that lost its lease and finished its delivery:
 // its slot has a replacement already.
 var errZombie = errors.New("consumer lost its lease")
@@ -138,6 +142,13 @@ func (r *variantRun) deliver(ctx context.Context, c *history.RecordingConsumer, 
 		if err := pending.wait(); err != nil {
 			return err
 		}
+		if r.crashes.Hits(p, d) {
+			// What hits here (a crash, a failover) meets the broker with
+			// every ack so far applied.
+			if err := c.SyncAcks(ctx); err != nil && ctx.Err() == nil {
+				return err
+			}
+		}
 		switch r.crashes.At(p, d, c.Gen()) {
 		case catalog.ConsumerCrash:
 			return errCrash
@@ -156,6 +167,31 @@ func (r *variantRun) deliver(ctx context.Context, c *history.RecordingConsumer, 
 	}
 	if err := crash(catalog.BeforeProcess); err != nil {
 		return err
+	}
+	if r.failures.Resets(d, c.Gen()) {
+		if err := pending.wait(); err != nil {
+			return err
+		}
+		if err := c.ResetConnection(ctx); err != nil {
+			return errFatal{fmt.Errorf("connection-reset on intent %d: %w", d.Intent, err)}
+		}
+		return errConnectionReset
+	}
+	if lat, dur, ok := r.failures.Slows(d, c.Gen()); ok {
+		if err := c.Slow(ctx, lat, dur); err != nil {
+			return errFatal{fmt.Errorf("latency on intent %d: %w", d.Intent, err)}
+		}
+	}
+	if dur, ok := r.failures.Partitions(d, c.Gen()); ok {
+		if err := pending.wait(); err != nil {
+			return err
+		}
+		if err := c.Partition(ctx, dur); err != nil {
+			return errFatal{fmt.Errorf("partition on intent %d: %w", d.Intent, err)}
+		}
+	}
+	if r.failures.Fails(d, c.Gen()) {
+		return r.fail(ctx, c, d, ackFirst, pending)
 	}
 	var b body
 	if err := json.Unmarshal(d.Body, &b); err != nil {

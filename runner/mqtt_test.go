@@ -28,7 +28,10 @@ func TestMQTTQoSLevels(t *testing.T) {
 		"qos1": func(c map[string]int) bool { return c["duplicates"] > 0 && c["lost"] == 0 },
 		"qos2": func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 },
 	}
-	var seen [2]map[string][3]int
+	// Duplicates and lost repeat with the seed; qos0's effects do not
+	// always (how many QoS 0 messages the broker had already queued when
+	// the consumer crashed is timing), so they are not compared.
+	var seen [2]map[string][2]int
 	runs := len(seen)
 	if raceEnabled {
 		runs = 1 // the race detector needs one run; the counts are compared without it
@@ -45,7 +48,7 @@ func TestMQTTQoSLevels(t *testing.T) {
 		if !res.Run.Passed || !res.Run.Valid() {
 			t.Fatalf("run %d did not pass: %+v", i+1, res.Run)
 		}
-		seen[i] = map[string][3]int{}
+		seen[i] = map[string][2]int{}
 		for _, v := range res.Run.Variants {
 			c := counts(v)
 			if !want[v.Name](c) {
@@ -57,11 +60,11 @@ func TestMQTTQoSLevels(t *testing.T) {
 			if v.Duplicates > 0 && v.Legs.Publisher.Duplicates+v.Legs.Subscriber.Duplicates < v.Duplicates {
 				t.Errorf("variant %s: %d duplicates, legs %+v attribute fewer", v.Name, v.Duplicates, *v.Legs)
 			}
-			seen[i][v.Name] = [3]int{v.Duplicates, v.Lost, v.Effects}
+			seen[i][v.Name] = [2]int{v.Duplicates, v.Lost}
 		}
 	}
 	if runs == 2 && !maps.Equal(seen[0], seen[1]) {
-		t.Errorf("same seed, different counts (duplicates, lost, effects): %v then %v", seen[0], seen[1])
+		t.Errorf("same seed, different counts (duplicates, lost): %v then %v", seen[0], seen[1])
 	}
 }
 

@@ -31,12 +31,13 @@ type variantRun struct {
 	start    time.Time // the run's start
 	hard     time.Time // the run's hard deadline: shutdown ends by then
 
-	strat   strategy.Strategy
-	env     strategy.Env
-	crashes faults.Crashes
-	kills   *faults.Kills // a process variant's consumer-kill faults (process.go)
-	seen    *history.Deliveries
-	gens    atomic.Int64
+	strat    strategy.Strategy
+	env      strategy.Env
+	crashes  faults.Crashes
+	failures faults.Failures
+	kills    *faults.Kills // a process variant's consumer-kill faults (process.go)
+	seen     *history.Deliveries
+	gens     atomic.Int64
 
 	// progressed counts intents that reached an ack or an effect for the
 	// first time, so the drain can tell a slow consumer from a stuck or
@@ -46,6 +47,10 @@ type variantRun struct {
 	mu         sync.Mutex
 	done       []uint8 // by intent: doneAck, doneEffect
 	waiting    map[passKey]chan struct{}
+	looping    map[int]bool // poison intents handed back: requeued (true) or refused
+	// leftLooping: the poison intents still requeued in a loop when the
+	// drain ended.
+	leftLooping []int
 
 	slots slots
 
@@ -146,8 +151,11 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 		Name: r.name, Idempotent: *prod.Idempotent, Acks: prod.Acks, Window: prod.Window,
 		Retries:  prod.RetryCount(),
 		Prefetch: cons.Prefetch, AutoAck: cons.Ack == catalog.AckAuto, Isolation: cons.Isolation,
-		Client:   prod.Client,
-		Settings: r.s.BrokerSettingsFor(r.v),
+		Client:        prod.Client,
+		Settings:      r.s.BrokerSettingsFor(r.v),
+		DeadLetter:    cons.OnFailure == catalog.FailReject || cons.DeliveryLimit > 0,
+		DeliveryLimit: cons.DeliveryLimit,
+		MaxLength:     prod.MaxLength, Overflow: prod.Overflow,
 	}
 	if r.stage = r.s.StageFor(r.v); r.stage != nil {
 		spec.Stage = &brokers.StageSpec{Transactional: r.stage.IsTransactional()}
@@ -184,6 +192,17 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 	for range cons.Instances {
 		r.startSlot()
 	}
+	if cons.OnFailure == catalog.FailReject || cons.DeliveryLimit > 0 {
+		r.slots.wg.Go(func() {
+			if err := r.readDeadLetters(consCtx, dest); err != nil {
+				select {
+				case consErr <- err:
+				default:
+				}
+				stopConsumers()
+			}
+		})
+	}
 
 	runErr := r.produce(ctx, dest, prod)
 	var drained bool
@@ -206,7 +225,7 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 	case runErr != nil:
 		why = runErr.Error()
 	}
-	r.rec.Record(history.Event{Type: history.Drain, Drained: drained, Backlog: backlog, Reason: why})
+	r.rec.Record(history.Event{Type: history.Drain, Drained: drained, Backlog: backlog, Reason: why, Intents: r.leftLooping})
 
 	// The store is read even when the run was cut short, so that what was
 	// recorded can still be judged. A local store cannot hang, so its audit
@@ -231,7 +250,7 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 // records which.
 func (r *variantRun) arm(dest brokers.Destination) error {
 	st, _ := catalog.LookupStrategy(r.v.Strategy)
-	env := faults.Env{Dest: dest, Strategy: st, Crashes: &r.crashes, Stage: r.stageFaults, Kills: r.kills, Fired: func(e history.Event) {
+	env := faults.Env{Dest: dest, Strategy: st, Crashes: &r.crashes, Failures: &r.failures, Stage: r.stageFaults, Kills: r.kills, Fired: func(e history.Event) {
 		r.progress.Faults.Add(1)
 		r.rec.Record(e)
 	}}
@@ -386,7 +405,7 @@ func (r *variantRun) drain(ctx context.Context, dest brokers.Destination, consEr
 		n, berr := dest.Backlog(ctx)
 		if berr == nil {
 			backlog = n
-			if n == 0 && r.inflight.Load() == 0 {
+			if n == 0 && r.inflight.Load() == 0 && !r.handedBack() {
 				// Checked again after the in-flight count: a delivery
 				// that finished in between may have been the last.
 				if n, berr = dest.Backlog(ctx); berr == nil && n == 0 && r.inflight.Load() == 0 {
@@ -397,6 +416,14 @@ func (r *variantRun) drain(ctx context.Context, dest brokers.Destination, consEr
 		if now := r.progressed.Load(); now != last {
 			last, lastChange = now, time.Now()
 		} else if time.Since(lastChange) >= idle {
+			if loop := r.loopingIntents(); berr == nil && len(loop) > 0 && backlog <= int64(len(loop)) {
+				// What is left fails on every delivery and comes back
+				// (the backlog may miss one in the middle of its
+				// requeue): the broker has delivered everything it will
+				// ever deliver for the first time.
+				r.leftLooping = loop
+				return true, int64(len(loop)), fmt.Sprintf("%d poison messages left looping: each delivery fails and is requeued, and the queue has no delivery limit", len(loop)), nil
+			}
 			why = fmt.Sprintf("no intent was acked or applied for the first time in %s", idle)
 			if berr != nil {
 				why += fmt.Sprintf(" (the broker did not say what it still holds: %v)", berr)

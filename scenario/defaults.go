@@ -26,10 +26,14 @@ const (
 // or time, or overflow a broker's own types. The JSON schema's maximum= tags
 // in types.go say the same (TestSchemaBounds keeps them in step).
 const (
-	MaxMessages   = 10_000_000
-	MaxWindow     = 100_000
-	MaxInstances  = 64
-	MaxPrefetch   = 100_000
+	MaxMessages  = 10_000_000
+	MaxWindow    = 100_000
+	MaxInstances = 64
+	MaxPrefetch  = 100_000
+	// MaxDeliveryLimit bounds consumer.delivery_limit.
+	MaxDeliveryLimit = 1000
+	// MaxMaxLength bounds producer.max_length.
+	MaxMaxLength  = 10_000_000
 	MaxEvery      = MaxMessages
 	MaxMaxAttempt = 1_000
 	MaxDeadline   = Duration(24 * time.Hour)
@@ -144,6 +148,8 @@ func (s *Scenario) ProducerFor(v Variant) Producer {
 		}
 		setIfNonZero(&p.ConfirmTimeout, o.ConfirmTimeout)
 		setIfNonZero(&p.Client, o.Client)
+		setIfNonZero(&p.MaxLength, o.MaxLength)
+		setIfNonZero(&p.Overflow, o.Overflow)
 	}
 	return p
 }
@@ -157,6 +163,8 @@ func (s *Scenario) ConsumerFor(v Variant) Consumer {
 		setIfNonZero(&c.Ack, o.Ack)
 		setIfNonZero(&c.Prefetch, o.Prefetch)
 		setIfNonZero(&c.Isolation, o.Isolation)
+		setIfNonZero(&c.OnFailure, o.OnFailure)
+		setIfNonZero(&c.DeliveryLimit, o.DeliveryLimit)
 	}
 	return c
 }

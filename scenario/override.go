@@ -55,3 +55,24 @@ func (s *Scenario) UseExternalBroker(addrs []string) error {
 	s.Broker.Addresses = slices.Clone(addrs)
 	return nil
 }
+
+// UseToxiproxy routes s's client connections through the external
+// toxiproxy whose API is at url (the run's --toxiproxy), for a broker kind
+// whose settings take one (a UseToxiproxy method). It refuses a URL that
+// is not http(s) and a fault that needs dqbench's in-process toxiproxy.
+func (s *Scenario) UseToxiproxy(url string) error {
+	settings, ok := s.Broker.Settings.(interface{ UseToxiproxy(string) })
+	if !ok {
+		return fmt.Errorf("broker kind %s does not go through toxiproxy", s.Broker.Kind)
+	}
+	if !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
+		return fmt.Errorf("%q is not a toxiproxy API URL (http://HOST:8474)", url)
+	}
+	for _, f := range s.Faults {
+		if k, _ := catalog.LookupFault(f.Type); k.InProcessToxiproxy {
+			return fmt.Errorf("fault %s parses AMQP frames inside dqbench's in-process toxiproxy; an external toxiproxy runs only its own toxics", f.Name)
+		}
+	}
+	settings.UseToxiproxy(url)
+	return nil
+}

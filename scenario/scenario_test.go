@@ -104,6 +104,18 @@ var fixtures = []fixture{
 		`6:14: broker.addresses: only used with mode: external`,
 		`8:11: faults[0]: leader-failover cannot act here: it stops the leader of a quorum queue, and classic queues have none; add queue_type: quorum to the broker`,
 	}},
+	{"invalid/dead-letter-where-none.yaml", []string{
+		`5:19: consumer.delivery_limit: RabbitMQ counts deliveries only on quorum queues (x-delivery-limit); set broker queue_type: quorum`,
+		`12:28: variants[0].consumer.on_failure: "drop" is not allowed (allowed: requeue, reject)`,
+	}},
+	{"invalid/poison-on-kafka.yaml", []string{
+		`5:15: consumer.on_failure: kafka cannot hand a failed delivery back; leave it out`,
+		`7:11: faults[0]: ack-lost cannot act here: it is injected inside the embedded MQTT broker (mochi-mqtt) or by dqbench's in-process toxiproxy in front of an external one; use broker kind: mqtt, mode: embedded or external; or broker kind: rabbitmq (the AMQP toxic)`,
+	}},
+	{"invalid/max-length-on-kafka.yaml", []string{
+		`5:15: producer.max_length: kafka queues have no length limit here; leave it out`,
+		`9:26: variants[0].producer.overflow: "drop-tail" is not allowed (allowed: drop-head, reject-publish); did you mean "drop-head"?`,
+	}},
 	{"invalid/auto-ack-on-kafka.yaml", []string{
 		`5:8: consumer.ack: auto (the broker acks on delivery) is only for rabbitmq, not kafka; use before-process`,
 		`9:21: variants[0].consumer.ack: auto (the broker acks on delivery) is only for rabbitmq, not kafka`,
@@ -195,7 +207,7 @@ var fixtures = []fixture{
 		`6:15: broker.partitions: must be an integer, got number 1.5`,
 		`9:18: faults[0].probability: must be a finite number, got number .nan`,
 		`14:19: variants[0].producer.idempotent: must be true or false, got string "yes"`,
-		`15:15: variants[0].consumer: must be a mapping (keys: instances, ack, prefetch, isolation), got a list`,
+		`15:15: variants[0].consumer: must be a mapping (keys: instances, ack, prefetch, isolation, on_failure, delivery_limit), got a list`,
 		`17:7: variants[0].expect.lost: needs a value; write a count like 0`,
 	}},
 	{"invalid/response-lost-with-acks-none.yaml", []string{

@@ -56,6 +56,10 @@ type Producer struct {
 	Retries        *int           `yaml:"retries" json:"retries,omitempty" jsonschema:"minimum=0,maximum=100,description=How many times the application publishes an intent again when a send ends without a confirm (an unknown outcome) or none came within confirm_timeout (default 0: the client's own retries only)."`
 	ConfirmTimeout Duration       `yaml:"confirm_timeout" json:"confirm_timeout,omitempty" jsonschema:"description=How long the application waits for a confirm before it gives the send up as unknown (and retries\\, with retries > 0); default: as long as the client takes to answer."`
 	Client         catalog.Client `yaml:"client" json:"client,omitempty" jsonschema:"description=Kafka client library of the producer: franz-go (default) or kafka-go (segmentio/kafka-go: no idempotent producer and no transactions\\, so it needs idempotent: false)."`
+	// MaxLength and Overflow bound the variant's queue (a broker limit as
+	// a loss source). An empty Overflow is drop-head.
+	MaxLength int              `yaml:"max_length" json:"max_length,omitempty" jsonschema:"minimum=0,maximum=10000000,description=The queue holds at most this many ready messages (RabbitMQ x-max-length); 0 (default): no limit. rabbitmq only."`
+	Overflow  catalog.Overflow `yaml:"overflow" json:"overflow,omitempty" jsonschema:"description=What a full queue (max_length) does with a publish: drop-head (default: the oldest message is dropped after it was confirmed\\, a loss no client sees) or reject-publish (the new publish is refused with a basic.nack the producer sees). rabbitmq only."`
 }
 
 // Consumer holds consumer settings; a variant may override each one.
@@ -64,6 +68,10 @@ type Consumer struct {
 	Ack       catalog.AckMode   `yaml:"ack" json:"ack,omitempty" jsonschema:"description=When the consumer acks/commits: after-process (at-least-once\\, default) or before-process (at-most-once) or auto (the broker acks on delivery: RabbitMQ autoAck\\, at-most-once; rabbitmq only)."`
 	Prefetch  int               `yaml:"prefetch" json:"prefetch,omitempty" jsonschema:"minimum=1,maximum=100000,description=Messages fetched per poll / prefetch count (default 100)."`
 	Isolation catalog.Isolation `yaml:"isolation" json:"isolation,omitempty" jsonschema:"description=Which records a Kafka consumer reads: read_uncommitted (Kafka's default: also records of aborted transactions) or read_committed (only committed ones); kafka only."`
+	// OnFailure and DeliveryLimit: what happens to a delivery whose
+	// processing failed (poison-message). An empty OnFailure is requeue.
+	OnFailure     catalog.FailureMode `yaml:"on_failure" json:"on_failure,omitempty" jsonschema:"description=What the consumer does with a delivery whose processing failed (poison-message): requeue (basic.nack with requeue\\, default: a transient failure; it comes back) or reject (basic.reject: a permanent one; the broker dead-letters it). rabbitmq only."`
+	DeliveryLimit int                 `yaml:"delivery_limit" json:"delivery_limit,omitempty" jsonschema:"minimum=0,maximum=1000,description=The queue dead-letters a message once it has been delivered this many times without an ack (RabbitMQ quorum queues: x-delivery-limit); 0 (default): no limit. rabbitmq with queue_type quorum only."`
 }
 
 // Fault is one fault to inject. Type picks the fault; the schedule fields

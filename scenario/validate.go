@@ -22,6 +22,8 @@ func (c *checker) check() {
 	c.top()
 	c.broker()
 	c.autoAck()
+	c.deadLetter()
+	c.maxLength()
 	c.producer("producer", &c.s.Producer)
 	c.consumer("consumer", &c.s.Consumer)
 	c.stores()
@@ -136,6 +138,66 @@ func (c *checker) autoAck() {
 		if v.Consumer != nil {
 			check(fmt.Sprintf("variants[%d].consumer.ack", i), v.Consumer.Ack)
 		}
+	}
+}
+
+// deadLetter checks that on_failure and delivery_limit are only used where
+// the broker takes failed deliveries back (catalog.Broker.DeadLetter) and
+// delivery_limit where its settings count deliveries.
+func (c *checker) deadLetter() {
+	kind, ok := catalog.LookupBroker(c.s.Broker.Kind)
+	if !ok {
+		return
+	}
+	check := func(path string, cs *Consumer) {
+		if cs == nil {
+			return
+		}
+		if c.d.Has(path+".on_failure") && !kind.DeadLetter {
+			c.errorf(path+".on_failure", "%s.on_failure: %s cannot hand a failed delivery back; leave it out", path, kind.Kind)
+		}
+		if cs.DeliveryLimit == 0 {
+			return
+		}
+		c.inRange(path+".delivery_limit", cs.DeliveryLimit, MaxDeliveryLimit)
+		switch {
+		case kind.DeliveryLimit == nil:
+			c.errorf(path+".delivery_limit", "%s.delivery_limit: %s has no delivery limit; leave it out", path, kind.Kind)
+		default:
+			if why := kind.DeliveryLimit(c.s.Broker.Settings); why != "" {
+				c.errorf(path+".delivery_limit", "%s.delivery_limit: %s", path, why)
+			}
+		}
+	}
+	check("consumer", &c.s.Consumer)
+	for i, v := range c.s.Variants {
+		check(fmt.Sprintf("variants[%d].consumer", i), v.Consumer)
+	}
+}
+
+// maxLength checks that max_length and overflow are only used where the
+// broker's queues can be bounded (catalog.Broker.MaxLength).
+func (c *checker) maxLength() {
+	kind, ok := catalog.LookupBroker(c.s.Broker.Kind)
+	if !ok {
+		return
+	}
+	check := func(path string, p *Producer) {
+		if p == nil {
+			return
+		}
+		if p.MaxLength != 0 {
+			c.inRange(path+".max_length", p.MaxLength, MaxMaxLength)
+		}
+		for _, key := range []string{"max_length", "overflow"} {
+			if c.d.Has(path+"."+key) && !kind.MaxLength {
+				c.errorf(path+"."+key, "%s.%s: %s queues have no length limit here; leave it out", path, key, kind.Kind)
+			}
+		}
+	}
+	check("producer", &c.s.Producer)
+	for i, v := range c.s.Variants {
+		check(fmt.Sprintf("variants[%d].producer", i), v.Producer)
 	}
 }
 

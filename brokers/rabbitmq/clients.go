@@ -13,22 +13,30 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/dqbench/dqbench/brokers"
+	"github.com/dqbench/dqbench/netfault"
+	amqpfault "github.com/dqbench/dqbench/netfault/amqp"
 )
 
 // errUnknownOutcome: the channel or connection closed before the broker
 // confirmed or nacked a publish, which it may or may not have stored.
 var errUnknownOutcome = errors.New("channel closed before the publisher confirm: outcome unknown")
 
+// abandonFlushWait bounds Abandon's round trip for the acks written
+// before it.
+const abandonFlushWait = time.Second
+
 // closeWait bounds a clean connection close (connection.close-ok) and the
 // wait for the client's goroutines to end after a connection is dropped.
 const closeWait = 5 * time.Second
 
 // Producer publishes persistent messages on a channel in confirm mode, at
-// most spec.Window unconfirmed at once (amqp091's deferred confirmations).
+// most spec.Window unconfirmed at once (amqp091's deferred confirmations),
+// through its own proxy.
 func (d *queueDest) Producer(ctx context.Context) (brokers.Producer, error) {
-	conn, err := d.r.dialAny(ctx, nil)
+	p := &producer{d: d, id: fmt.Sprintf("p%d", d.r.seq.Add(1))}
+	conn, px, err := d.r.dialProxied(ctx, d.queue+"-"+p.id, p.setup, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", brokers.ErrUnreachable, err)
+		return nil, err
 	}
 	ch, err := conn.Channel()
 	if err == nil {
@@ -36,31 +44,38 @@ func (d *queueDest) Producer(ctx context.Context) (brokers.Producer, error) {
 	}
 	if err != nil {
 		conn.Close()
+		_ = px.Close(ctx)
 		return nil, fmt.Errorf("rabbitmq producer on %s: %w", d.r.masked, err)
 	}
-	window := max(d.spec.Window, 1)
-	p := &producer{
-		d: d, conn: conn, ch: ch,
-		id:      fmt.Sprintf("p%d", d.r.seq.Add(1)),
-		window:  make(chan struct{}, window),
-		pending: make(chan pending, window),
-		stop:    make(chan struct{}),
-		loop:    make(chan struct{}),
-	}
-	go p.confirms()
+	p.conn, p.ch, p.px = conn, ch, px
+	p.window = make(chan struct{}, max(d.spec.Window, 1))
+	p.stop = make(chan struct{})
 	return p, nil
+}
+
+// setup installs the producer's toxics on a new proxy: with confirm-lost
+// armed, the filter that loses the chosen confirms, with a fresh table
+// (each connection's channel numbers its publishes from 1).
+func (p *producer) setup(px *netfault.Proxy) error {
+	lose := p.d.confirmLost
+	if lose == nil {
+		return nil
+	}
+	p.tags = new(amqpfault.Tags)
+	return px.AddFilter("confirm-lost", netfault.Downstream, amqpfault.LoseConfirms(p.tags, lose.fires, lose.lost))
 }
 
 type producer struct {
 	d    *queueDest
+	px   *netfault.Proxy
 	conn *amqp.Connection
 	ch   *amqp.Channel
-	id   string // names this producer's publishes in the copy header
+	id   string          // names this producer's publishes in the copy header
+	tags *amqpfault.Tags // which publish sequence number carries which intent, for confirm-lost
 
-	window  chan struct{} // a slot per unconfirmed publish
-	pending chan pending  // in publish order, for confirms()
-	stop    chan struct{} // closed by Close: no more publishes
-	loop    chan struct{} // closed when confirms() has called every done
+	window  chan struct{}  // a slot per unconfirmed publish
+	stop    chan struct{}  // closed by Close: no more publishes
+	waiting sync.WaitGroup // a goroutine per unconfirmed publish
 
 	mu      sync.Mutex // publish order = sequence numbers; guards closing
 	closing bool
@@ -68,12 +83,6 @@ type producer struct {
 }
 
 var _ brokers.Producer = (*producer)(nil)
-
-type pending struct {
-	ch   *amqp.Channel // the channel it was published on
-	dc   *amqp.DeferredConfirmation
-	done func(error)
-}
 
 func (p *producer) Publish(ctx context.Context, m brokers.Message, done func(error)) {
 	select {
@@ -105,7 +114,11 @@ func (p *producer) Publish(ctx context.Context, m brokers.Message, done func(err
 	// no producer-side dedup), so the publish's sequence number on this
 	// producer's channel names the copy; a consumer reports it as the
 	// delivery's Position.
-	copyID := fmt.Sprintf("%s#%d", p.id, p.ch.GetNextPublishSeqNo())
+	seq := p.ch.GetNextPublishSeqNo()
+	copyID := fmt.Sprintf("%s#%d", p.id, seq)
+	if p.tags != nil {
+		p.tags.Put(seq, m.Intent, m.Attempt)
+	}
 	dc, err := p.ch.PublishWithDeferredConfirmWithContext(ctx, "", p.d.queue, false, false, amqp.Publishing{
 		DeliveryMode: amqp.Persistent,
 		MessageId:    m.Key,
@@ -117,48 +130,61 @@ func (p *producer) Publish(ctx context.Context, m brokers.Message, done func(err
 		done(fmt.Errorf("publish intent %d to %s: %w (outcome unknown)", m.Intent, p.d.queue, err))
 		return
 	}
-	p.pending <- pending{p.ch, dc, done} // never blocks: the window bounds it
+	p.waiting.Add(1)
+	go p.confirm(p.ch, dc, done)
 }
 
-// confirms calls each publish's done in publish order once the broker
-// answered it: nil for basic.ack, an error for basic.nack (the broker
-// refused it), errUnknownOutcome when the channel closed first (amqp091
-// then marks every outstanding confirmation as not acked).
-func (p *producer) confirms() {
-	defer close(p.loop)
-	for pe := range p.pending {
-		<-pe.dc.Done()
-		var err error
-		if !pe.dc.Acked() {
-			if pe.ch.IsClosed() {
-				err = errUnknownOutcome
-			} else {
-				err = fmt.Errorf("broker nacked the publish to %s (basic.nack)", p.d.queue)
-			}
+// confirm calls a publish's done once the broker answered it: nil for
+// basic.ack, an error for basic.nack (the broker refused it),
+// errUnknownOutcome when the channel closed first (amqp091 then marks
+// every outstanding confirmation as not acked). Each publish waits on its
+// own, so a confirm that never comes holds up no other.
+func (p *producer) confirm(ch *amqp.Channel, dc *amqp.DeferredConfirmation, done func(error)) {
+	defer p.waiting.Done()
+	<-dc.Done()
+	var err error
+	if !dc.Acked() {
+		if ch.IsClosed() {
+			err = errUnknownOutcome
+		} else {
+			err = fmt.Errorf("broker nacked the publish to %s (basic.nack)", p.d.queue)
 		}
-		<-p.window
-		pe.done(err)
 	}
+	<-p.window
+	done(err)
 }
 
-// Close waits for the outstanding confirms within ctx, then closes the
-// connection, which ends whatever is still unconfirmed as unknown.
+// lateConfirmWait bounds how long Close waits for outstanding confirms.
+// The pipeline closes a producer once every intent has an outcome, so what
+// is still outstanding then is a publish the application gave up on (no
+// confirm within producer.confirm_timeout): a late confirm is recorded if
+// it comes by then, and a lost one does not hold the run up.
+const lateConfirmWait = time.Second
+
+// Close waits for the outstanding confirms within ctx and lateConfirmWait,
+// then closes the connection, which ends whatever is still unconfirmed as
+// unknown, and deletes the producer's proxy.
 func (p *producer) Close(ctx context.Context) {
 	p.once.Do(func() {
 		close(p.stop)
 		p.mu.Lock()
 		p.closing = true
-		close(p.pending)
 		p.mu.Unlock()
+		confirmed := make(chan struct{})
+		go func() { p.waiting.Wait(); close(confirmed) }()
+		late := time.NewTimer(lateConfirmWait)
+		defer late.Stop()
 		select {
-		case <-p.loop:
+		case <-confirmed:
+		case <-late.C:
 		case <-ctx.Done():
 		}
 		p.mu.Lock()
-		conn := p.conn
+		conn, px := p.conn, p.px
 		p.mu.Unlock()
 		closeConn(ctx, conn)
-		<-p.loop
+		<-confirmed
+		_ = px.Close(context.WithoutCancel(ctx))
 	})
 }
 
@@ -171,17 +197,26 @@ func closeConn(ctx context.Context, conn *amqp.Connection) {
 	_ = conn.CloseDeadline(deadline)
 }
 
-// Consumer starts a consumer on its own connection: basic.qos(prefetch)
-// and manual acks.
+// Consumer starts a consumer on its own connection, through its own
+// proxy: basic.qos(prefetch) and manual acks.
 func (d *queueDest) Consumer(ctx context.Context, gen int) (brokers.Consumer, error) {
 	c := &consumer{d: d, gen: gen, prefetch: max(d.spec.Prefetch, 1), autoAck: d.spec.AutoAck}
-	conn, err := d.r.dialAny(ctx, func(nc net.Conn) net.Conn {
+	setup := func(px *netfault.Proxy) error {
+		if d.ackLost == nil || c.autoAck {
+			return nil
+		}
+		c.tags = new(amqpfault.Tags)
+		c.acked = make(chan struct{}, 1)
+		return px.AddFilter("ack-lost", netfault.Upstream, amqpfault.LoseAcks(c.tags, d.ackLost.fires, d.ackLost.lost))
+	}
+	conn, px, err := d.r.dialProxied(ctx, fmt.Sprintf("%s-c%d", d.queue, gen), setup, func(nc net.Conn) net.Conn {
 		c.fc = &frameCounter{Conn: nc}
 		return c.fc
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", brokers.ErrUnreachable, err)
+		return nil, err
 	}
+	c.px = px
 	c.conn = conn
 	c.closed = conn.NotifyClose(make(chan *amqp.Error, 1))
 	c.ch, err = conn.Channel()
@@ -190,6 +225,7 @@ func (d *queueDest) Consumer(ctx context.Context, gen int) (brokers.Consumer, er
 	}
 	if err != nil {
 		closeConn(ctx, conn)
+		_ = px.Close(ctx)
 		return nil, fmt.Errorf("rabbitmq consumer %d on %s: %w", gen, d.queue, err)
 	}
 	// Counted before basic.consume: the broker may deliver before
@@ -203,6 +239,7 @@ func (d *queueDest) Consumer(ctx context.Context, gen int) (brokers.Consumer, er
 	if err != nil {
 		d.leave(c)
 		closeConn(ctx, conn)
+		_ = px.Close(ctx)
 		return nil, fmt.Errorf("rabbitmq consumer %d on %s: %w", gen, d.queue, err)
 	}
 	d.registered(c)
@@ -214,6 +251,7 @@ type consumer struct {
 	gen        int
 	prefetch   int
 	autoAck    bool
+	px         *netfault.Proxy
 	fc         *frameCounter
 	conn       *amqp.Connection
 	ch         *amqp.Channel
@@ -222,14 +260,30 @@ type consumer struct {
 
 	consuming bool // consume-ok received (guarded by d.mu)
 
-	settled atomic.Int64 // deliveries acked
-	rpcMu   sync.Mutex   // amqp091 matches a channel's replies to one call at a time
-	once    sync.Once
+	settled   atomic.Int64 // deliveries acked
+	unflushed atomic.Bool  // an ack was written since the last round trip
+	// partitioned: cut off from the broker (Partition); acks are lost.
+	partitioned atomic.Bool
+	slowMu      sync.Mutex
+	slowTimer   *time.Timer // ends a Slow
+	rpcMu       sync.Mutex  // amqp091 matches a channel's replies to one call at a time
+	once        sync.Once
+
+	// With ack-lost armed: which delivery tag carries which intent, for
+	// the filter; and one delivery at a time (see Next).
+	tags      *amqpfault.Tags
+	handedOut atomic.Int64  // deliveries Next returned
+	answered  atomic.Int64  // of those, acked (or found unackable)
+	acked     chan struct{} // a signal per answered delivery
+	broken    atomic.Bool   // an ack's round trip failed: the connection is gone
 }
 
 var _ brokers.Consumer = (*consumer)(nil)
 
 func (c *consumer) Next(ctx context.Context) (brokers.Delivery, error) {
+	if err := c.awaitAcks(ctx); err != nil {
+		return brokers.Delivery{}, err
+	}
 	var m amqp.Delivery
 	var ok bool
 	select {
@@ -248,19 +302,32 @@ func (c *consumer) Next(ctx context.Context) (brokers.Delivery, error) {
 		return brokers.Delivery{}, fmt.Errorf("message on %s: %w", c.d.queue, err)
 	}
 	pos, _ := m.Headers[copyHeader].(string)
+	c.handedOut.Add(1)
 	return brokers.Delivery{
 		Intent: intent, Body: m.Body, Position: pos, Redelivered: m.Redelivered, Handle: m.DeliveryTag,
 	}, nil
 }
 
-// Ack acknowledges d and returns once the broker has processed the ack.
-// AMQP 0-9-1 has no answer to basic.ack, so Ack follows it with a round
-// trip on the same channel (basic.qos, unchanged): the broker handles a
-// channel's frames in order, so its qos-ok means the ack was applied.
-// Only writing the ack is not enough: a consumer killed right after it
-// (Abandon drops the socket with deliveries still unread, so the kernel
-// sends a reset) can lose acks the broker had not read yet, and the
-// broker redelivers messages whose ack the consumer believed done.
+// Ack acknowledges d; the broker has it by the time anything depends on
+// it. AMQP 0-9-1 has no answer to basic.ack, so a round trip on the same
+// channel (basic.qos, unchanged) tells when the broker has applied it: it
+// handles a channel's frames in order, so its qos-ok means every ack
+// written before was applied. Only writing the ack is not enough before a
+// crash: a consumer killed right after it (Abandon drops the socket with
+// deliveries still unread, so the kernel sends a reset) can lose acks the
+// broker had not read yet, and the broker would redeliver messages whose
+// ack the consumer believed done. So the round trip is made where it
+// matters, not after every ack (it would cost most of the throughput):
+// Abandon makes it before dropping the socket, Backlog makes it anyway,
+// and with ack-lost armed every Ack makes it (awaitAcks needs each ack's
+// fate before the next delivery).
+//
+// When the connection breaks after the ack was written and before the
+// round trip's answer, the consumer cannot know whether the broker got the
+// ack; like any AMQP client it has written it, so Ack reports it done (the
+// history shows the ack, and the broker's redelivery if it was lost), but
+// Backlog goes on counting the delivery as held until the broker drops the
+// consumer and requeues what it had.
 func (c *consumer) Ack(ctx context.Context, d brokers.Delivery) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -268,12 +335,180 @@ func (c *consumer) Ack(ctx context.Context, d brokers.Delivery) error {
 	if c.autoAck {
 		return nil // the broker counted it acked when it sent it
 	}
-	if err := c.ch.Ack(d.Handle.(uint64), false); err != nil {
+	defer c.answer()
+	tag := d.Handle.(uint64)
+	if c.tags != nil {
+		c.tags.Put(tag, d.Intent, d.Attempt)
+	}
+	if err := c.ch.Ack(tag, false); err != nil {
 		return fmt.Errorf("ack intent %d on %s: %w", d.Intent, c.d.queue, err)
 	}
-	c.settled.Add(1)
+	if c.partitioned.Load() {
+		return nil // written into the partition: the broker never gets it
+	}
+	if c.acked == nil {
+		c.settled.Add(1)
+		c.unflushed.Store(true)
+		return nil
+	}
 	if err := c.flush(); err != nil {
-		return fmt.Errorf("ack intent %d on %s: %w", d.Intent, c.d.queue, err)
+		c.broken.Store(true)
+		return nil
+	}
+	c.settled.Add(1)
+	return nil
+}
+
+// Nack hands d back as failed: requeued (basic.nack with requeue) or
+// refused for good (basic.reject), when the queue dead-letters it. Like
+// Ack, it returns once the broker has processed it.
+func (c *consumer) Nack(ctx context.Context, d brokers.Delivery, requeue bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if c.autoAck {
+		return nil // the broker forgot it when it sent it
+	}
+	defer c.answer()
+	tag := d.Handle.(uint64)
+	var err error
+	if requeue {
+		err = c.ch.Nack(tag, false, true)
+	} else {
+		err = c.ch.Reject(tag, false)
+	}
+	if err != nil {
+		return fmt.Errorf("nack intent %d on %s: %w", d.Intent, c.d.queue, err)
+	}
+	if err := c.flush(); err != nil {
+		c.broken.Store(true)
+		return nil
+	}
+	c.settled.Add(1) // no longer held: requeued (ready again) or gone
+	return nil
+}
+
+var _ brokers.ConnectionResetter = (*consumer)(nil)
+
+// ResetConnection adds toxiproxy's reset_peer toxic to the consumer's
+// proxy and makes a round trip on the channel, whose first bytes trigger
+// it: the proxy resets both sides of the connection. The acks Ack returned
+// for reach the broker first (see Ack), so the reset hits exactly what the
+// consumer had not acked.
+func (c *consumer) ResetConnection(ctx context.Context) error {
+	if err := c.flush(); err != nil {
+		return fmt.Errorf("rabbitmq consumer %d on %s: %w", c.gen, c.d.queue, err)
+	}
+	if err := c.px.Add(netfault.Toxic{Name: "connection-reset", Type: "reset_peer", Stream: netfault.Upstream, Attributes: map[string]any{"timeout": 0}}); err != nil {
+		return err
+	}
+	if err := c.flush(); err == nil {
+		return fmt.Errorf("rabbitmq consumer %d on %s: the connection outlived its reset", c.gen, c.d.queue)
+	}
+	c.waitClosed(closeWait)
+	return nil
+}
+
+var _ brokers.Partitioner = (*consumer)(nil)
+
+// Partition adds toxiproxy's timeout toxic to both directions of the
+// consumer's proxy: data is dropped, and the proxy closes the connection
+// after d. The acks Ack returned for reach the broker first; the ones
+// written during the partition are lost, so they are not counted settled
+// (Backlog goes on counting those deliveries as held).
+func (c *consumer) Partition(ctx context.Context, d time.Duration) error {
+	if err := c.flush(); err != nil {
+		return fmt.Errorf("rabbitmq consumer %d on %s: %w", c.gen, c.d.queue, err)
+	}
+	c.partitioned.Store(true)
+	for _, s := range []netfault.Stream{netfault.Upstream, netfault.Downstream} {
+		if err := c.px.Add(netfault.Toxic{Name: "partition-" + string(s), Type: "timeout", Stream: s, Attributes: map[string]any{"timeout": d.Milliseconds()}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var _ brokers.Slower = (*consumer)(nil)
+
+// Slow adds toxiproxy's latency toxic to both directions of the consumer's
+// proxy and removes it after d (unless the consumer is gone by then). A
+// consumer slowed already stays as it is.
+func (c *consumer) Slow(ctx context.Context, latency, d time.Duration) error {
+	c.slowMu.Lock()
+	defer c.slowMu.Unlock()
+	if c.slowTimer != nil {
+		return nil
+	}
+	names := []string{"latency-upstream", "latency-downstream"}
+	for i, s := range []netfault.Stream{netfault.Upstream, netfault.Downstream} {
+		if err := c.px.Add(netfault.Toxic{Name: names[i], Type: "latency", Stream: s, Attributes: map[string]any{"latency": latency.Milliseconds()}}); err != nil {
+			return err
+		}
+	}
+	c.slowTimer = time.AfterFunc(d, func() {
+		c.slowMu.Lock()
+		defer c.slowMu.Unlock()
+		for _, name := range names {
+			_ = c.px.Remove(name) // fails only when the proxy is gone
+		}
+		c.slowTimer = nil
+	})
+	return nil
+}
+
+// stopSlow cancels a pending end of Slow: the proxy is about to go.
+func (c *consumer) stopSlow() {
+	c.slowMu.Lock()
+	defer c.slowMu.Unlock()
+	if c.slowTimer != nil {
+		c.slowTimer.Stop()
+	}
+}
+
+var _ brokers.AckSyncer = (*consumer)(nil)
+
+// SyncAcks makes the round trip that tells the broker has applied every
+// ack written so far (see Ack), when one was written since the last.
+func (c *consumer) SyncAcks(ctx context.Context) error {
+	if !c.unflushed.Load() {
+		return nil
+	}
+	return c.flush()
+}
+
+// answer notes that a delivery Next handed out was acked or found
+// unackable (see awaitAcks).
+func (c *consumer) answer() {
+	if c.acked == nil {
+		return
+	}
+	c.answered.Add(1)
+	select {
+	case c.acked <- struct{}{}:
+	default:
+	}
+}
+
+// awaitAcks, with ack-lost armed, holds the next delivery back until every
+// delivery handed out was acked, and fails once an ack's round trip found
+// the connection broken. The consumer loop acks a delivery while it
+// handles the next; without this, the next delivery's effect could apply
+// (or not) before the break is seen, depending on timing, and the same
+// seed would not give the same counts.
+func (c *consumer) awaitAcks(ctx context.Context) error {
+	if c.acked == nil {
+		return nil
+	}
+	for c.answered.Load() < c.handedOut.Load() {
+		select {
+		case <-c.acked:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if c.broken.Load() {
+		return fmt.Errorf("rabbitmq consumer %d on %s: the connection broke after an ack", c.gen, c.d.queue)
 	}
 	return nil
 }
@@ -290,17 +525,32 @@ func (c *consumer) held() int64 { return c.fc.delivers.Load() - c.settled.Load()
 func (c *consumer) flush() error {
 	c.rpcMu.Lock()
 	defer c.rpcMu.Unlock()
+	c.unflushed.Store(false)
 	return c.ch.Qos(c.prefetch, 0, false)
 }
 
 // Abandon drops the TCP connection without a word, as a killed process
 // would: nothing more is acked and the broker requeues what this consumer
-// had not acked. It does not wait on the broker.
+// had not acked. First it makes sure the broker has the acks Ack returned
+// for (see Ack), waiting at most abandonFlushWait: it does not wait on a
+// broker that stopped answering.
 func (c *consumer) Abandon() {
 	c.once.Do(func() {
+		if c.unflushed.Load() {
+			flushed := make(chan struct{})
+			go func() { _ = c.flush(); close(flushed) }()
+			t := time.NewTimer(abandonFlushWait)
+			select {
+			case <-flushed:
+			case <-t.C:
+			}
+			t.Stop()
+		}
 		c.d.leave(c)
 		_ = c.fc.Conn.Close()
 		c.waitClosed(closeWait)
+		c.stopSlow()
+		_ = c.px.Close(context.Background())
 	})
 }
 
@@ -314,6 +564,8 @@ func (c *consumer) Close(ctx context.Context) {
 			_ = c.fc.Conn.Close()
 		}
 		c.waitClosed(closeWait)
+		c.stopSlow()
+		_ = c.px.Close(context.WithoutCancel(ctx))
 	})
 }
 

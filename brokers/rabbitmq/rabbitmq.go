@@ -1,6 +1,11 @@
 // Package rabbitmq runs dqbench against a running RabbitMQ (mode external)
 // with github.com/rabbitmq/amqp091-go: a durable queue per variant,
 // persistent messages, publisher confirms and manual acks.
+//
+// Every producer and consumer connection goes through toxiproxy (package
+// netfault; an in-process server unless the settings name an external
+// one), one proxy per connection, so that network faults can hit one
+// client; the admin connection (declares, backlog, deletes) goes direct.
 package rabbitmq
 
 import (
@@ -8,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +23,7 @@ import (
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
+	"github.com/dqbench/dqbench/netfault"
 )
 
 // dialTimeout bounds the TCP connect and the AMQP handshake.
@@ -36,6 +43,7 @@ type RabbitMQ struct {
 	addrs  []string
 	connMu sync.Mutex
 	conn   *amqp.Connection // admin: declares, backlog, deletes
+	net    *netfault.Layer  // the toxiproxy every client connects through
 
 	seq atomic.Int64 // numbers producers, for the copy header
 }
@@ -59,20 +67,31 @@ func Open(ctx context.Context, cfg brokers.Config) (brokers.Broker, error) {
 	}
 	var errs []string
 	for _, a := range addrs {
-		conn, err := dial(ctx, a, nil)
+		conn, err := dial(ctx, a, "", nil)
 		if err != nil {
 			errs = append(errs, err.Error())
 			continue
 		}
-		return &RabbitMQ{url: a, masked: catalog.MaskURL(a), queueType: settings.QueueType, addrs: addrs, conn: conn}, nil
+		r := &RabbitMQ{url: a, masked: catalog.MaskURL(a), queueType: settings.QueueType, addrs: addrs, conn: conn}
+		if settings.Toxiproxy != "" {
+			r.net, err = netfault.Connect(settings.Toxiproxy)
+		} else {
+			r.net, err = netfault.Start()
+		}
+		if err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("%w: %v", brokers.ErrUnreachable, err)
+		}
+		return r, nil
 	}
 	return nil, fmt.Errorf("%w: %s; start one with \"docker compose up -d rabbitmq\" (or \"service rabbitmq-server start\" where it is installed)",
 		brokers.ErrUnreachable, strings.Join(errs, "; "))
 }
 
-// dial opens a connection to url; wrap, when given, wraps the TCP
-// connection (the consumers count the frames they read through it).
-func dial(ctx context.Context, url string, wrap func(net.Conn) net.Conn) (*amqp.Connection, error) {
+// dial opens a connection to url, through the proxy at via when given;
+// wrap, when given, wraps the TCP connection (the consumers count the
+// frames they read through it).
+func dial(ctx context.Context, url, via string, wrap func(net.Conn) net.Conn) (*amqp.Connection, error) {
 	masked := catalog.MaskURL(url)
 	fail := func(err error) error {
 		msg := err.Error()
@@ -95,6 +114,9 @@ func dial(ctx context.Context, url string, wrap func(net.Conn) net.Conn) (*amqp.
 			var d net.Dialer
 			dctx, cancel := context.WithDeadline(ctx, deadline)
 			defer cancel()
+			if via != "" {
+				addr = via
+			}
 			c, err := d.DialContext(dctx, network, addr)
 			if err != nil {
 				return nil, err
@@ -129,14 +151,43 @@ func isTimeout(err error) bool {
 // Name says which RabbitMQ this is, password masked.
 func (r *RabbitMQ) Name() string { return "rabbitmq " + r.masked }
 
-// Close closes the admin connection.
+// Close closes the admin connection and stops an in-process toxiproxy.
 func (r *RabbitMQ) Close() error {
 	r.connMu.Lock()
 	defer r.connMu.Unlock()
+	var errs []error
 	if err := r.conn.Close(); err != nil && !errors.Is(err, amqp.ErrClosed) {
-		return fmt.Errorf("close connection to %s: %w", r.masked, err)
+		errs = append(errs, fmt.Errorf("close connection to %s: %w", r.masked, err))
 	}
-	return nil
+	if err := r.net.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("stop the %s: %w", r.net.Name(), err))
+	}
+	return errors.Join(errs...)
+}
+
+// majorVersion is the broker's major version, from the server properties
+// of the connection (0 when it does not say).
+func (r *RabbitMQ) majorVersion() int {
+	r.connMu.Lock()
+	v, _ := r.conn.Properties["version"].(string)
+	r.connMu.Unlock()
+	major, _, _ := strings.Cut(v, ".")
+	n, _ := strconv.Atoi(major)
+	return n
+}
+
+// proxy puts a new toxiproxy proxy in front of the broker at url for one
+// client connection.
+func (r *RabbitMQ) proxy(name, url string) (*netfault.Proxy, error) {
+	u, err := amqp.ParseURI(url)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", catalog.MaskURL(url), err)
+	}
+	p, err := r.net.Proxy(name, net.JoinHostPort(u.Host, fmt.Sprint(u.Port)))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", brokers.ErrUnreachable, err)
+	}
+	return p, nil
 }
 
 // Open declares the variant's durable queue.
@@ -147,6 +198,32 @@ func (r *RabbitMQ) Open(ctx context.Context, spec brokers.DestinationSpec) (brok
 		return nil, err
 	}
 	args := amqp.Table{amqp.QueueTypeArg: string(r.queueType)}
+	if spec.DeadLetter {
+		// Dead-lettered through the default exchange, straight to the
+		// variant's own dead-letter queue.
+		d.dead = &queueDest{r: r, spec: brokers.DestinationSpec{Name: spec.Name + "-dead", Prefetch: spec.Prefetch}, queue: d.queue + "-dead"}
+		if _, err := ch.QueueDeclare(d.dead.queue, true, false, false, false, amqp.Table{amqp.QueueTypeArg: string(catalog.ClassicQueue)}); err != nil {
+			return nil, fmt.Errorf("declare queue %s on %s: %w", d.dead.queue, r.masked, err)
+		}
+		args["x-dead-letter-exchange"] = ""
+		args["x-dead-letter-routing-key"] = d.dead.queue
+	}
+	if spec.MaxLength > 0 {
+		args[amqp.QueueMaxLenArg] = spec.MaxLength
+		overflow := spec.Overflow
+		if overflow == "" {
+			overflow = catalog.DropHead
+		}
+		args[amqp.QueueOverflowArg] = string(overflow)
+	}
+	switch {
+	case spec.DeliveryLimit > 0:
+		args["x-delivery-limit"] = spec.DeliveryLimit
+	case r.queueType == catalog.QuorumQueue && r.majorVersion() >= 4:
+		// RabbitMQ 4 gives quorum queues a delivery limit of 20 unless
+		// told otherwise; -1 is its "no limit", as before 4.0.
+		args["x-delivery-limit"] = -1
+	}
 	if _, err := ch.QueueDeclare(d.queue, true, false, false, false, args); err != nil {
 		return nil, fmt.Errorf("declare queue %s on %s: %w", d.queue, r.masked, err)
 	}
@@ -161,6 +238,11 @@ type queueDest struct {
 
 	adminMu sync.Mutex
 	adminCh *amqp.Channel // this destination's own: a failed call closes a channel
+
+	// The network faults armed on this queue's clients (nil: none).
+	ackLost, confirmLost *lose
+	// dead is the dead-letter queue, when spec.DeadLetter.
+	dead *queueDest
 
 	mu       sync.Mutex
 	live     map[*consumer]bool // started and not closed or abandoned
@@ -218,6 +300,16 @@ func (d *queueDest) inspect() (amqp.Queue, error) {
 // So the count can be high for a moment, never low: a low one would end
 // the drain early and count undelivered intents as lost.
 func (d *queueDest) Backlog(ctx context.Context) (int64, error) {
+	n, err := d.backlog()
+	if err != nil || d.dead == nil {
+		return n, err
+	}
+	dead, err := d.dead.backlog()
+	return n + dead, err
+}
+
+// backlog is Backlog for this queue alone.
+func (d *queueDest) backlog() (int64, error) {
 	d.mu.Lock()
 	before := d.changes
 	d.mu.Unlock()
@@ -259,7 +351,7 @@ func (d *queueDest) Backlog(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// Close deletes the queue.
+// Close deletes the queue (and its dead-letter queue).
 func (d *queueDest) Close(ctx context.Context) error {
 	d.adminMu.Lock()
 	defer d.adminMu.Unlock()
@@ -269,9 +361,25 @@ func (d *queueDest) Close(ctx context.Context) error {
 		ch.Close()
 	}
 	if err != nil {
-		return fmt.Errorf("%w on %s: delete queue %s: %v", brokers.ErrCleanup, d.r.Name(), d.queue, err)
+		err = fmt.Errorf("%w on %s: delete queue %s: %v", brokers.ErrCleanup, d.r.Name(), d.queue, err)
 	}
-	return nil
+	if d.dead != nil {
+		err = errors.Join(err, d.dead.Close(ctx))
+	}
+	return err
+}
+
+var (
+	_ brokers.DeadLetterer = (*queueDest)(nil)
+	_ brokers.Nacker       = (*consumer)(nil)
+)
+
+// DeadLetters starts a consumer on the dead-letter queue.
+func (d *queueDest) DeadLetters(ctx context.Context) (brokers.Consumer, error) {
+	if d.dead == nil {
+		return nil, fmt.Errorf("queue %s has no dead-letter queue", d.queue)
+	}
+	return d.dead.Consumer(ctx, 1)
 }
 
 func (d *queueDest) join(c *consumer) {

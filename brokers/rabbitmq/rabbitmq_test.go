@@ -15,11 +15,18 @@ import (
 	"github.com/dqbench/dqbench/brokers/brokertest"
 	"github.com/dqbench/dqbench/brokers/rabbitmq"
 	"github.com/dqbench/dqbench/catalog"
+	"github.com/dqbench/dqbench/netfault"
 )
 
-// amqp091 stops every goroutine it starts once a connection is closed, so
-// nothing needs ignoring.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// amqp091 stops every goroutine it starts once a connection is closed;
+// toxiproxy can leave one per broken connection (netfault.StuckInToxiproxy).
+func TestMain(m *testing.M) {
+	var opts []goleak.Option
+	for _, f := range netfault.StuckInToxiproxy {
+		opts = append(opts, goleak.IgnoreTopFunction(f))
+	}
+	goleak.VerifyTestMain(m, opts...)
+}
 
 // envURL names the RabbitMQ to run the contract against (default the local
 // one, amqp://guest:guest@127.0.0.1:5672/).

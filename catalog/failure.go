@@ -1,0 +1,41 @@
+package catalog
+
+// FailureMode is what a consumer does with a delivery whose processing
+// failed (a poison message).
+type FailureMode string
+
+// The failure modes.
+const (
+	// FailRequeue hands the delivery back to be delivered again (AMQP
+	// basic.nack with requeue): right for a transient failure; a message
+	// that fails every time loops unless the queue has a delivery limit.
+	FailRequeue FailureMode = "requeue"
+	// FailReject refuses it for good (basic.reject without requeue): the
+	// broker dead-letters it at once.
+	FailReject FailureMode = "reject"
+)
+
+// FailureModes lists the failure modes.
+var FailureModes = []FailureMode{FailRequeue, FailReject}
+
+// Allowed lists the valid values, for strict decoding and the schema.
+func (FailureMode) Allowed() []string { return Strings(FailureModes) }
+
+// Overflow is what a full queue (producer max_length) does with a publish.
+type Overflow string
+
+// The overflow behaviours (RabbitMQ's x-overflow).
+const (
+	// DropHead drops the oldest message to make room, after the broker
+	// confirmed it: a loss no client sees.
+	DropHead Overflow = "drop-head"
+	// RejectPublish refuses the new publish with a basic.nack: the
+	// producer sees the failure.
+	RejectPublish Overflow = "reject-publish"
+)
+
+// Overflows lists the overflow behaviours.
+var Overflows = []Overflow{DropHead, RejectPublish}
+
+// Allowed lists the valid values, for strict decoding and the schema.
+func (Overflow) Allowed() []string { return Strings(Overflows) }
