@@ -4,6 +4,8 @@ PKGS := ./...
 # make bench BENCH_INTENTS=5000 BENCH_PAIRS=3 for a quicker look
 BENCH_INTENTS ?= 20000
 BENCH_PAIRS ?= 5
+# the MQTT row: mochi-mqtt queues at most 8192 unacked messages per session, so fewer intents
+MQTT_BENCH_INTENTS ?= 5000
 # the PostgreSQL rows of make bench and make bench-strategies (skipped when unreachable)
 BENCH_POSTGRES ?= postgres://postgres@127.0.0.1:5432/test
 STRATEGY_INTENTS ?= 5000
@@ -29,7 +31,7 @@ lint: ## gofmt, go vet
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet $(PKGS)
 
-bench: ## pipeline vs raw kgo loop on SQLite, then on PostgreSQL: median ratio of interleaved pairs, tx and commit bounds; then the transactional stage vs a raw kgo GroupTransactSession loop; then RabbitMQ vs a raw amqp091-go loop when it answers
+bench: ## pipeline vs raw kgo loop on SQLite, then on PostgreSQL: median ratio of interleaved pairs, tx and commit bounds; then the transactional stage vs a raw kgo GroupTransactSession loop; then RabbitMQ vs a raw amqp091-go loop when it answers; then MQTT QoS 1 on mochi-mqtt vs a raw paho loop
 	$(GO) test -run '^$$' -bench PipelineVsRaw -benchtime 1x -timeout 60m ./bench/ \
 		-args -bench.intents=$(BENCH_INTENTS) -bench.pairs=$(BENCH_PAIRS) -bench.store=sqlite
 	$(GO) test -run '^$$' -bench PipelineVsRaw -benchtime 1x -timeout 60m ./bench/ \
@@ -38,6 +40,8 @@ bench: ## pipeline vs raw kgo loop on SQLite, then on PostgreSQL: median ratio o
 		-args -bench.intents=$(BENCH_INTENTS) -bench.pairs=$(BENCH_PAIRS) -bench.store=sqlite
 	$(GO) test -run '^$$' -bench RabbitMQVsRawLoop -benchtime 1x -timeout 60m ./bench/ \
 		-args -bench.intents=$(BENCH_INTENTS) -bench.pairs=$(BENCH_PAIRS)
+	$(GO) test -run '^$$' -bench MQTTVsRaw -benchtime 1x -timeout 60m ./bench/ \
+		-args -bench.intents=$(MQTT_BENCH_INTENTS) -bench.pairs=$(BENCH_PAIRS)
 
 bench-strategies: ## each strategy's intents/s on SQLite and PostgreSQL, through the whole pipeline
 	$(GO) test -run '^$$' -bench Strategies -benchtime 1x -timeout 60m ./bench/ \

@@ -313,3 +313,15 @@ type AckSyncer interface {
 	// far (an error when the connection is gone).
 	SyncAcks(ctx context.Context) error
 }
+
+// Offliner is a destination whose broker can keep the subscriber offline
+// for a window of intents (MQTT's subscriber-offline).
+type Offliner interface {
+	// TakeOffline installs the fault: before the broker routes an
+	// intent's first publish, fires is asked; when it says yes, the
+	// subscriber's connection is closed and its reconnects refused while
+	// that intent and the next window-1 are routed. ended is called once
+	// the window is over, with its first intent and the intents the broker
+	// received meanwhile. It reports false when it cannot act.
+	TakeOffline(window int, fires func(intent, attempt int) bool, ended func(start int, held []int)) bool
+}

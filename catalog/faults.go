@@ -26,6 +26,7 @@ const (
 	ConnectionReset     FaultType = "connection-reset"
 	Partition           FaultType = "partition"
 	Latency             FaultType = "latency"
+	SubscriberOffline   FaultType = "subscriber-offline"
 )
 
 // Fault describes one fault type.
@@ -203,6 +204,13 @@ var Faults = []Fault{
 		Injection: "one consumer connection slowed",
 		NewParams: func() any { return new(LatencyParams) },
 		Available: throughToxiproxy,
+	},
+	{
+		Type:      SubscriberOffline,
+		Doc:       "the subscriber goes offline for a window of intents: once it has handled what the broker had sent it, its connection is closed (no clean unsubscribe) before the chosen intent is routed, the broker refuses its reconnects while the chosen intent and the next for-1 are routed, and it reconnects after. QoS 0 messages routed meanwhile are lost; a persistent session (clean_session: false) keeps QoS 1 and 2 messages and the broker delivers them on reconnect; a clean session loses them",
+		Injection: "one offline window (the event lists the intents the broker received meanwhile)",
+		NewParams: func() any { return new(SubscriberOfflineParams) },
+		Available: mqttEmbedded,
 	},
 }
 

@@ -146,3 +146,8 @@ type AckLostParams struct {
 type DisconnectParams struct {
 	Leg Leg `yaml:"leg" json:"leg" jsonschema:"required,description=Whose connection breaks: publisher or subscriber."`
 }
+
+// SubscriberOfflineParams are subscriber-offline's own parameters.
+type SubscriberOfflineParams struct {
+	For int `yaml:"for" json:"for" jsonschema:"required,minimum=1,description=How many intents the window lasts: the chosen intent and the next for-1 are published while the subscriber is offline."`
+}

@@ -45,15 +45,17 @@ const (
 	abortedSeen    // delivered from a stage's output record whose transaction aborted
 	abortedWritten // a stage wrote it in a batch whose transaction aborted
 	sameCopy       // a delivery came again from the first position (the broker redelivered the copy it stored)
+	held           // a fault event says the broker had it (received while the subscriber was offline)
 )
 
 func (f *facts) has(flag uint16) bool { return f.flags&flag != 0 }
 
-// lost: the broker had the intent (it confirmed or delivered it) and its
+// lost: the broker had the intent (it confirmed or delivered it, or a fault
+// event says it held it) and its
 // effect never applied, and the consumer did not say it refused it (that
 // is counted as rejected: reported, not silent).
 func (f *facts) lost() bool {
-	return f.has(published) && (f.has(confirmed) || f.deliveries > 0) && f.applied == 0 && !f.has(rejected)
+	return f.has(published) && (f.has(confirmed) || f.has(held) || f.deliveries > 0) && f.applied == 0 && !f.has(rejected)
 }
 
 // refused: the consumer rejected the intent and its effect never applied.
@@ -172,6 +174,11 @@ func (t *tally) add(e *history.Event) {
 		}
 		t.fired[e.Fault]++
 		t.addFaultReason(e)
+		if e.Held {
+			for _, in := range e.Intents {
+				t.get(in).flags |= held
+			}
+		}
 		if e.PID != 0 {
 			t.killed = append(t.killed, e.PID)
 		}

@@ -100,6 +100,7 @@ var All = map[catalog.FaultType]Arm{
 	catalog.Latency:             armPoisonMessage, // registers the same way; Failures.Slows asks it
 	catalog.ConsumerKill:        armConsumerKill,
 	catalog.LeaderFailover:      armLeaderFailover,
+	catalog.SubscriberOffline:   armSubscriberOffline,
 }
 
 // Install arms f in one variant.
@@ -339,4 +340,24 @@ func armLeaderMove(f Fault, env Env) (bool, error) {
 		env.Fired(history.Event{Type: history.Fault, Fault: f.Name, Intent: intent, Reason: strings.Join(moves, "; ")})
 	})
 	return true, nil
+}
+
+// armSubscriberOffline arms subscriber-offline on MQTT. The fault event
+// comes when the window ends and lists, as held, the intents the broker
+// received while the subscriber was away: the broker had them, so one that
+// never takes effect is lost, even at QoS 0 where nobody confirmed it.
+func armSubscriberOffline(f Fault, env Env) (bool, error) {
+	p := f.Params.(*catalog.SubscriberOfflineParams)
+	if p.For < 1 {
+		return false, fmt.Errorf("fault %s: for must be at least 1 (intents the subscriber stays offline)", f.Name)
+	}
+	o, ok := env.Dest.(brokers.Offliner)
+	if !ok {
+		return false, fmt.Errorf("fault %s: this broker cannot keep the subscriber offline", f.Name)
+	}
+	return o.TakeOffline(p.For, f.Schedule.Fires, func(start int, held []int) {
+		env.Fired(history.Event{Type: history.Fault, Fault: f.Name, Point: string(catalog.SubscriberLeg), Intent: start,
+			Intents: held, Held: true,
+			Reason: fmt.Sprintf("subscriber offline while the broker received %d publishes from intent %d on", len(held), start)})
+	}), nil
 }

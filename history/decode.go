@@ -93,6 +93,8 @@ func fastDecode(line []byte, e *Event, intern map[string]string) bool {
 			e.Intents, p, ok = readInts(line, p)
 		case "pid":
 			e.PID, p, ok = readIntInt(line, p)
+		case "held":
+			e.Held, p, ok = readBool(line, p)
 		default:
 			return false
 		}

@@ -73,6 +73,10 @@ type Event struct {
 	// the process killed or that exited.
 	PID int    `json:"pid,omitempty"`
 	QoS string `json:"qos,omitempty"` // with deliver: the QoS level the delivery arrived with (MQTT: "0", "1", "2")
+	// Held, with fault: the broker had received the Intents when the
+	// fault hit them (subscriber-offline), so they count as had, like
+	// confirmed ones, even where nobody confirmed them (QoS 0).
+	Held bool `json:"held,omitempty"`
 }
 
 // Recorder writes events from many goroutines to one stream, in the order

@@ -246,3 +246,34 @@ func counts(v check.Variant) map[string]int {
 	}
 	return c
 }
+
+// TestMQTTSubscriberOffline runs mqtt-subscriber-offline twice with one
+// seed: each window of 10 intents loses its 10 at QoS 0 and at QoS 1 with
+// a clean session, none with a persistent session, the same both times.
+func TestMQTTSubscriberOffline(t *testing.T) {
+	want := map[string]int{"qos0": 20, "qos1-clean": 20, "qos1-persistent": 0}
+	var seen [2]map[string][3]int
+	for i := range seen {
+		s, err := scenario.Resolve("mqtt-subscriber-offline")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := runJudged(t, context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Run.Passed || !res.Run.Valid() {
+			t.Fatalf("run %d did not pass: %+v", i+1, res.Run)
+		}
+		seen[i] = map[string][3]int{}
+		for _, v := range res.Run.Variants {
+			if v.Lost != want[v.Name] || v.Duplicates != 0 {
+				t.Errorf("variant %s: lost %d, duplicates %d; want lost %d, no duplicates (faults %d, delivered %d)", v.Name, v.Lost, v.Duplicates, want[v.Name], v.FaultsInjected, v.Delivered)
+			}
+			seen[i][v.Name] = [3]int{v.Duplicates, v.Lost, v.Effects}
+		}
+	}
+	if !maps.Equal(seen[0], seen[1]) {
+		t.Errorf("same seed, different counts (duplicates, lost, effects): %v then %v", seen[0], seen[1])
+	}
+}

@@ -36,6 +36,8 @@ func startEmbedded() (*embedded, error) {
 		SysTopicResendInterval: 86400,
 	})
 	hook := &faultHook{clients: map[string]*destState{}}
+	e := &embedded{srv: srv, hook: hook}
+	hook.embedded = e
 	if err := srv.AddHook(hook, nil); err != nil {
 		return nil, fmt.Errorf("start embedded MQTT (mochi-mqtt): %w", err)
 	}
@@ -51,21 +53,32 @@ func startEmbedded() (*embedded, error) {
 		srv.Close()
 		return nil, fmt.Errorf("start embedded MQTT (mochi-mqtt): %w", err)
 	}
-	return &embedded{srv: srv, hook: hook, addr: ln.Addr().String()}, nil
+	e.addr = ln.Addr().String()
+	return e, nil
 }
 
 func (e *embedded) close() error { return e.srv.Close() }
 
 // backlog is what the broker holds for d's consumer: publishes it is
-// routing (received, not yet handed to the subscription) and messages in
+// routing (received, not yet handed to the subscription) or holding for
+// a subscriber-offline window, one while the subscriber is away, and messages in
 // the consumer session not yet acknowledged (PUBACK for QoS 1, PUBREC for
 // QoS 2).
 func (e *embedded) backlog(d *dest) int64 {
 	st := d.state
 	st.mu.Lock()
-	n := int64(st.routing)
+	n := int64(st.routing + st.gated)
+	if st.offline != nil && st.offline.phase == away {
+		n++ // the drain waits for the window's end, and its fault event
+	}
 	st.mu.Unlock()
 	if cl, ok := e.srv.Clients.Get(d.subID); ok {
+		if d.legQoS(catalog.SubscriberLeg) < 2 {
+			// Only PUBLISHes wait for a QoS 1 subscriber's ack: count them
+			// without GetAll, which copies and sorts them all (the drain
+			// asks every 20 ms, while thousands may be queued).
+			return n + int64(cl.State.Inflight.Len())
+		}
 		for _, pk := range cl.State.Inflight.GetAll(false) {
 			if pk.FixedHeader.Type == packets.Publish {
 				n++
@@ -124,11 +137,13 @@ type destState struct {
 	pubPIDs map[uint16]int // publisher packet id → intent
 	subPIDs map[uint16]int // consumer packet id → intent
 	routing int            // publishes between OnPublish and OnPublished
+	gated   int            // publishes held in OnPublish by subscriber-offline
 	// takeover is closed while no consumer connection is taking over the
 	// session; see OnSessionEstablish.
 	takeover chan struct{}
 	acks     map[uint16]chan struct{}
 	rules    []*rule
+	offline  *offline // subscriber-offline (offline.go)
 }
 
 func (st *destState) addRule(r *rule) {
@@ -168,8 +183,9 @@ func (st *destState) awaitAck(pid uint16) chan struct{} {
 // faultHook is the mochi hook of the embedded broker.
 type faultHook struct {
 	mochi.HookBase
-	mu      sync.Mutex
-	clients map[string]*destState // by client id
+	embedded *embedded
+	mu       sync.Mutex
+	clients  map[string]*destState // by client id
 }
 
 func (h *faultHook) add(d *dest) *destState {
@@ -214,9 +230,12 @@ func (h *faultHook) Provides(b byte) bool {
 	}, []byte{b})
 }
 
-// OnConnectAuthenticate lets every client in: the broker listens on
-// loopback for this run only.
-func (h *faultHook) OnConnectAuthenticate(*mochi.Client, packets.Packet) bool { return true }
+// OnConnectAuthenticate lets every client in (the broker listens on
+// loopback for this run only), except a subscriber kept offline by a
+// fault.
+func (h *faultHook) OnConnectAuthenticate(cl *mochi.Client, _ packets.Packet) bool {
+	return !h.refuses(cl)
+}
 
 // OnACLCheck allows every topic.
 func (h *faultHook) OnACLCheck(*mochi.Client, string, bool) bool { return true }
@@ -407,6 +426,17 @@ func closed() chan struct{} {
 // half-way never reports its end).
 func (h *faultHook) OnPublish(cl *mochi.Client, pk packets.Packet) (packets.Packet, error) {
 	if st, leg := h.state(cl); st != nil && leg == catalog.PublisherLeg {
+		if intent, err := st.d.intentOf(pk.TopicName); err == nil {
+			// Counted as backlog while it waits there, so that the drain
+			// does not end under a held publish.
+			st.mu.Lock()
+			st.gated++
+			st.mu.Unlock()
+			h.beforeRoute(st, intent)
+			st.mu.Lock()
+			st.gated--
+			st.mu.Unlock()
+		}
 		st.mu.Lock()
 		takeover := st.takeover
 		st.mu.Unlock()
@@ -433,10 +463,15 @@ func (h *faultHook) OnPublished(cl *mochi.Client, pk packets.Packet) {
 	if pk.FixedHeader.Qos == 0 || st.d.subQoS == 0 {
 		st.d.qos0Seen()
 	}
+	intent, err := st.d.intentOf(pk.TopicName)
+	if err == nil {
+		// Before the publish stops counting as backlog: a window's fault
+		// event comes before the drain can end.
+		h.afterRoute(st, intent)
+	}
 	st.mu.Lock()
 	st.routing = max(st.routing-1, 0)
 	var r *rule
-	intent, err := st.d.intentOf(pk.TopicName)
 	if err == nil {
 		r = st.hit(packets.Publish, leg, intent, true)
 	}
