@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -109,13 +110,26 @@ func TestManagedRabbitMQ(t *testing.T) {
 			if len(res.Cleanup) > 0 {
 				t.Errorf("cleanup: %v", res.Cleanup)
 			}
-			// The stopped node runs again once the run is over.
-			reloaded, err := rabbitmq.Status()
-			if err != nil {
-				t.Fatal(err)
+			// The stopped node runs again once the run is over (it may
+			// still be rejoining the cluster when the run returns).
+			var reloaded *cluster.Cluster
+			for wait := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+				if reloaded, err = rabbitmq.Status(); err != nil {
+					t.Fatal(err)
+				}
+				if reloaded.Healthy() || time.Now().After(wait) {
+					break
+				}
 			}
 			if !reloaded.Healthy() {
-				t.Fatalf("a node of the cluster is not running after the run: %+v", reloaded.Status())
+				t.Errorf("a node of the cluster is not running 30s after the run: %+v", reloaded.Status())
+				logs, _ := filepath.Glob(filepath.Join(reloaded.Dir, "log", "*.log"))
+				for _, l := range logs {
+					if b, err := os.ReadFile(l); err == nil {
+						t.Logf("%s (end):\n%s", l, b[max(0, len(b)-3000):])
+					}
+				}
+				t.FailNow()
 			}
 		}
 		if seen[0]["none"][1] < 1 || seen[0]["none"][0] < 1 || seen[0]["dedup-table"][1] != 0 {
