@@ -51,7 +51,15 @@ variants:
 // runPipeline runs dqbench's pipeline on n intents. It is the only code here
 // that knows the runner's API.
 func runPipeline(n int) (time.Duration, error) {
-	s, err := scenario.Parse("bench.yaml", fmt.Appendf(nil, pipelineScenario, n, *storeRef))
+	return runScenario("bench.yaml", fmt.Appendf(nil, pipelineScenario, n, *storeRef), n)
+}
+
+// runScenario runs dqbench's pipeline on a one-variant scenario of n
+// intents with its history written to a file, judges it, and requires
+// every intent applied exactly once. It is the only code here that knows
+// the runner's API; it times the run, not the judging.
+func runScenario(name string, yaml []byte, n int) (time.Duration, error) {
+	s, err := scenario.Parse(name, yaml)
 	if err != nil {
 		return 0, err
 	}
@@ -74,8 +82,8 @@ func runPipeline(n int) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	if v := run.Variants[0]; v.Effects != n || v.Lost != 0 {
-		return 0, fmt.Errorf("pipeline: %d effects, %d lost; want %d, 0", v.Effects, v.Lost, n)
+	if v := run.Variants[0]; v.Effects != n || v.Lost != 0 || v.Duplicates != 0 {
+		return 0, fmt.Errorf("%s: %d effects, %d duplicates, %d lost; want %d, 0, 0", s.Name, v.Effects, v.Duplicates, v.Lost, n)
 	}
 	return d, nil
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -20,11 +19,6 @@ import (
 	mochi "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/listeners"
 	"github.com/mochi-mqtt/server/v2/packets"
-
-	"github.com/dqbench/dqbench/check"
-	"github.com/dqbench/dqbench/history"
-	"github.com/dqbench/dqbench/runner"
-	"github.com/dqbench/dqbench/scenario"
 )
 
 // mqttScenario is the pipeline on the embedded MQTT broker at QoS 1 with a
@@ -45,33 +39,7 @@ variants:
 
 // runMQTTPipeline runs dqbench's pipeline on n intents over MQTT.
 func runMQTTPipeline(n int) (time.Duration, error) {
-	s, err := scenario.Parse("bench-mqtt.yaml", fmt.Appendf(nil, mqttScenario, n, window))
-	if err != nil {
-		return 0, err
-	}
-	hist, err := os.CreateTemp("", "dqbench-bench-history-*.jsonl")
-	if err != nil {
-		return 0, err
-	}
-	defer os.Remove(hist.Name())
-	defer hist.Close()
-	start := time.Now()
-	res, err := runner.Run(context.Background(), s, runner.Options{History: hist})
-	d := time.Since(start)
-	if err != nil {
-		return 0, err
-	}
-	if _, err := hist.Seek(0, io.SeekStart); err != nil {
-		return 0, err
-	}
-	run, err := check.Judge(s.Plan(), res.Meta, history.Scan(hist), res.Audits)
-	if err != nil {
-		return 0, err
-	}
-	if v := run.Variants[0]; v.Effects != n || v.Lost != 0 {
-		return 0, fmt.Errorf("mqtt pipeline: %d effects, %d lost; want %d, 0", v.Effects, v.Lost, n)
-	}
-	return d, nil
+	return runScenario("bench-mqtt.yaml", fmt.Appendf(nil, mqttScenario, n, window), n)
 }
 
 // startMochi starts a mochi-mqtt server on a loopback port, as the

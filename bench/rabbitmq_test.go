@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -16,11 +14,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/dqbench/dqbench/check"
-	"github.com/dqbench/dqbench/history"
 	"github.com/dqbench/dqbench/netfault"
-	"github.com/dqbench/dqbench/runner"
-	"github.com/dqbench/dqbench/scenario"
 )
 
 // rabbitURL is the local RabbitMQ both sides use.
@@ -45,33 +39,7 @@ variants:
 // runRabbitPipeline runs dqbench's pipeline on the local RabbitMQ (every
 // client connection through the in-process toxiproxy, as always).
 func runRabbitPipeline(n int) (time.Duration, error) {
-	s, err := scenario.Parse("bench-rabbitmq.yaml", fmt.Appendf(nil, rabbitScenario, n))
-	if err != nil {
-		return 0, err
-	}
-	hist, err := os.CreateTemp("", "dqbench-bench-history-*.jsonl")
-	if err != nil {
-		return 0, err
-	}
-	defer os.Remove(hist.Name())
-	defer hist.Close()
-	start := time.Now()
-	res, err := runner.Run(context.Background(), s, runner.Options{History: hist})
-	d := time.Since(start)
-	if err != nil {
-		return 0, err
-	}
-	if _, err := hist.Seek(0, io.SeekStart); err != nil {
-		return 0, err
-	}
-	run, err := check.Judge(s.Plan(), res.Meta, history.Scan(hist), res.Audits)
-	if err != nil {
-		return 0, err
-	}
-	if v := run.Variants[0]; v.Effects != n || v.Lost != 0 {
-		return 0, fmt.Errorf("pipeline: %d effects, %d lost; want %d, 0", v.Effects, v.Lost, n)
-	}
-	return d, nil
+	return runScenario("bench-rabbitmq.yaml", fmt.Appendf(nil, rabbitScenario, n), n)
 }
 
 // runRabbitRaw is the hand-written loop on amqp091-go: a fresh durable

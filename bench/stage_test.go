@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"runtime"
 	"testing"
 	"time"
@@ -15,10 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/dqbench/dqbench/catalog"
-	"github.com/dqbench/dqbench/check"
-	"github.com/dqbench/dqbench/history"
-	"github.com/dqbench/dqbench/runner"
-	"github.com/dqbench/dqbench/scenario"
 )
 
 // stageBatch is the records per transaction on both sides.
@@ -42,33 +36,7 @@ variants:
 `
 
 func runStagePipeline(n int) (time.Duration, error) {
-	s, err := scenario.Parse("bench-stage.yaml", fmt.Appendf(nil, stageScenario, n, *storeRef, stageBatch))
-	if err != nil {
-		return 0, err
-	}
-	hist, err := os.CreateTemp("", "dqbench-bench-history-*.jsonl")
-	if err != nil {
-		return 0, err
-	}
-	defer os.Remove(hist.Name())
-	defer hist.Close()
-	start := time.Now()
-	res, err := runner.Run(context.Background(), s, runner.Options{History: hist})
-	d := time.Since(start)
-	if err != nil {
-		return 0, err
-	}
-	if _, err := hist.Seek(0, io.SeekStart); err != nil {
-		return 0, err
-	}
-	run, err := check.Judge(s.Plan(), res.Meta, history.Scan(hist), res.Audits)
-	if err != nil {
-		return 0, err
-	}
-	if v := run.Variants[0]; v.Effects != n || v.Lost != 0 || v.Duplicates != 0 {
-		return 0, fmt.Errorf("stage pipeline: %d effects, %d lost, %d duplicates; want %d, 0, 0", v.Effects, v.Lost, v.Duplicates, n)
-	}
-	return d, nil
+	return runScenario("bench-stage.yaml", fmt.Appendf(nil, stageScenario, n, *storeRef, stageBatch), n)
 }
 
 // runRawStage is the hand-written transactional pipeline on a fresh kfake

@@ -1,10 +1,8 @@
 package bench
 
 import (
-	"context"
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"os"
@@ -14,10 +12,6 @@ import (
 	"time"
 
 	"github.com/dqbench/dqbench/catalog"
-	"github.com/dqbench/dqbench/check"
-	"github.com/dqbench/dqbench/history"
-	"github.com/dqbench/dqbench/runner"
-	"github.com/dqbench/dqbench/scenario"
 )
 
 var (
@@ -114,33 +108,7 @@ func storeLabel(ref string) string {
 // runStrategy runs the pipeline on n intents with one variant of strategy
 // on store, judges it, and requires every intent applied exactly once.
 func runStrategy(n int, strategy, store string) (time.Duration, error) {
-	s, err := scenario.Parse("bench-strategies.yaml", fmt.Appendf(nil, strategyScenario, n, store, *redisURL, strategy))
-	if err != nil {
-		return 0, err
-	}
-	hist, err := os.CreateTemp("", "dqbench-bench-history-*.jsonl")
-	if err != nil {
-		return 0, err
-	}
-	defer os.Remove(hist.Name())
-	defer hist.Close()
-	start := time.Now()
-	res, err := runner.Run(context.Background(), s, runner.Options{History: hist})
-	d := time.Since(start)
-	if err != nil {
-		return 0, err
-	}
-	if _, err := hist.Seek(0, io.SeekStart); err != nil {
-		return 0, err
-	}
-	run, err := check.Judge(s.Plan(), res.Meta, history.Scan(hist), res.Audits)
-	if err != nil {
-		return 0, err
-	}
-	if v := run.Variants[0]; v.Effects != n || v.Lost != 0 || v.Duplicates != 0 {
-		return 0, fmt.Errorf("%d effects, %d duplicates, %d lost; want %d, 0, 0", v.Effects, v.Duplicates, v.Lost, n)
-	}
-	return d, nil
+	return runScenario("bench-strategies.yaml", fmt.Appendf(nil, strategyScenario, n, store, *redisURL, strategy), n)
 }
 
 // reachable says whether the server in a URL accepts a TCP connection.
