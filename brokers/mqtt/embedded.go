@@ -437,17 +437,26 @@ func (h *faultHook) OnPublish(cl *mochi.Client, pk packets.Packet) (packets.Pack
 			st.gated--
 			st.mu.Unlock()
 		}
-		st.mu.Lock()
-		takeover := st.takeover
-		st.mu.Unlock()
-		select {
-		case <-takeover:
-		case <-time.After(time.Second):
-			st.endTakeover()
+		// Checked and counted under one lock: a takeover that starts
+		// after the check sees this publish as routing and waits for it.
+		deadline := time.Now().Add(time.Second)
+		for {
+			st.mu.Lock()
+			takeover := st.takeover
+			select {
+			case <-takeover:
+				st.routing++
+				st.mu.Unlock()
+				return pk, nil
+			default:
+			}
+			st.mu.Unlock()
+			select {
+			case <-takeover:
+			case <-time.After(time.Until(deadline)):
+				st.endTakeover()
+			}
 		}
-		st.mu.Lock()
-		st.routing++
-		st.mu.Unlock()
 	}
 	return pk, nil
 }
