@@ -274,29 +274,9 @@ func runRaw(n int) (err error) {
 
 	produced := make(chan error, 1)
 	go func() { produced <- produceAll(ctx, seeds, n) }()
-	applied := 0
-	for done := 0; done < n; {
-		fs := cons.PollRecords(ctx, prefetch)
-		if err := fs.Err0(); err != nil {
-			return fmt.Errorf("poll: %w", err)
-		}
-		for _, r := range fs.Records() {
-			var m intent
-			if err := json.Unmarshal(r.Value, &m); err != nil {
-				return fmt.Errorf("record %d: %w", r.Offset, err)
-			}
-			ok, err := st.apply(ctx, string(r.Key), m)
-			if err != nil {
-				return fmt.Errorf("intent %d: %w", m.Intent, err)
-			}
-			if ok {
-				applied++
-			}
-			if err := cons.CommitRecords(ctx, r); err != nil {
-				return fmt.Errorf("commit intent %d: %w", m.Intent, err)
-			}
-			done++
-		}
+	applied, err := consumeApply(ctx, cons, st, n)
+	if err != nil {
+		return err
 	}
 	if err := <-produced; err != nil {
 		return err
@@ -305,6 +285,36 @@ func runRaw(n int) (err error) {
 		return fmt.Errorf("raw loop applied %d effects, want %d", applied, n)
 	}
 	return nil
+}
+
+// consumeApply consumes n records, running the per-message transaction on
+// each and then committing that record synchronously; it returns how many
+// effects applied.
+func consumeApply(ctx context.Context, cons *kgo.Client, st rawStore, n int) (applied int, err error) {
+	for done := 0; done < n; {
+		fs := cons.PollRecords(ctx, prefetch)
+		if err := fs.Err0(); err != nil {
+			return applied, fmt.Errorf("poll: %w", err)
+		}
+		for _, r := range fs.Records() {
+			var m intent
+			if err := json.Unmarshal(r.Value, &m); err != nil {
+				return applied, fmt.Errorf("record %d: %w", r.Offset, err)
+			}
+			ok, err := st.apply(ctx, string(r.Key), m)
+			if err != nil {
+				return applied, fmt.Errorf("intent %d: %w", m.Intent, err)
+			}
+			if ok {
+				applied++
+			}
+			if err := cons.CommitRecords(ctx, r); err != nil {
+				return applied, fmt.Errorf("commit intent %d: %w", m.Intent, err)
+			}
+			done++
+		}
+	}
+	return applied, nil
 }
 
 // timeTxLoop is reference (a): n per-message transactions on a fresh store,

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -105,29 +104,9 @@ func runRawStage(n int) (err error) {
 	staged := make(chan error, 1)
 	go func() { staged <- stageLoop(stageCtx, sess) }()
 
-	applied := 0
-	for done := 0; done < n; {
-		fs := cons.PollRecords(ctx, prefetch)
-		if err := fs.Err0(); err != nil {
-			return fmt.Errorf("poll: %w", err)
-		}
-		for _, r := range fs.Records() {
-			var m intent
-			if err := json.Unmarshal(r.Value, &m); err != nil {
-				return fmt.Errorf("record %d: %w", r.Offset, err)
-			}
-			ok, err := st.apply(ctx, string(r.Key), m)
-			if err != nil {
-				return fmt.Errorf("intent %d: %w", m.Intent, err)
-			}
-			if ok {
-				applied++
-			}
-			if err := cons.CommitRecords(ctx, r); err != nil {
-				return fmt.Errorf("commit intent %d: %w", m.Intent, err)
-			}
-			done++
-		}
+	applied, err := consumeApply(ctx, cons, st, n)
+	if err != nil {
+		return err
 	}
 	stopStage()
 	if err := <-staged; err != nil {

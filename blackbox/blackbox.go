@@ -342,15 +342,10 @@ func (s *Supervisor) fetched(remote net.Addr, ds []brokers.Delivery) error {
 	if len(ds) == 0 {
 		return nil
 	}
-	if inst != nil && s.cfg.Kills.Armed(catalog.KillOnDelivery) {
-		if name, hit := s.fires(catalog.KillOnDelivery, ds); name != "" {
-			return s.kill(inst, name, catalog.KillOnDelivery, hit)
-		}
+	if killed, err := s.killOn(inst, catalog.KillOnDelivery, ds); killed {
+		return err
 	}
-	gen := 0
-	if inst != nil {
-		gen = inst.gen
-	}
+	gen := inst.generation()
 	for _, d := range ds {
 		s.mu.Lock()
 		s.delivered[d.Intent]++
@@ -363,6 +358,28 @@ func (s *Supervisor) fetched(remote net.Addr, ds []brokers.Delivery) error {
 	return nil
 }
 
+// killOn kills inst when a consumer-kill fault at p fires for one of ds;
+// killed says whether it did.
+func (s *Supervisor) killOn(inst *instance, p catalog.KillPoint, ds []brokers.Delivery) (killed bool, err error) {
+	if inst == nil || !s.cfg.Kills.Armed(p) {
+		return false, nil
+	}
+	name, hit := s.fires(p, ds)
+	if name == "" {
+		return false, nil
+	}
+	return true, s.kill(inst, name, p, hit)
+}
+
+// generation is inst's consumer generation, 0 for a connection no
+// instance owns.
+func (inst *instance) generation() int {
+	if inst == nil {
+		return 0
+	}
+	return inst.gen
+}
+
 // committing records a commit's records as acked by the instance at
 // remote, or withholds the commit and kills the instance when a
 // consumer-kill fault fires at commit for one of them.
@@ -371,15 +388,10 @@ func (s *Supervisor) committing(remote net.Addr, ds []brokers.Delivery) error {
 	if len(ds) == 0 {
 		return nil
 	}
-	if inst != nil && s.cfg.Kills.Armed(catalog.KillOnCommit) {
-		if name, hit := s.fires(catalog.KillOnCommit, ds); name != "" {
-			return s.kill(inst, name, catalog.KillOnCommit, hit)
-		}
+	if killed, err := s.killOn(inst, catalog.KillOnCommit, ds); killed {
+		return err
 	}
-	gen := 0
-	if inst != nil {
-		gen = inst.gen
-	}
+	gen := inst.generation()
 	for _, d := range ds {
 		s.mu.Lock()
 		s.committed[d.Intent]++
