@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dqbench/dqbench/builtin"
 	"github.com/dqbench/dqbench/scenario"
+	"github.com/dqbench/dqbench/scenarios"
 )
 
 func newListCmd(s Streams) *cobra.Command {
@@ -18,7 +18,7 @@ func newListCmd(s Streams) *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			w := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
-			for _, name := range builtin.Names() {
+			for _, name := range scenarios.Names() {
 				sc, err := scenario.ResolveContext(c.Context(), name)
 				if err != nil && c.Context().Err() != nil {
 					return withCode(ExitIncomplete, fmt.Errorf("interrupted: %w", c.Context().Err()))

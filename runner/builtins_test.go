@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dqbench/dqbench/builtin"
 	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/scenario"
+	"github.com/dqbench/dqbench/scenarios"
 )
 
 // TestEveryEmbeddedBuiltinMeetsItsExpectations runs each built-in scenario
@@ -22,7 +22,7 @@ func TestEveryEmbeddedBuiltinMeetsItsExpectations(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("full-size built-in runs: not with -short or -race")
 	}
-	for _, name := range builtin.Names() {
+	for _, name := range scenarios.Names() {
 		s, err := scenario.Resolve(name)
 		if err != nil {
 			t.Fatal(err)

@@ -11,8 +11,8 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/dqbench/dqbench/builtin"
 	"github.com/dqbench/dqbench/internal/strictyaml"
+	"github.com/dqbench/dqbench/scenarios"
 )
 
 // Resolve finds a scenario by argument: an existing file path, or the name
@@ -21,14 +21,14 @@ func Resolve(arg string) (*Scenario, error) {
 	fi, err := os.Stat(arg)
 	if err == nil {
 		if fi.IsDir() {
-			return nil, fmt.Errorf("%s is a directory; give a scenario file (.yaml) or a built-in name (%s)", strictyaml.Clip(arg), strings.Join(builtin.Names(), ", "))
+			return nil, fmt.Errorf("%s is a directory; give a scenario file (.yaml) or a built-in name (%s)", strictyaml.Clip(arg), strings.Join(scenarios.Names(), ", "))
 		}
 		return Load(arg)
 	}
-	if data, ok := builtin.Read(arg); ok {
+	if data, ok := scenarios.Read(arg); ok {
 		return Parse("builtin:"+arg, data)
 	}
-	names := builtin.Names()
+	names := scenarios.Names()
 	builtins := fmt.Sprintf("(built-ins: %s)%s", strings.Join(names, ", "),
 		didYouMean(strings.TrimSuffix(strings.TrimSuffix(filepath.Base(arg), ".yaml"), ".yml"), names))
 	var pe *fs.PathError

@@ -17,10 +17,10 @@ import (
 
 	"github.com/goccy/go-yaml"
 
-	"github.com/dqbench/dqbench/builtin"
 	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/internal/strictyaml"
+	"github.com/dqbench/dqbench/scenarios"
 )
 
 type fixture struct {
@@ -400,7 +400,7 @@ func TestMergeKeys(t *testing.T) {
 }
 
 func TestBuiltins(t *testing.T) {
-	names := builtin.Names()
+	names := scenarios.Names()
 	if len(names) == 0 {
 		t.Fatal("no built-in scenarios")
 	}
@@ -417,7 +417,7 @@ func TestBuiltins(t *testing.T) {
 }
 
 func TestResolve(t *testing.T) {
-	builtins := strings.Join(builtin.Names(), ", ")
+	builtins := strings.Join(scenarios.Names(), ", ")
 	if s, err := Resolve("testdata/valid/minimal.yaml"); err != nil || s.Name != "minimal" {
 		t.Errorf("Resolve(file) = %v, %v", s, err)
 	}
@@ -829,8 +829,8 @@ func TestSchemaBounds(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	for _, name := range builtin.Names() {
-		data, _ := builtin.Read(name)
+	for _, name := range scenarios.Names() {
+		data, _ := scenarios.Read(name)
 		f.Add(data)
 	}
 	files, _ := filepath.Glob("testdata/*/*.yaml")
@@ -865,7 +865,7 @@ func FuzzParse(f *testing.F) {
 // a saved run is judged with what actually ran.
 func TestYAMLRoundTrip(t *testing.T) {
 	files, _ := filepath.Glob("testdata/valid/*.yaml")
-	for _, name := range builtin.Names() {
+	for _, name := range scenarios.Names() {
 		files = append(files, name)
 	}
 	for _, file := range files {

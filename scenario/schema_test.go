@@ -11,7 +11,7 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/dqbench/dqbench/builtin"
+	"github.com/dqbench/dqbench/scenarios"
 )
 
 // TestSchemaAgreesWithParse validates scenarios against the generated JSON
@@ -53,8 +53,8 @@ func TestSchemaAgreesWithParse(t *testing.T) {
 	}
 
 	valid := map[string][]byte{}
-	for _, name := range builtin.Names() {
-		valid[name], _ = builtin.Read(name)
+	for _, name := range scenarios.Names() {
+		valid[name], _ = scenarios.Read(name)
 	}
 	files, _ := filepath.Glob("testdata/valid/*.yaml")
 	for _, f := range files {

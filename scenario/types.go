@@ -4,6 +4,9 @@
 // inject and the variants (consumer idempotency strategies) to compare, each
 // with its expectations. Load is strict: an unknown key, a wrong type or a bad
 // value is an *Error naming file:line:column, the key and what is allowed.
+//
+// This package is the format; package scenarios (plural) holds the built-in
+// scenario files, which Resolve finds by name.
 package scenario
 
 import (

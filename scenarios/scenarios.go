@@ -1,6 +1,11 @@
-// Package builtin holds the built-in scenarios, embedded so that a
-// built-in name works from any directory.
-package builtin
+// Package scenarios holds the built-in scenarios: the YAML files beside
+// this one, embedded so that a built-in name ("dqbench run quickstart")
+// works from any directory. README.md in this folder lists them by lesson.
+//
+// Not to be confused with package scenario (singular), which is the
+// format: it parses and validates a scenario file, built-in or not.
+// This package only holds the files; scenario.Resolve reads them by name.
+package scenarios
 
 import (
 	"embed"
