@@ -72,10 +72,10 @@ type judged struct {
 func judgeHistory(hist io.ReadSeeker, sc *scenario.Scenario, meta check.Meta, audits map[string]history.Audit, o outputOptions) (judged, error) {
 	plan := sc.Plan()
 	if !o.wantHTML() {
-		r, err := check.Judge(plan, meta, history.Scan(hist), audits)
+		r, err := check.Judge(plan, meta, history.ScanRun(hist, meta.Messages), audits)
 		return judged{run: r}, err
 	}
-	in, err := check.Inspect(plan, meta, history.Scan(hist), audits)
+	in, err := check.Inspect(plan, meta, history.ScanRun(hist, meta.Messages), audits)
 	if err != nil {
 		return judged{}, err
 	}
@@ -88,7 +88,7 @@ func judgeHistory(hist io.ReadSeeker, sc *scenario.Scenario, meta check.Meta, au
 	if _, err := hist.Seek(0, io.SeekStart); err != nil {
 		return judged{}, err
 	}
-	col, err := story.Collect(history.Scan(hist), names, in.End, timelineBins, story.Anomalous(in, names, storiesPerCause))
+	col, err := story.Collect(history.ScanRun(hist, meta.Messages), names, in.End, timelineBins, story.Anomalous(in, names, storiesPerCause))
 	if err != nil {
 		return judged{}, err
 	}

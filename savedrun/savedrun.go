@@ -187,7 +187,7 @@ func (r Run) Judge() (check.Run, error) {
 		return check.Run{}, err
 	}
 	defer f.Close()
-	run, err := check.Judge(r.Scenario.Plan(), r.Meta, history.Scan(f), r.Audits)
+	run, err := check.Judge(r.Scenario.Plan(), r.Meta, history.ScanRun(f, r.Meta.Messages), r.Audits)
 	if err != nil {
 		return run, fmt.Errorf("%s: %w", r.HistoryPath, err)
 	}
