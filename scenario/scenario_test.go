@@ -72,6 +72,9 @@ var fixtures = []fixture{
 	{"invalid/at-on-produce-response-lost.yaml", []string{
 		`8:5: faults[0].at: produce-response-lost takes no at (only consumer-crash, consumer-zombie, consumer-kill, leader-failover does); remove it`,
 	}},
+	{"invalid/process-with-strategy-param.yaml", []string{
+		`11:5: variants[0].retention: a process variant takes no retention (only dedup-table does); remove it`,
+	}},
 	{"invalid/crash-without-at.yaml", []string{
 		`6:5: faults[0]: consumer-crash needs at: where the consumer dies (consumer-crash) or stalls (consumer-zombie) (allowed: before-process, after-effect-before-ack, between-dedup-and-effect, between-check-and-act, between-setnx-and-effect)`,
 	}},
