@@ -72,6 +72,10 @@ var fixtures = []fixture{
 	{"invalid/at-on-produce-response-lost.yaml", []string{
 		`8:5: faults[0].at: produce-response-lost takes no at (only consumer-crash, consumer-zombie, consumer-kill, leader-failover does); remove it`,
 	}},
+	{"invalid/process-build-flag.yaml", []string{
+		`6:22: variants[0].process.build: "-toolexec=./x.sh" is not a package directory inside the scenario's folder; write ./DIR (e.g. ./cmd/consumer), without .., flags or an absolute path`,
+		`9:22: variants[1].process.build: "../../elsewhere" is not a package directory inside the scenario's folder; write ./DIR (e.g. ./cmd/consumer), without .., flags or an absolute path`,
+	}},
 	{"invalid/process-with-strategy-param.yaml", []string{
 		`11:5: variants[0].retention: a process variant takes no retention (only dedup-table does); remove it`,
 	}},
