@@ -56,5 +56,6 @@ demo: ## run the built-in scenarios on the embedded broker (the strategy ones ne
 schema: ## write the scenario JSON Schema to dqbench.schema.json
 	$(GO) run . schema > dqbench.schema.json
 
-compose-check: ## check docker-compose.yml (needs docker-compose)
-	docker-compose -f docker-compose.yml config -q
+compose-check: ## check docker-compose.yml (needs docker compose, or the older docker-compose)
+	@if docker compose version >/dev/null 2>&1; then docker compose -f docker-compose.yml config -q; \
+	else docker-compose -f docker-compose.yml config -q; fi

@@ -8,8 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/goccy/go-yaml"
 )
 
 // TestExtendingNamesExist holds docs/extending.md to the code: every
@@ -95,4 +98,37 @@ func declaredAnywhere(decls map[string]map[string]bool, name string) bool {
 		}
 	}
 	return false
+}
+
+// TestComposePortsOnLoopback: docker-compose.yml publishes every port on
+// 127.0.0.1 only (PostgreSQL trusts every client, RabbitMQ takes
+// guest/guest), and the host-networked toxiproxy serves its API there too.
+func TestComposePortsOnLoopback(t *testing.T) {
+	b, err := os.ReadFile("docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Services map[string]struct {
+			Ports       []string `yaml:"ports"`
+			NetworkMode string   `yaml:"network_mode"`
+			Command     []string `yaml:"command"`
+		} `yaml:"services"`
+	}
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Services) == 0 {
+		t.Fatal("no services read")
+	}
+	for name, s := range doc.Services {
+		for _, p := range s.Ports {
+			if !strings.HasPrefix(p, "127.0.0.1:") {
+				t.Errorf("service %s publishes %q on every interface; write \"127.0.0.1:%s\"", name, p, p)
+			}
+		}
+		if s.NetworkMode == "host" && name == "toxiproxy" && !slices.Contains(s.Command, "-host=127.0.0.1") {
+			t.Errorf("service %s: host networking with its API on every interface; add command: [\"-host=127.0.0.1\"]", name)
+		}
+	}
 }

@@ -2,9 +2,12 @@ package catalog
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/url"
 	"regexp"
+	"strconv"
+	"strings"
 )
 
 // BrokerKind names a kind of broker.
@@ -106,8 +109,11 @@ func HostPort(a string) error {
 // AMQPURL checks an amqp:// or amqps:// URL with a host (RabbitMQ).
 func AMQPURL(a string) error {
 	u, err := url.Parse(a)
-	if err != nil || (u.Scheme != "amqp" && u.Scheme != "amqps") || u.Host == "" {
+	if err != nil || (u.Scheme != "amqp" && u.Scheme != "amqps") {
 		return errors.New("not an AMQP URL (amqp://USER:PASSWORD@HOST:PORT/VHOST)")
+	}
+	if err := HostAndPort(u, false); err != nil {
+		return fmt.Errorf("not an AMQP URL (amqp://USER:PASSWORD@HOST:PORT/VHOST): %w", err)
 	}
 	return nil
 }
@@ -115,8 +121,42 @@ func AMQPURL(a string) error {
 // MQTTURL checks a tcp:// or mqtt:// URL with a host and a port (MQTT).
 func MQTTURL(a string) error {
 	u, err := url.Parse(a)
-	if err != nil || (u.Scheme != "tcp" && u.Scheme != "mqtt") || u.Host == "" || u.Port() == "" {
+	if err != nil || (u.Scheme != "tcp" && u.Scheme != "mqtt") {
 		return errors.New("not an MQTT URL (tcp://HOST:PORT)")
+	}
+	if err := HostAndPort(u, true); err != nil {
+		return fmt.Errorf("not an MQTT URL (tcp://HOST:PORT): %w", err)
+	}
+	return nil
+}
+
+// ToxiproxyURL checks the API URL of an external toxiproxy.
+func ToxiproxyURL(a string) error {
+	u, err := url.Parse(a)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return errors.New("not a toxiproxy API URL (http://HOST:8474)")
+	}
+	if err := HostAndPort(u, false); err != nil {
+		return fmt.Errorf("not a toxiproxy API URL (http://HOST:8474): %w", err)
+	}
+	return nil
+}
+
+// HostAndPort checks that u names a host and, when it has a port (or must
+// have one), a port from 1 to 65535: what a dial would only find out later.
+func HostAndPort(u *url.URL, portRequired bool) error {
+	if u.Hostname() == "" {
+		return errors.New("no host")
+	}
+	p := u.Port()
+	if p == "" {
+		if portRequired || strings.HasSuffix(u.Host, ":") {
+			return errors.New("no port")
+		}
+		return nil
+	}
+	if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("port %s is not from 1 to 65535", p)
 	}
 	return nil
 }

@@ -57,8 +57,8 @@ func ParseStore(v string) (StoreKind, error) {
 	}
 	switch strings.ToLower(u.Scheme) {
 	case "postgres", "postgresql":
-		if u.Host == "" {
-			return "", fmt.Errorf("a PostgreSQL URL needs a host, e.g. postgres://postgres@127.0.0.1:5432/test")
+		if err := HostAndPort(u, false); err != nil {
+			return "", fmt.Errorf("a PostgreSQL URL needs a host and a port from 1 to 65535 (%v), e.g. postgres://postgres@127.0.0.1:5432/test", err)
 		}
 		return Postgres, nil
 	}
@@ -68,8 +68,11 @@ func ParseStore(v string) (StoreKind, error) {
 // ParseRedis checks a Redis URL: redis://HOST:PORT[/DB].
 func ParseRedis(v string) error {
 	u, err := url.Parse(v)
-	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
 		return fmt.Errorf("must be a redis://HOST:PORT URL, e.g. %s", DefaultRedis)
+	}
+	if err := HostAndPort(u, false); err != nil {
+		return fmt.Errorf("must be a redis://HOST:PORT URL (%v), e.g. %s", err, DefaultRedis)
 	}
 	return nil
 }

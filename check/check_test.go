@@ -283,7 +283,7 @@ func TestTallyStableNotes(t *testing.T) {
 
 // A bad history line stops the count with its error.
 func TestTallyReadError(t *testing.T) {
-	_, _, err := check.Tally(history.Scan(strings.NewReader(`{"variant":"v","type":"publish"}`+"\n{oops\n")), history.Audit{})
+	_, _, err := check.Tally(history.Scan(strings.NewReader(`{"variant":"v","type":"publish","intent":1}`+"\n{oops\n")), history.Audit{})
 	if err == nil || !strings.Contains(err.Error(), "line 2") {
 		t.Errorf("err = %v, want the bad line named", err)
 	}

@@ -30,12 +30,28 @@ repeated runs with mode: managed skip the cluster's start. Stop it with
 		Example: `  dqbench brokers up rabbitmq
   dqbench brokers status rabbitmq
   dqbench brokers down rabbitmq`,
+		Args: cobra.ArbitraryArgs,
+		// Without a RunE, cobra prints the help and exits 0 for an unknown
+		// verb ("brokers stop"): a typo must fail.
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return c.Help()
+			}
+			hint := ""
+			if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+				hint = fmt.Sprintf(" (did you mean %q?)", s[0])
+			}
+			return withCode(ExitUsage, fmt.Errorf("unknown command %q for %q%s; allowed: up, down, status", args[0], c.CommandPath(), hint))
+		},
 	}
-	c.AddCommand(
-		brokersSub(s, "up", "Start the managed cluster (or show the running one) and print its URLs", brokersUp),
-		brokersSub(s, "down", "Stop the managed cluster and remove its files", brokersDown),
-		brokersSub(s, "status", "Show whether the managed cluster's nodes run, with their URLs", brokersStatus),
-	)
+	c.SuggestionsMinimumDistance = 2
+	up := brokersSub(s, "up", "Start the managed cluster (or show the running one) and print its URLs", brokersUp)
+	up.SuggestFor = []string{"start", "run"}
+	down := brokersSub(s, "down", "Stop the managed cluster and remove its files", brokersDown)
+	down.SuggestFor = []string{"stop", "kill", "halt"}
+	status := brokersSub(s, "status", "Show whether the managed cluster's nodes run, with their URLs", brokersStatus)
+	status.SuggestFor = []string{"show", "ps", "list"}
+	c.AddCommand(up, down, status)
 	return c
 }
 

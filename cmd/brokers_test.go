@@ -20,6 +20,9 @@ func TestBrokersCommand(t *testing.T) {
 		{[]string{"brokers", "down"}, ExitUsage, "takes one broker kind (allowed: rabbitmq)"},
 		{[]string{"brokers", "status", "rabbitmq"}, ExitIncomplete, `no managed cluster is running; start one with "dqbench brokers up rabbitmq"`},
 		{[]string{"brokers", "down", "rabbitmq"}, ExitPass, "no managed cluster is running"},
+		{[]string{"brokers", "stop", "rabbitmq"}, ExitUsage, `unknown command "stop" for "dqbench brokers" (did you mean "down"?)`},
+		{[]string{"brokers", "statu", "rabbitmq"}, ExitUsage, `(did you mean "status"?)`},
+		{[]string{"brokers"}, ExitPass, "dqbench brokers up rabbitmq"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var out, errOut bytes.Buffer

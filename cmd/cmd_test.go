@@ -233,8 +233,8 @@ func TestRunFlags(t *testing.T) {
 				if !strings.Contains(r.out, "INCOMPLETE cli: the run did not finish by its deadline") {
 					t.Errorf("report lacks the INCOMPLETE line:\n%s", r.out)
 				}
-				if !strings.Contains(r.out, "scenario cli") || !strings.Contains(r.out, "FAIL  seed 5") {
-					t.Errorf("report of the partial run is missing or not marked failed:\n%s", r.out)
+				if !strings.Contains(r.out, "scenario cli") || !strings.Contains(r.out, "\nINCOMPLETE  seed 5") {
+					t.Errorf("report of the partial run is missing or its last line is not INCOMPLETE:\n%s", r.out)
 				}
 				if !strings.Contains(r.err, "dqbench: scenario cli:") {
 					t.Errorf("stderr does not say which scenario did not finish: %q", r.err)
@@ -256,6 +256,21 @@ func TestRunFlags(t *testing.T) {
 			}
 		}},
 		{name: "negative --messages", args: []string{"run", cli, "--messages", "-1"}, code: ExitUsage},
+		{name: "--messages 0", args: []string{"run", cli, "--messages", "0"}, code: ExitUsage, test: func(t *testing.T, r result) {
+			if len(r.fake.calls) != 0 || !strings.Contains(r.err, "--messages 0: must be at least 1") {
+				t.Errorf("runs %d, stderr %q: want no run and --messages named", len(r.fake.calls), r.err)
+			}
+		}},
+		{name: "--timeout 0s", args: []string{"run", cli, "--timeout", "0s"}, code: ExitUsage, test: func(t *testing.T, r result) {
+			if len(r.fake.calls) != 0 || !strings.Contains(r.err, "--timeout 0s: must be above 0s") {
+				t.Errorf("runs %d, stderr %q: want no run and --timeout named", len(r.fake.calls), r.err)
+			}
+		}},
+		{name: "--timeout 25h", args: []string{"run", cli, "--timeout", "25h"}, code: ExitUsage, test: func(t *testing.T, r result) {
+			if len(r.fake.calls) != 0 || !strings.Contains(r.err, "at most 24h") {
+				t.Errorf("runs %d, stderr %q: want no run and the 24h limit named", len(r.fake.calls), r.err)
+			}
+		}},
 		{name: "unknown flag", args: []string{"run", cli, "--sede", "1"}, code: ExitUsage},
 		{name: "unknown scenario", args: []string{"run", "no-such-scenario"}, code: ExitUsage, test: func(t *testing.T, r result) {
 			if len(r.fake.calls) != 0 {

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dqbench/dqbench/explain"
+	"github.com/dqbench/dqbench/history"
 	"github.com/dqbench/dqbench/savedrun"
 )
 
@@ -42,7 +43,7 @@ Colour on a terminal; none when piped or with NO_COLOR set.`,
 					fmt.Fprintln(s.Out)
 				}
 				if err := explain.Write(s.Out, r, o); err != nil {
-					if errors.Is(err, explain.ErrUsage) {
+					if errors.Is(err, explain.ErrUsage) || errors.Is(err, history.ErrMalformed) {
 						return withCode(ExitUsage, err)
 					}
 					return withCode(ExitIncomplete, fmt.Errorf("explain %s: %w", dir, err))

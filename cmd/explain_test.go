@@ -2,6 +2,8 @@ package cmd
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -49,5 +51,36 @@ func TestExplain(t *testing.T) {
 	r = runStreams(t, Streams{}, "explain", t.TempDir())
 	if r.code != ExitUsage || !strings.Contains(r.err, "holds no saved run") {
 		t.Errorf("empty dir: exit %d, stderr %q", r.code, r.err)
+	}
+}
+
+// TestMalformedHistory: a saved run whose history holds a line no run
+// writes is bad input to check and to explain alike: exit 2 naming the line.
+func TestMalformedHistory(t *testing.T) {
+	for _, tc := range []struct{ name, line, want string }{
+		{"not JSON", "{oops", "history.jsonl: malformed history: line "},
+		{"intent past the run's", `{"variant":"none","type":"publish","intent":999999}`, "publish of intent 999999, but the run published intents 1.."},
+		{"attempt -1", `{"variant":"none","type":"deliver","intent":3,"attempt":-1}`, "deliver event with attempt -1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.CopyFS(dir, os.DirFS("../explain/testdata/quickstart")); err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.OpenFile(filepath.Join(dir, "history.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteString(tc.line + "\n"); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			for _, args := range [][]string{{"check", dir}, {"explain", dir}, {"explain", dir, "--variant", "none", "--intent", "3"}} {
+				r := runStreams(t, Streams{}, args...)
+				if r.code != ExitUsage || !strings.Contains(r.err, tc.want) {
+					t.Errorf("%v: exit %d, stderr %q; want %d and %q", args, r.code, r.err, ExitUsage, tc.want)
+				}
+			}
+		})
 	}
 }

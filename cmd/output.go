@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/history"
 	"github.com/dqbench/dqbench/report"
@@ -72,10 +74,10 @@ type judged struct {
 func judgeHistory(hist io.ReadSeeker, sc *scenario.Scenario, meta check.Meta, audits map[string]history.Audit, o outputOptions) (judged, error) {
 	plan := sc.Plan()
 	if !o.wantHTML() {
-		r, err := check.Judge(plan, meta, history.Scan(hist), audits)
+		r, err := check.Judge(plan, meta, history.ScanRun(hist, meta.Messages), audits)
 		return judged{run: r}, err
 	}
-	in, err := check.Inspect(plan, meta, history.Scan(hist), audits)
+	in, err := check.Inspect(plan, meta, history.ScanRun(hist, meta.Messages), audits)
 	if err != nil {
 		return judged{}, err
 	}
@@ -88,7 +90,7 @@ func judgeHistory(hist io.ReadSeeker, sc *scenario.Scenario, meta check.Meta, au
 	if _, err := hist.Seek(0, io.SeekStart); err != nil {
 		return judged{}, err
 	}
-	col, err := story.Collect(history.Scan(hist), names, in.End, timelineBins, story.Anomalous(in, names, storiesPerCause))
+	col, err := story.Collect(history.ScanRun(hist, meta.Messages), names, in.End, timelineBins, story.Anomalous(in, names, storiesPerCause))
 	if err != nil {
 		return judged{}, err
 	}
@@ -110,22 +112,23 @@ func writeReports(s Streams, o outputOptions, all []judged) error {
 			pages = append(pages, *j.html)
 		}
 	}
+	// The page is rendered whole, then written through a maskWriter in
+	// one write, so that no URL is split between the template's writes.
+	var page bytes.Buffer
+	if o.html != "" || o.output == "html" {
+		if err := html.Write(&page, pages); err != nil {
+			return fmt.Errorf("HTML report: %w", err)
+		}
+	}
 	if o.html != "" {
-		f, err := os.Create(o.html)
-		if err != nil {
+		if err := os.WriteFile(o.html, []byte(catalog.MaskURLs(page.String())), 0o644); err != nil {
 			return fmt.Errorf("--html: %w", err)
-		}
-		if err := html.Write(f, pages); err != nil {
-			f.Close()
-			return fmt.Errorf("--html %s: %w", o.html, err)
-		}
-		if err := f.Close(); err != nil {
-			return fmt.Errorf("--html %s: %w", o.html, err)
 		}
 		fmt.Fprintf(s.Err, "wrote the HTML report to %s\n", o.html)
 	}
 	if o.output == "html" {
-		return html.Write(s.Out, pages)
+		_, err := masked(s.Out).Write(page.Bytes())
+		return err
 	}
 	return report.Write(s.Out, o.output, runs, report.Options{Width: s.Width, Wide: o.wide, Color: s.color()})
 }

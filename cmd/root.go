@@ -114,6 +114,7 @@ func execute(ctx context.Context, args []string, s Streams, runF runFunc) (code 
 			code = ExitInternal
 		}
 	}()
+	s.Out, s.Err = masked(s.Out), masked(s.Err)
 	root := newRoot(s, runF)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)

@@ -24,9 +24,11 @@ import (
 type runFunc func(ctx context.Context, s *scenario.Scenario, opts runner.Options) (*runner.Result, error)
 
 type runOptions struct {
-	seed     int64
-	seedSet  bool
-	messages int
+	seed        int64
+	seedSet     bool
+	messages    int
+	messagesSet bool
+	timeoutSet  bool
 	outputOptions
 	out     string
 	force   bool
@@ -73,6 +75,8 @@ with --out, saves what it recorded, marked incomplete, and exits 3.
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.seedSet = c.Flags().Changed("seed")
+			o.messagesSet = c.Flags().Changed("messages")
+			o.timeoutSet = c.Flags().Changed("timeout")
 			return runScenarios(c.Context(), s, o, args)
 		},
 	}
@@ -94,8 +98,11 @@ func runScenarios(ctx context.Context, s Streams, o runOptions, args []string) e
 	if err := o.outputOptions.check(); err != nil {
 		return err
 	}
-	if o.messages < 0 || o.timeout < 0 {
-		return withCode(ExitUsage, errors.New("--messages and --timeout must not be negative"))
+	if o.messagesSet && o.messages <= 0 {
+		return withCode(ExitUsage, fmt.Errorf("--messages %d: must be at least 1 (leave the flag out for the scenario's messages)", o.messages))
+	}
+	if o.timeoutSet && (o.timeout <= 0 || o.timeout > time.Duration(scenario.MaxDeadline)) {
+		return withCode(ExitUsage, fmt.Errorf("--timeout %s: must be above 0s and at most %s, e.g. 90s (leave the flag out for the scenario's deadline)", o.timeout, scenario.MaxDeadline))
 	}
 	if o.messages > 0 {
 		if err := scenario.CheckMessages(o.messages); err != nil {

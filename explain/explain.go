@@ -80,7 +80,7 @@ func inspect(r savedrun.Run) (*check.Inspection, error) {
 		return nil, err
 	}
 	defer f.Close()
-	in, err := check.Inspect(r.Scenario.Plan(), r.Meta, history.Scan(f), r.Audits)
+	in, err := check.Inspect(r.Scenario.Plan(), r.Meta, history.ScanRun(f, r.Meta.Messages), r.Audits)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", r.HistoryPath, err)
 	}
@@ -153,7 +153,7 @@ func writeStories(w io.Writer, p ansi.Paint, r savedrun.Run, in *check.Inspectio
 		return err
 	}
 	defer f.Close()
-	col, err := story.Collect(history.Scan(f), names, in.End, 1, want)
+	col, err := story.Collect(history.ScanRun(f, r.Meta.Messages), names, in.End, 1, want)
 	if err != nil {
 		return fmt.Errorf("%s: %w", r.HistoryPath, err)
 	}

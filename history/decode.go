@@ -16,7 +16,13 @@ func decodeEvent(line []byte, e *Event, intern map[string]string) error {
 		return nil
 	}
 	*e = Event{}
-	return json.Unmarshal(line, e)
+	if err := json.Unmarshal(line, e); err != nil {
+		return err
+	}
+	if len(e.Intents) == 0 {
+		e.Intents = nil // "intents":[] is no intents, as the writer omits it
+	}
+	return nil
 }
 
 // fastDecode reports false, leaving e in any state, when line is not in

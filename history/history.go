@@ -10,6 +10,7 @@ package history
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -180,9 +181,18 @@ func Read(r io.Reader) ([]Event, error) {
 	return out, nil
 }
 
+// ErrMalformed marks a history that no run can have written: a line that
+// is not an event, or an event that cannot have happened.
+var ErrMalformed = errors.New("malformed history")
+
 // Scan reads JSON lines one event at a time; it stops at the first error,
-// which names the line.
-func Scan(r io.Reader) iter.Seq2[Event, error] {
+// which names the line and wraps ErrMalformed when the file is at fault.
+func Scan(r io.Reader) iter.Seq2[Event, error] { return ScanRun(r, 0) }
+
+// ScanRun is Scan for the history of a run that published intents
+// 1..messages (0: not known): a publish of any other intent, or a negative
+// intent or attempt anywhere, is an event no run writes.
+func ScanRun(r io.Reader, messages int) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		sc := bufio.NewScanner(r)
 		sc.Buffer(make([]byte, 256*1024), 1<<20)
@@ -195,11 +205,15 @@ func Scan(r io.Reader) iter.Seq2[Event, error] {
 			}
 			var e Event
 			if err := decodeEvent(sc.Bytes(), &e, intern); err != nil {
-				yield(Event{}, fmt.Errorf("line %d: %w", line, err))
+				yield(Event{}, fmt.Errorf("%w: line %d: %w", ErrMalformed, line, err))
 				return
 			}
 			if e.Type == "" || e.Variant == "" {
-				yield(Event{}, fmt.Errorf("line %d: event without type or variant", line))
+				yield(Event{}, fmt.Errorf("%w: line %d: event without type or variant", ErrMalformed, line))
+				return
+			}
+			if why := impossible(&e, messages); why != "" {
+				yield(Event{}, fmt.Errorf("%w: line %d: %s", ErrMalformed, line, why))
 				return
 			}
 			if !yield(e, nil) {
@@ -207,9 +221,35 @@ func Scan(r io.Reader) iter.Seq2[Event, error] {
 			}
 		}
 		if err := sc.Err(); err != nil {
+			if errors.Is(err, bufio.ErrTooLong) {
+				err = fmt.Errorf("%w: a line longer than 1 MiB (%w)", ErrMalformed, err)
+			}
 			yield(Event{}, fmt.Errorf("line %d: %w", line+1, err))
 		}
 	}
+}
+
+// impossible says why e cannot be an event of a run that published
+// intents 1..messages, or "" when it can be.
+func impossible(e *Event, messages int) string {
+	switch {
+	case e.Intent < 0:
+		return fmt.Sprintf("%s event with intent %d: intents are numbered from 1", e.Type, e.Intent)
+	case e.Attempt < 0:
+		return fmt.Sprintf("%s event with attempt %d: attempts are counted from 1", e.Type, e.Attempt)
+	case e.T < 0:
+		return fmt.Sprintf("%s event at %s, before the run started", e.Type, e.T)
+	case e.Type == Publish && e.Intent < 1:
+		return fmt.Sprintf("publish of intent %d: intents are numbered from 1", e.Intent)
+	case e.Type == Publish && messages > 0 && e.Intent > messages:
+		return fmt.Sprintf("publish of intent %d, but the run published intents 1..%d", e.Intent, messages)
+	}
+	for _, in := range e.Intents {
+		if in < 0 {
+			return fmt.Sprintf("%s event lists intent %d: intents are numbered from 1", e.Type, in)
+		}
+	}
+	return ""
 }
 
 // Events iterates over events held in memory, as Scan does over a file.

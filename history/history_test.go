@@ -119,6 +119,11 @@ func TestReadErrors(t *testing.T) {
 		{"no variant", good + "\n" + good + "\n" + `{"type":"publish","intent":1}`, "line 3: event without type or variant"},
 		{"null", `null`, "line 1: event without type or variant"},
 		{"empty object", good + "\n{}", "line 2: event without type or variant"},
+		{"negative intent", good + "\n" + `{"variant":"v","type":"deliver","intent":-3}`, "line 2: deliver event with intent -3"},
+		{"attempt -1", `{"variant":"v","type":"publish","intent":1,"attempt":-1}`, "line 1: publish event with attempt -1"},
+		{"publish of intent 0", `{"variant":"v","type":"publish"}`, "line 1: publish of intent 0"},
+		{"negative intent in a list", `{"variant":"v","type":"fault","intents":[1,-2]}`, "line 1: fault event lists intent -2"},
+		{"before the start", `{"t":-5,"variant":"v","type":"publish","intent":1}`, "line 1: publish event at -5ns"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -129,6 +134,9 @@ func TestReadErrors(t *testing.T) {
 			if !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %q does not contain %q", err, tt.want)
 			}
+			if !errors.Is(err, history.ErrMalformed) {
+				t.Errorf("error %q is not ErrMalformed", err)
+			}
 			if out != nil {
 				t.Errorf("Read returned events %+v with the error", out)
 			}
@@ -136,10 +144,27 @@ func TestReadErrors(t *testing.T) {
 	}
 }
 
+// ScanRun refuses a publish of an intent past the run's messages (a
+// tampered history once gave "attempted 51" of 50).
+func TestScanRunIntentRange(t *testing.T) {
+	in := `{"variant":"v","type":"publish","intent":50}` + "\n" + `{"variant":"v","type":"publish","intent":51}` + "\n"
+	n := 0
+	var err error
+	for _, err = range history.ScanRun(strings.NewReader(in), 50) {
+		if err != nil {
+			break
+		}
+		n++
+	}
+	if n != 1 || !errors.Is(err, history.ErrMalformed) || !strings.Contains(err.Error(), "line 2: publish of intent 51, but the run published intents 1..50") {
+		t.Errorf("read %d events, err %v; want 1 and line 2 named", n, err)
+	}
+}
+
 // A line over the scanner's 1 MiB limit is an error, not a silent stop.
 func TestReadLineTooLong(t *testing.T) {
 	long := `{"variant":"v","type":"publish","reason":"` + strings.Repeat("x", 1<<20) + `"}`
-	_, err := history.Read(strings.NewReader(`{"variant":"v","type":"publish"}` + "\n" + long + "\n"))
+	_, err := history.Read(strings.NewReader(`{"variant":"v","type":"publish","intent":1}` + "\n" + long + "\n"))
 	if !errors.Is(err, bufio.ErrTooLong) {
 		t.Errorf("err = %v, want %v", err, bufio.ErrTooLong)
 	}
@@ -292,6 +317,7 @@ func FuzzRead(f *testing.F) {
 		`{"variant":"\ud800","type":"\u0000"}`,
 		"{\"variant\":\"v\",\"type\":\"publish\"}\r\n{",
 		"\xff\xfe",
+		`{"variant":"v","type":"deliver","intents":[]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -350,6 +376,9 @@ func FuzzDecode(f *testing.F) {
 		}
 		if errFast != nil {
 			t.Fatalf("Read rejected %q: %v", line, errFast)
+		}
+		if len(slow.Intents) == 0 {
+			slow.Intents = nil // an empty list is no list: the writer omits both
 		}
 		if len(fast) != 1 || !reflect.DeepEqual(fast[0], slow) {
 			t.Fatalf("Read(%q) = %+v, encoding/json gives %+v", line, fast, slow)

@@ -229,7 +229,7 @@ func text(w io.Writer, runs []check.Run, markdown bool, opts Options) error {
 			line("%s%s %s: %s", bullet, p.Red("INCOMPLETE"), r.Scenario, r.Incomplete)
 		}
 		line("%s%s  seed %d · %d messages per variant · %s · %s",
-			bullet, verdict(p, r.Passed), r.Seed, r.Messages, r.Broker, r.Duration.Round(time.Millisecond))
+			bullet, runVerdict(p, r), r.Seed, r.Messages, r.Broker, r.Duration.Round(time.Millisecond))
 	}
 	return nil
 }
@@ -339,6 +339,19 @@ func wrap(s string, width int) []string {
 		indent = "    "
 	}
 	return append(lines, indent+s)
+}
+
+// runVerdict is a run's last word, the one its exit code says: INCOMPLETE
+// for a run cut short, INVALID for an experiment that does not count (exit
+// 3 both), else PASS or FAIL by the expectations.
+func runVerdict(p ansi.Paint, r check.Run) string {
+	switch {
+	case r.Incomplete != "":
+		return p.Red("INCOMPLETE")
+	case !r.Valid():
+		return p.Red("INVALID")
+	}
+	return verdict(p, r.Passed)
 }
 
 func verdict(p ansi.Paint, ok bool) string {

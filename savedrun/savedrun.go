@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -160,24 +161,73 @@ type Run struct {
 
 // Load reads the run saved in dir; the history stays on disk, to be read
 // in one pass (history.Scan).
+//
+// A saved run may come from someone else (a CI artifact), so every file
+// must be a regular file (not a FIFO, a device or a link to one) and every
+// read is bounded: the audit by what the run's messages can account for.
 func Load(dir string) (Run, error) {
 	var r Run
-	s, err := scenario.Load(filepath.Join(dir, ScenarioFile))
+	paths := map[string]string{}
+	for _, name := range []string{ScenarioFile, HistoryFile, AuditFile, MetaFile} {
+		path := filepath.Join(dir, name)
+		if err := regular(path); err != nil {
+			return r, err
+		}
+		paths[name] = path
+	}
+	s, err := scenario.Load(paths[ScenarioFile])
 	if err != nil {
 		return r, err
 	}
 	r.Scenario = s
-	r.HistoryPath = filepath.Join(dir, HistoryFile)
-	if _, err := os.Stat(r.HistoryPath); err != nil {
+	r.HistoryPath = paths[HistoryFile]
+	if err := readJSON(paths[MetaFile], maxMetaSize, &r.Meta); err != nil {
 		return r, err
 	}
-	if err := readJSON(filepath.Join(dir, AuditFile), &r.Audits); err != nil {
-		return r, err
+	if r.Meta.Messages < 0 || r.Meta.Messages > scenario.MaxMessages {
+		return r, fmt.Errorf("%s: messages %d is outside 1..%d", paths[MetaFile], r.Meta.Messages, scenario.MaxMessages)
 	}
-	if err := readJSON(filepath.Join(dir, MetaFile), &r.Meta); err != nil {
+	limit := int64(maxMetaSize) + int64(len(s.Variants))*int64(max(r.Meta.Messages, s.Messages))*auditBytesPerIntent
+	if err := readJSON(paths[AuditFile], limit, &r.Audits); err != nil {
 		return r, err
 	}
 	return r, nil
+}
+
+const (
+	// maxMetaSize bounds meta.json, and is the audit's allowance besides
+	// its intents.
+	maxMetaSize = 1 << 20
+	// auditBytesPerIntent is far more than one intent's line in audit.json
+	// ("123456": 1,) takes, indentation included.
+	auditBytesPerIntent = 64
+)
+
+// regular refuses anything but a regular file at path (a symlink to one
+// is fine).
+func regular(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file but %s: a saved run holds plain files only; refusing to read it", path, fileKind(fi.Mode()))
+	}
+	return nil
+}
+
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return "a special file"
 }
 
 // Judge judges the saved run from its files alone.
@@ -187,17 +237,26 @@ func (r Run) Judge() (check.Run, error) {
 		return check.Run{}, err
 	}
 	defer f.Close()
-	run, err := check.Judge(r.Scenario.Plan(), r.Meta, history.Scan(f), r.Audits)
+	run, err := check.Judge(r.Scenario.Plan(), r.Meta, history.ScanRun(f, r.Meta.Messages), r.Audits)
 	if err != nil {
 		return run, fmt.Errorf("%s: %w", r.HistoryPath, err)
 	}
 	return run, nil
 }
 
-func readJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
+// readJSON decodes the file at path into v, reading at most limit bytes.
+func readJSON(path string, limit int64, v any) error {
+	f, err := os.Open(path)
 	if err != nil {
 		return err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return err
+	}
+	if int64(len(b)) > limit {
+		return fmt.Errorf("%s: larger than %d bytes, more than the run it belongs to can have written", path, limit)
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		return errors.Join(fmt.Errorf("%s: not valid JSON", path), err)

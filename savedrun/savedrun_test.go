@@ -326,3 +326,75 @@ func TestDiscard(t *testing.T) {
 		t.Errorf("Discard kept the history file (%v)", err)
 	}
 }
+
+// TestLoadHostileRun: a saved run from someone else cannot make Load hang
+// or read without end: a file that is a FIFO or a link to /dev/zero is
+// refused before it is opened, an audit larger than the run can have
+// written is refused after a bounded read, and so is an impossible meta.
+func TestLoadHostileRun(t *testing.T) {
+	saved := func(t *testing.T) string {
+		t.Helper()
+		d, err := savedrun.Create(t.TempDir(), "run", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Finish(parse(t), check.Meta{Messages: 10}, map[string]history.Audit{}, nil); err != nil {
+			t.Fatal(err)
+		}
+		return d.Path
+	}
+	for _, name := range []string{savedrun.ScenarioFile, savedrun.HistoryFile, savedrun.AuditFile, savedrun.MetaFile} {
+		t.Run(name+" links to /dev/zero", func(t *testing.T) {
+			dir := saved(t)
+			path := filepath.Join(dir, name)
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("/dev/zero", path); err != nil {
+				t.Skip(err)
+			}
+			if _, err := savedrun.Load(dir); err == nil || !strings.Contains(err.Error(), "is not a regular file") {
+				t.Errorf("Load = %v, want %s refused", err, name)
+			}
+		})
+		t.Run(name+" is a FIFO", func(t *testing.T) {
+			dir := saved(t)
+			path := filepath.Join(dir, name)
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			if err := mkfifo(path); err != nil {
+				t.Skip(err)
+			}
+			done := make(chan error, 1)
+			go func() { _, err := savedrun.Load(dir); done <- err }()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), "is not a regular file") {
+					t.Errorf("Load = %v, want %s refused", err, name)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("Load blocked on a FIFO %s", name)
+			}
+		})
+	}
+	t.Run("an audit far larger than the run", func(t *testing.T) {
+		dir := saved(t)
+		big := `{"v":{"applied":{"1":1},"x":"` + strings.Repeat("a", 4<<20) + `"}}`
+		if err := os.WriteFile(filepath.Join(dir, savedrun.AuditFile), []byte(big), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := savedrun.Load(dir); err == nil || !strings.Contains(err.Error(), "more than the run it belongs to can have written") {
+			t.Errorf("Load = %v, want the audit refused as too large", err)
+		}
+	})
+	t.Run("impossible messages", func(t *testing.T) {
+		dir := saved(t)
+		if err := os.WriteFile(filepath.Join(dir, savedrun.MetaFile), []byte(`{"messages": 100000000000}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := savedrun.Load(dir); err == nil || !strings.Contains(err.Error(), "is outside 1..") {
+			t.Errorf("Load = %v, want the meta refused", err)
+		}
+	})
+}

@@ -16,8 +16,8 @@ func (c *checker) mqtt() {
 		if m == nil {
 			return
 		}
-		if m.Persistence != nil && c.managedOnly(join(path, "persistence")) {
-			return
+		if m.Persistence != nil {
+			c.managedOnly(join(path, "persistence")) // reported; the other settings are still checked
 		}
 		for _, q := range []struct {
 			key string
@@ -59,6 +59,16 @@ func (c *checker) mqtt() {
 			}
 			if p.Leg == "" && !c.d.Has(fp+".leg") {
 				c.missing(fp+".leg", "on MQTT, ack-lost needs leg: one of "+strings.Join(p.Leg.Allowed(), ", "))
+			}
+		}
+	}
+	for i, f := range c.s.Faults {
+		if _, ok := f.Params.(*catalog.AckLostParams); !ok || c.s.Broker.Kind != catalog.RabbitMQ {
+			continue // elsewhere ack-lost itself is refused (faultsAvailable)
+		}
+		for _, key := range []string{"packet", "leg"} {
+			if kp := fmt.Sprintf("faults[%d].%s", i, key); c.d.Has(kp) {
+				c.errorf(kp, "%s: only for broker kind mqtt (which acknowledgement, on which hop); on %s, ack-lost drops the consumer's acknowledgement: remove it", kp, c.s.Broker.Kind)
 			}
 		}
 	}

@@ -65,8 +65,8 @@ func (s *Scenario) UseToxiproxy(url string) error {
 	if !ok {
 		return fmt.Errorf("broker kind %s does not go through toxiproxy", s.Broker.Kind)
 	}
-	if !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
-		return fmt.Errorf("%q is not a toxiproxy API URL (http://HOST:8474)", url)
+	if err := catalog.ToxiproxyURL(url); err != nil {
+		return fmt.Errorf("%s: %w", catalog.MaskURL(url), err)
 	}
 	for _, f := range s.Faults {
 		if k, _ := catalog.LookupFault(f.Type); k.InProcessToxiproxy {

@@ -66,8 +66,16 @@ func (b *Broker) ParamOwners(key string) []string {
 	return out
 }
 
-// KindName is the variant's strategy.
-func (v *Variant) KindName() string { return v.Strategy }
+// KindName is the variant's strategy, or what the variant is without one.
+func (v *Variant) KindName() string {
+	switch {
+	case v.Strategy != "":
+		return v.Strategy
+	case v.Process != nil:
+		return "a process variant"
+	}
+	return "a variant without a strategy"
+}
 
 // NewParams returns the strategy's own settings struct.
 func (v *Variant) NewParams() (any, bool) {

@@ -77,6 +77,8 @@ func (c *checker) processVariants() {
 			c.errorf(pp+".command", "%s.command: needs at least the program to run", pp)
 		case build && strings.TrimSpace(v.Process.Build) == "":
 			c.errorf(pp+".build", "%s.build: needs a Go package, e.g. ./cmd/consumer", pp)
+		case build && !localPackage(v.Process.Build):
+			c.errorf(pp+".build", "%s.build: %q is not a package directory inside the scenario's folder; write ./DIR (e.g. ./cmd/consumer), without .., flags or an absolute path", pp, v.Process.Build)
 		}
 		c.inRange(pp+".instances", v.Process.Instances, MaxInstances)
 		c.positive(pp+".ready", v.Process.Ready)
@@ -115,4 +117,15 @@ func modeOf(s *Scenario) catalog.Mode {
 		return s.Broker.Mode
 	}
 	return catalog.ModeOf(s.Broker.Kind)
+}
+
+// localPackage reports whether build names a Go package directory inside
+// the scenario's folder: "." or "./DIR", with no ".." and nothing that go
+// build would read as a flag.
+func localPackage(build string) bool {
+	if build == "." {
+		return true
+	}
+	rest, ok := strings.CutPrefix(build, "./")
+	return ok && rest != "" && filepath.IsLocal(rest) && !strings.ContainsAny(build, "\\\x00") && !strings.HasPrefix(rest, "-")
 }

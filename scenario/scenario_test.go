@@ -72,6 +72,31 @@ var fixtures = []fixture{
 	{"invalid/at-on-produce-response-lost.yaml", []string{
 		`8:5: faults[0].at: produce-response-lost takes no at (only consumer-crash, consumer-zombie, consumer-kill, leader-failover does); remove it`,
 	}},
+	{"invalid/urls-out-of-range.yaml", []string{
+		`6:15: broker.addresses[0]: "amqps://u:***@127.0.0.1:99999/" is not an AMQP URL (amqp://USER:PASSWORD@HOST:PORT/VHOST): port 99999 is not from 1 to 65535 (e.g. "amqp://guest:guest@127.0.0.1:5672/")`,
+		`6:47: broker.addresses[1]: "amqp://u:***@:5672/" is not an AMQP URL (amqp://USER:PASSWORD@HOST:PORT/VHOST): no host (e.g. "amqp://guest:guest@127.0.0.1:5672/")`,
+		`7:8: redis: "redis://127.0.0.1:99999": must be a redis://HOST:PORT URL (port 99999 is not from 1 to 65535), e.g. redis://127.0.0.1:6379`,
+	}},
+	{"invalid/ack-lost-mqtt-params-on-rabbitmq.yaml", []string{
+		`5:41: faults[0].packet: only for broker kind mqtt (which acknowledgement, on which hop); on rabbitmq, ack-lost drops the consumer's acknowledgement: remove it`,
+		`5:54: faults[0].leg: only for broker kind mqtt (which acknowledgement, on which hop); on rabbitmq, ack-lost drops the consumer's acknowledgement: remove it`,
+	}},
+	{"invalid/external-toxiproxy-amqp-faults.yaml", []string{
+		`3:37: broker.toxiproxy: "ftp://127.0.0.1:8474" is not a toxiproxy API URL (http://HOST:8474)`,
+		`5:12: faults[0].type: ack-lost parses AMQP frames inside dqbench's in-process toxiproxy, and broker.toxiproxy sends every connection through an external one, which runs only its own toxics; remove broker.toxiproxy or this fault`,
+		`6:12: faults[1].type: confirm-lost parses AMQP frames inside dqbench's in-process toxiproxy, and broker.toxiproxy sends every connection through an external one, which runs only its own toxics; remove broker.toxiproxy or this fault`,
+	}},
+	{"invalid/mqtt-persistence-hides-nothing.yaml", []string{
+		`5:16: broker.persistence: only with mode: managed (dqbench configures only the Mosquitto it starts); add mode: managed to broker or remove it`,
+		`6:8: broker.qos: must be 0, 1 or 2, got 3`,
+	}},
+	{"invalid/process-build-flag.yaml", []string{
+		`6:22: variants[0].process.build: "-toolexec=./x.sh" is not a package directory inside the scenario's folder; write ./DIR (e.g. ./cmd/consumer), without .., flags or an absolute path`,
+		`9:22: variants[1].process.build: "../../elsewhere" is not a package directory inside the scenario's folder; write ./DIR (e.g. ./cmd/consumer), without .., flags or an absolute path`,
+	}},
+	{"invalid/process-with-strategy-param.yaml", []string{
+		`11:5: variants[0].retention: a process variant takes no retention (only dedup-table does); remove it`,
+	}},
 	{"invalid/crash-without-at.yaml", []string{
 		`6:5: faults[0]: consumer-crash needs at: where the consumer dies (consumer-crash) or stalls (consumer-zombie) (allowed: before-process, after-effect-before-ack, between-dedup-and-effect, between-check-and-act, between-setnx-and-effect)`,
 	}},

@@ -113,6 +113,24 @@ func (c *checker) broker() {
 		}
 	}
 	c.params("broker", b.Settings, string(b.Kind))
+	if rs, ok := b.Settings.(*catalog.RabbitMQSettings); ok && rs.Toxiproxy != "" {
+		c.externalToxiproxy(rs.Toxiproxy)
+	}
+}
+
+// externalToxiproxy checks broker.toxiproxy: an API URL, and no fault that
+// acts inside dqbench's in-process toxiproxy (an external one runs only its
+// own toxics), as --toxiproxy does.
+func (c *checker) externalToxiproxy(url string) {
+	if err := catalog.ToxiproxyURL(url); err != nil {
+		c.errorf("broker.toxiproxy", "broker.toxiproxy: %s is %v", echo(catalog.MaskURL(url)), err)
+	}
+	for i, f := range c.s.Faults {
+		if k, _ := catalog.LookupFault(f.Type); k.InProcessToxiproxy {
+			fp := fmt.Sprintf("faults[%d].type", i)
+			c.errorf(fp, "%s: %s parses AMQP frames inside dqbench's in-process toxiproxy, and broker.toxiproxy sends every connection through an external one, which runs only its own toxics; remove broker.toxiproxy or this fault", fp, f.Type)
+		}
+	}
 }
 
 // autoAck checks that ack: auto is only used where the broker can ack on
