@@ -21,6 +21,11 @@ import (
 
 // variantRun is one variant's pipeline: producer, consumers, faults, store.
 type variantRun struct {
+	// interruptHard is when shutdown must end after Ctrl-C, set by the
+	// first shutdown step that sees it.
+	interruptOnce sync.Once
+	interruptHard time.Time
+
 	s        *scenario.Scenario
 	v        scenario.Variant
 	broker   brokers.Broker
@@ -455,11 +460,23 @@ func (r *variantRun) progressOn(intent int, what uint8) {
 	}
 }
 
+// interruptBudget is what cleaning up and reading the store may take,
+// in all, after Ctrl-C.
+const interruptBudget = 1500 * time.Millisecond
+
 // shutdownCtx bounds a shutdown step by the run's hard deadline; it is not
 // cancelled with ctx, so a run cut short still cleans up and reads its
-// store.
+// store. After Ctrl-C (ctx cancelled, not past its deadline) every
+// shutdown step together gets interruptBudget from the first one, so that
+// a store or broker that stopped answering cannot hold one Ctrl-C up.
 func (r *variantRun) shutdownCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	hard := r.hard
+	if errors.Is(ctx.Err(), context.Canceled) {
+		r.interruptOnce.Do(func() { r.interruptHard = time.Now().Add(interruptBudget) })
+		if hard.IsZero() || r.interruptHard.Before(hard) {
+			hard = r.interruptHard
+		}
+	}
 	if hard.IsZero() || time.Until(hard) < 200*time.Millisecond {
 		hard = time.Now().Add(200 * time.Millisecond) // past the deadline: a last short chance
 	}

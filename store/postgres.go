@@ -33,6 +33,9 @@ type Postgres struct {
 	db     *sql.DB
 	schema string
 	addr   string
+	// psql is the command line that reaches the same database, for the
+	// message when a schema is left behind.
+	psql string
 
 	rebind sync.Map // portable query → the same with $n placeholders
 
@@ -102,7 +105,8 @@ func OpenPostgres(ctx context.Context, url, schema string, conns int) (*Postgres
 		return nil, fmt.Errorf("store URL: %w", err)
 	}
 	db := stdlib.OpenDBFromPool(pool)
-	p := &Postgres{pool: pool, db: db, schema: schema, addr: addr}
+	p := &Postgres{pool: pool, db: db, schema: schema, addr: addr,
+		psql: fmt.Sprintf("psql -h %s -p %d -U %s -d %s", cfg.Host, cfg.Port, cfg.User, cfg.Database)}
 
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
@@ -164,29 +168,44 @@ func (p *Postgres) Setup(ctx context.Context, ddl ...string) error {
 }
 
 // Tx runs fn in a READ COMMITTED transaction (PostgreSQL's default, and
-// what most services run with) on a connection of its own.
+// what most services run with) on a connection of its own. Every statement
+// runs with ctx (pgx watches it with context.AfterFunc, no goroutine per
+// statement), so a server that stops answering ends the transaction by the
+// run's deadline or at Ctrl-C, with an error naming the server.
 func (p *Postgres) Tx(ctx context.Context, fn func(Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	bg := context.Background()
-	tx, err := p.pool.Begin(bg)
+	tx, err := p.pool.Begin(ctx)
 	if err != nil {
-		return err
+		return p.stalled(ctx, err)
 	}
-	if err := fn(&postgresTx{p: p, tx: tx}); err != nil {
-		return errors.Join(err, tx.Rollback(bg))
+	if err := fn(&postgresTx{p: p, tx: tx, ctx: ctx}); err != nil {
+		// The rollback gets a moment of its own: ctx may be what ended fn.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		return p.stalled(ctx, errors.Join(err, tx.Rollback(rctx)))
 	}
-	return tx.Commit(bg)
+	return p.stalled(ctx, tx.Commit(ctx))
+}
+
+// stalled names the server when ctx ended a store call: the store is what
+// stopped answering, not the broker.
+func (p *Postgres) stalled(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("%w: %w: PostgreSQL at %s did not answer before the run's deadline or Ctrl-C (%v)", ErrStalled, ctx.Err(), p.addr, err)
+	}
+	return err
 }
 
 type postgresTx struct {
-	p  *Postgres
-	tx pgx.Tx
+	p   *Postgres
+	tx  pgx.Tx
+	ctx context.Context
 }
 
 func (t *postgresTx) Exec(query string, args ...any) (int64, error) {
-	tag, err := t.tx.Exec(context.Background(), t.p.sql(query), args...)
+	tag, err := t.tx.Exec(t.ctx, t.p.sql(query), args...)
 	if err != nil {
 		return 0, err
 	}
@@ -195,7 +214,7 @@ func (t *postgresTx) Exec(query string, args ...any) (int64, error) {
 
 func (t *postgresTx) QueryInt(query string, args ...any) (int64, bool, error) {
 	var n *int64 // NULL scans as nil, as sql.NullInt64 does for SQLite
-	switch err := t.tx.QueryRow(context.Background(), t.p.sql(query), args...).Scan(&n); {
+	switch err := t.tx.QueryRow(t.ctx, t.p.sql(query), args...).Scan(&n); {
 	case errors.Is(err, pgx.ErrNoRows):
 		return 0, false, nil
 	case err != nil:
@@ -213,6 +232,10 @@ func (p *Postgres) Audit(ctx context.Context) (history.Audit, error) {
 	return audit(ctx, p.db)
 }
 
+// closeTimeout bounds removing what a store made on its server: a server
+// that stopped answering must not hold the end of the run up for long.
+const closeTimeout = 2 * time.Second
+
 // Close drops the store's schema, with everything in it, and closes the
 // connections. A failed drop wraps ErrCleanup. A second Close does nothing.
 func (p *Postgres) Close() error {
@@ -223,11 +246,12 @@ func (p *Postgres) Close() error {
 	if closed {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()
 	var err error
 	if _, derr := p.db.ExecContext(ctx, `DROP SCHEMA IF EXISTS `+p.schema+` CASCADE`); derr != nil {
-		err = fmt.Errorf("%w: drop schema %s on PostgreSQL at %s: %v", ErrCleanup, p.schema, p.addr, derr)
+		err = fmt.Errorf("%w: schema %s was left on PostgreSQL at %s (%v); remove it with: %s -c 'DROP SCHEMA %s CASCADE'",
+			ErrCleanup, p.schema, p.addr, derr, p.psql, p.schema)
 	}
 	err = errors.Join(err, p.db.Close())
 	p.pool.Close()

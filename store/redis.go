@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -55,7 +54,7 @@ func (r *Redis) Key(id string) string { return r.prefix + id }
 // Close deletes the keys under the prefix and closes the client; a failed
 // delete wraps ErrCleanup.
 func (r *Redis) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()
 	var derr error
 	iter := r.Client.Scan(ctx, 0, r.prefix+"*", 1000).Iterator()

@@ -85,7 +85,11 @@ func (s *SQLite) Setup(ctx context.Context, ddl ...string) error {
 
 // Tx runs fn between BEGIN IMMEDIATE and COMMIT. Statements run with a
 // context that is never cancelled: the modernc driver would otherwise watch
-// each statement's context in a goroutine of its own.
+// each statement's context in a goroutine of its own. Nothing can make them
+// wait: the connection holds the file's lock from open to close
+// (locking_mode EXCLUSIVE), so no other process can take it, and there is
+// no server to stop answering. (A filesystem that hangs would; dqbench
+// writes its SQLite files in the run's temporary directory.)
 func (s *SQLite) Tx(ctx context.Context, fn func(Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err

@@ -20,6 +20,10 @@ import (
 // Redis), so the CLI can tell "the run could not be completed" (exit 3).
 var ErrUnreachable = errors.New("store unreachable")
 
+// ErrStalled wraps a store call that the run's end (its deadline, Ctrl-C)
+// cut short: the store's server stopped answering, not the broker.
+var ErrStalled = errors.New("the store stopped answering")
+
 // ErrCleanup wraps a failure to remove what a run made on a store server
 // (a schema, keys): the counts stand, but something was left behind.
 var ErrCleanup = errors.New("cleanup on the store failed")
