@@ -308,9 +308,14 @@ type Meta struct {
 	Messages int           `json:"messages"`
 	Broker   string        `json:"broker"`
 	Duration time.Duration `json:"duration_ns"`
-	// Incomplete says why the run ended early (deadline, interrupted),
-	// when it did; its counts are then what was recorded until then.
+	// Incomplete says why the run ended early (deadline, interrupted, a
+	// store that died), when it did; its counts are then what was
+	// recorded until then.
 	Incomplete string `json:"incomplete,omitempty"`
+	// Error says why the run could not start at all (a broker or store
+	// that cannot be reached, a consumer that exits while starting): there
+	// are no counts, and the run is judged as an error.
+	Error string `json:"error,omitempty"`
 }
 
 // Plan is what the judge needs of a scenario: its variants and their
@@ -373,7 +378,7 @@ type Run struct {
 // Valid reports whether the run completed and every variant's experiment
 // counts.
 func (r Run) Valid() bool {
-	if r.Incomplete != "" {
+	if r.Incomplete != "" || r.Error != "" {
 		return false
 	}
 	for _, v := range r.Variants {
@@ -395,6 +400,9 @@ func Judge(plan Plan, meta Meta, events iter.Seq2[history.Event, error], audits 
 // applied) for Inspect.
 func judge(plan Plan, meta Meta, events iter.Seq2[history.Event, error], audits map[string]history.Audit) (Run, map[string]*tally, error) {
 	tallies := make(map[string]*tally, len(plan.Variants))
+	if meta.Error != "" {
+		return Run{Meta: meta}, tallies, nil // nothing ran: nothing to count
+	}
 	for _, v := range plan.Variants {
 		tallies[v.Name] = &tally{}
 	}

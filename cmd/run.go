@@ -135,6 +135,10 @@ func runScenarios(ctx context.Context, s Streams, o runOptions, args []string) e
 			sc.Seed = o.seed
 		}
 		if o.messages > 0 {
+			if err := sc.CheckEvery(o.messages); err != nil {
+				problems = append(problems, fmt.Sprintf("--messages %d: %v", o.messages, err))
+				continue
+			}
 			sc.Messages = o.messages
 		}
 		if len(o.addresses) > 0 {
@@ -181,7 +185,7 @@ func runScenarios(ctx context.Context, s Streams, o runOptions, args []string) e
 		j, err := runOne(ctx, s, o, sc, dirName)
 		if j != nil {
 			runs = append(runs, *j)
-			if j.run.Incomplete != "" && !errors.Is(err, runner.ErrInternal) {
+			if (j.run.Incomplete != "" || j.run.Error != "") && !errors.Is(err, runner.ErrInternal) {
 				err = nil // verdict says why, as it does for a saved run
 			}
 		}
@@ -269,6 +273,8 @@ func judgedRuns(all []judged) []check.Run {
 func verdict(runs []check.Run, failures []error) error {
 	for _, r := range runs {
 		switch {
+		case r.Error != "":
+			failures = append(failures, fmt.Errorf("scenario %s: could not run: %s", r.Scenario, r.Error))
 		case r.Incomplete != "":
 			failures = append(failures, fmt.Errorf("scenario %s: %s", r.Scenario, r.Incomplete))
 		case !r.Valid():

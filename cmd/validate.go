@@ -20,7 +20,7 @@ are accepted too. Exit code 2 if any file is invalid.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			bad := 0
 			for _, arg := range args {
-				_, err := scenario.ResolveContext(c.Context(), arg)
+				sc, err := scenario.ResolveContext(c.Context(), arg)
 				if err != nil && c.Context().Err() != nil {
 					return withCode(ExitIncomplete, fmt.Errorf("interrupted: %w", c.Context().Err()))
 				}
@@ -28,6 +28,9 @@ are accepted too. Exit code 2 if any file is invalid.`,
 					bad++
 					fmt.Fprintln(s.Err, err)
 					continue
+				}
+				for _, w := range sc.Warnings {
+					fmt.Fprintln(s.Err, w)
 				}
 				fmt.Fprintf(s.Out, "%s: ok\n", arg)
 			}

@@ -70,6 +70,18 @@ func JUnit(w io.Writer, runs []check.Run) error {
 			},
 		}
 		total += r.Duration.Seconds()
+		if r.Error != "" {
+			// A run that could not start is one testcase in error, so that
+			// a test reporter shows it red, whatever its variants expected.
+			msg, _, _ := strings.Cut(r.Error, "\n")
+			s.Cases = []junitCase{{Name: r.Scenario + ": run", Classname: r.Scenario, Time: seconds(r.Duration.Seconds()),
+				Error: &junitProblem{Message: "the run could not start: " + msg, Type: "error", Text: r.Error}}}
+			s.Tests, s.Errors = 1, 1
+			all.Tests++
+			all.Errors++
+			all.Suites = append(all.Suites, s)
+			continue
+		}
 		var notes []string
 		for _, v := range r.Variants {
 			var invalid []string

@@ -64,14 +64,18 @@ func Passed(runs []check.Run) bool {
 }
 
 type jsonRun struct {
-	Scenario   string          `json:"scenario"`
-	Seed       int64           `json:"seed"`
-	Broker     string          `json:"broker"`
-	Messages   int             `json:"messages"`
-	Passed     bool            `json:"passed"`
-	DurationMS int64           `json:"duration_ms"`
-	Incomplete string          `json:"incomplete,omitempty"`
-	Variants   []check.Variant `json:"variants"`
+	Scenario   string `json:"scenario"`
+	Seed       int64  `json:"seed"`
+	Broker     string `json:"broker"`
+	Messages   int    `json:"messages"`
+	Passed     bool   `json:"passed"`
+	DurationMS int64  `json:"duration_ms"`
+	Incomplete string `json:"incomplete,omitempty"`
+	Error      string `json:"error,omitempty"`
+	// Valid is false when the run could not start, ended early or has a
+	// variant whose experiment does not count: exit code 3.
+	Valid    bool            `json:"valid"`
+	Variants []check.Variant `json:"variants"`
 }
 
 // JSON writes {"passed": bool, "runs": [...]}.
@@ -81,7 +85,7 @@ func JSON(w io.Writer, runs []check.Run) error {
 		Runs   []jsonRun `json:"runs"`
 	}{Passed: Passed(runs), Runs: []jsonRun{}}
 	for _, r := range runs {
-		vs := append([]check.Variant(nil), r.Variants...) // render, never change the input
+		vs := append([]check.Variant{}, r.Variants...) // render, never change the input
 		for i := range vs {
 			if vs[i].Expectations == nil {
 				vs[i].Expectations = []check.ExpectationResult{}
@@ -89,7 +93,8 @@ func JSON(w io.Writer, runs []check.Run) error {
 		}
 		out.Runs = append(out.Runs, jsonRun{
 			Scenario: r.Scenario, Seed: r.Seed, Broker: r.Broker, Messages: r.Messages,
-			Passed: r.Passed, DurationMS: r.Duration.Milliseconds(), Incomplete: r.Incomplete, Variants: vs,
+			Passed: r.Passed, DurationMS: r.Duration.Milliseconds(), Incomplete: r.Incomplete, Error: r.Error,
+			Valid: r.Valid(), Variants: vs,
 		})
 	}
 	enc := json.NewEncoder(w)
@@ -184,6 +189,21 @@ func text(w io.Writer, runs []check.Run, markdown bool, opts Options) error {
 		} else {
 			fmt.Fprintf(w, "scenario %s\n", p.Bold(r.Scenario))
 		}
+		bullet := ""
+		if markdown {
+			bullet = "- "
+		}
+		line := func(format string, args ...any) {
+			for _, l := range wrap(fmt.Sprintf(format, args...), opts.Width) {
+				fmt.Fprintln(w, l)
+			}
+		}
+		if r.Error != "" {
+			// Nothing ran: no table, the reason and the verdict.
+			line("%s%s %s: could not run: %s", bullet, p.Red("ERROR"), r.Scenario, r.Error)
+			line("%s%s  seed %d · %d messages per variant · %s", bullet, runVerdict(p, r), r.Seed, r.Messages, r.Broker)
+			continue
+		}
 		table, hidden, err := fitTable(r, markdown, opts, p)
 		if err != nil {
 			return err
@@ -194,15 +214,6 @@ func text(w io.Writer, runs []check.Run, markdown bool, opts Options) error {
 		}
 		if markdown {
 			fmt.Fprintln(w)
-		}
-		bullet := ""
-		if markdown {
-			bullet = "- "
-		}
-		line := func(format string, args ...any) {
-			for _, l := range wrap(fmt.Sprintf(format, args...), opts.Width) {
-				fmt.Fprintln(w, l)
-			}
 		}
 		for _, v := range r.Variants {
 			for _, e := range v.Expectations {
@@ -341,11 +352,13 @@ func wrap(s string, width int) []string {
 	return append(lines, indent+s)
 }
 
-// runVerdict is a run's last word, the one its exit code says: INCOMPLETE
-// for a run cut short, INVALID for an experiment that does not count (exit
+// runVerdict is a run's last word, the one its exit code says: ERROR for a
+// run that could not start, INCOMPLETE for a run cut short, INVALID for an experiment that does not count (exit
 // 3 both), else PASS or FAIL by the expectations.
 func runVerdict(p ansi.Paint, r check.Run) string {
 	switch {
+	case r.Error != "":
+		return p.Red("ERROR")
 	case r.Incomplete != "":
 		return p.Red("INCOMPLETE")
 	case !r.Valid():

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,11 +71,12 @@ type Result struct {
 	Cleanup []error
 }
 
-// Run runs s, streaming its history to opts.History. A run that ends early
-// (deadline, interrupted) still returns what it recorded, with
-// Meta.Incomplete saying why, and an error wrapping ErrDeadline or
-// ErrInterrupted. Any other error means there is nothing to judge (broker
-// unreachable, store failure).
+// Run runs s, streaming its history to opts.History. It always returns a
+// Result, so that every run leaves a report: a run that ends early
+// (deadline, interrupted, a variant whose broker connection, store or
+// consumer failed) returns what it recorded, with Meta.Incomplete saying
+// why, and the error; a run that could not start (broker unreachable)
+// returns Meta.Error and the error, and nothing to count.
 func Run(ctx context.Context, s *scenario.Scenario, opts Options) (*Result, error) {
 	progress := opts.Progress
 	if progress == nil {
@@ -87,20 +89,27 @@ func Run(ctx context.Context, s *scenario.Scenario, opts Options) (*Result, erro
 	ctx, cancel := context.WithDeadline(ctx, hard.Add(-shutdownBudget(deadline)))
 	defer cancel()
 
+	notStarted := func(broker string, err error) (*Result, error) {
+		return &Result{Meta: check.Meta{
+			Scenario: s.Name, Seed: s.Seed, Messages: s.Messages,
+			Broker: broker, Duration: time.Since(start), Error: err.Error(),
+		}}, err
+	}
 	b, err := all.Open(ctx, brokers.Config{
 		Kind: s.Broker.Kind, Mode: s.Broker.Mode, Addresses: s.Broker.Addresses, Settings: s.Broker.Settings,
 	})
 	if err != nil {
+		broker := strings.TrimSpace(fmt.Sprintf("%s %s", s.Broker.Kind, s.Broker.Mode))
 		if cause := endCause(parent, ctx); cause != nil {
-			return nil, fmt.Errorf("%w (%s): %v", cause, deadline, err)
+			return notStarted(broker, fmt.Errorf("%w (%s): %v", cause, deadline, err))
 		}
-		return nil, err
+		return notStarted(broker, err)
 	}
 	defer b.Close()
 
 	dir, err := os.MkdirTemp("", "dqbench-stores-")
 	if err != nil {
-		return nil, fmt.Errorf("temporary directory for the stores: %w", err)
+		return notStarted(b.Name(), fmt.Errorf("temporary directory for the stores: %w", err))
 	}
 	defer os.RemoveAll(dir)
 
@@ -138,12 +147,14 @@ func Run(ctx context.Context, s *scenario.Scenario, opts Options) (*Result, erro
 		}()
 	}
 	wg.Wait()
-	if err := rec.Close(); err != nil {
-		return nil, fmt.Errorf("write history: %w", err)
-	}
 	res.Meta = check.Meta{
 		Scenario: s.Name, Seed: s.Seed, Messages: s.Messages,
 		Broker: b.Name(), Duration: time.Since(start),
+	}
+	if err := rec.Close(); err != nil {
+		err = fmt.Errorf("write history: %w", err)
+		res.Meta.Incomplete = err.Error()
+		return res, err
 	}
 	if cause := endCause(parent, ctx); cause != nil {
 		limit := ""
@@ -164,7 +175,9 @@ func Run(ctx context.Context, s *scenario.Scenario, opts Options) (*Result, erro
 		return res, err
 	}
 	if err := firstError(errs); err != nil {
-		return nil, err
+		// What was recorded until a variant failed is still reported.
+		res.Meta.Incomplete = err.Error()
+		return res, err
 	}
 	return res, nil
 }

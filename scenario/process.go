@@ -1,12 +1,15 @@
 package scenario
 
 import (
+	"errors"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/dqbench/dqbench/catalog"
+	"github.com/dqbench/dqbench/internal/strictyaml"
 )
 
 // Process is a variant whose consumer is a program outside dqbench: dqbench
@@ -128,4 +131,34 @@ func localPackage(build string) bool {
 	}
 	rest, ok := strings.CutPrefix(build, "./")
 	return ok && rest != "" && filepath.IsLocal(rest) && !strings.ContainsAny(build, "\\\x00") && !strings.HasPrefix(rest, "-")
+}
+
+// programWarnings says which process variants' programs cannot be found
+// from here: on PATH for a bare name, beside the scenario file for a
+// path. Not an error: a CI job may build the program after validating.
+func programWarnings(s *Scenario, d *strictyaml.Decoder) []string {
+	var out []string
+	for i, v := range s.Variants {
+		if v.Process == nil || len(v.Process.Command) == 0 {
+			continue
+		}
+		prog := v.Process.Command[0]
+		var err error
+		if strings.ContainsRune(prog, '/') {
+			p := prog
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(filepath.Dir(s.File), p)
+			}
+			_, err = exec.LookPath(p)
+		} else {
+			_, err = exec.LookPath(prog)
+		}
+		if err != nil {
+			path := fmt.Sprintf("variants[%d].process.command", i)
+			line, col := d.Pos(path)
+			out = append(out, fmt.Sprintf("%s:%d:%d: warning: %s: program %q is not found here (%v); validate does not run it, but run will: build or install it first, or use process.build: ./DIR",
+				s.File, line, col, path, prog, errors.Unwrap(err)))
+		}
+	}
+	return out
 }

@@ -39,6 +39,12 @@ var fixtures = []fixture{
 	{file: "valid/rabbitmq.yaml"},
 	{file: "valid/process.yaml"},
 
+	{"invalid/unquoted-comparison.yaml", []string{
+		`8:13: YAML syntax error: invalid header option: "0"; a value that starts with > or | must be quoted: write a comparison as lost: ">0"`,
+	}},
+	{"invalid/every-above-messages.yaml", []string{
+		`6:64: faults[0].every: 11 is more than the run's 10 messages`,
+	}},
 	{"invalid/unknown-top-key.yaml", []string{
 		`5:1: unknown key "varients" at the top level (allowed: version, name, description, seed, messages, deadline, drain, broker, producer, consumer, store, redis, faults, variants, stage); did you mean "variants"?`,
 	}},
@@ -628,7 +634,7 @@ func TestBounds(t *testing.T) {
 		{"producer: {window: %d}\n", MaxWindow, "producer.window"},
 		{"consumer: {instances: %d}\n", MaxInstances, "consumer.instances"},
 		{"consumer: {prefetch: %d}\n", MaxPrefetch, "consumer.prefetch"},
-		{"faults: [{type: produce-response-lost, every: %d}]\n", MaxEvery, "faults[0].every"},
+		{"messages: 10000000\nfaults: [{type: produce-response-lost, every: %d}]\n", MaxEvery, "faults[0].every"},
 		{"faults: [{type: produce-response-lost, every: 1, max_attempt: %d}]\n", MaxMaxAttempt, "faults[0].max_attempt"},
 	}
 	for _, tc := range tests {
@@ -899,7 +905,7 @@ func TestYAMLRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s.Seed, s.Messages, s.Deadline = 0, 123, Duration(7*time.Minute)
+			s.Seed, s.Messages, s.Deadline = 0, 1234, Duration(7*time.Minute)
 			y, err := s.YAML()
 			if err != nil {
 				t.Fatal(err)
@@ -910,7 +916,7 @@ func TestYAMLRoundTrip(t *testing.T) {
 			}
 			clean := func(x *Scenario) *Scenario {
 				c := *x
-				c.File, c.Source = "", nil
+				c.File, c.Source, c.Warnings = "", nil, nil
 				c.Faults = slices.Clone(x.Faults)
 				for i := range c.Faults {
 					c.Faults[i].Line = 0

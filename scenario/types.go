@@ -38,6 +38,10 @@ type Scenario struct {
 	File string `yaml:"-" json:"-"`
 	// Source is the scenario's YAML text as read.
 	Source []byte `yaml:"-" json:"-"`
+	// Warnings are what validation noticed that is not an error, each as
+	// FILE:LINE:COL: message (a process program not found here: CI may
+	// build it later).
+	Warnings []string `yaml:"-" json:"-"`
 }
 
 // Broker says which broker to run against and where it is.

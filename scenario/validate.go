@@ -330,6 +330,9 @@ func (c *checker) faults() {
 		}
 		if every {
 			c.inRange(fp+".every", f.Every, MaxEvery)
+			if n := orDefaultInt(c.s.Messages, DefaultMessages); f.Every > n && f.Every <= MaxEvery {
+				c.errorf(fp+".every", "%s", everyTooLarge(fp, f.Every, n))
+			}
 		}
 		if prob && !(f.Probability > 0 && f.Probability <= 1) {
 			c.errorf(fp+".probability", "%s.probability: must be more than 0 and at most 1, got %v", fp, f.Probability)
@@ -557,4 +560,29 @@ func orDefault(d, def Duration) Duration {
 		return def
 	}
 	return d
+}
+
+func orDefaultInt(n, def int) int {
+	if n == 0 {
+		return def
+	}
+	return n
+}
+
+// everyTooLarge says why a fault that fires on one intent in every n
+// cannot teach anything in a run of fewer intents.
+func everyTooLarge(fp string, every, messages int) string {
+	return fmt.Sprintf("%s.every: %d is more than the run's %d messages: the fault fires on one intent in every %d, so at most once and most likely never; use every: %d or less, or probability: P",
+		fp, every, messages, every, messages)
+}
+
+// CheckEvery checks the faults' every against n messages given outside
+// the file (--messages).
+func (s *Scenario) CheckEvery(n int) error {
+	for i, f := range s.Faults {
+		if f.Every > n {
+			return fmt.Errorf("%s:%d: %s", s.File, f.Line, everyTooLarge(fmt.Sprintf("faults[%d]", i), f.Every, n))
+		}
+	}
+	return nil
 }

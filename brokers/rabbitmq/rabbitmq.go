@@ -66,10 +66,12 @@ func Open(ctx context.Context, cfg brokers.Config) (brokers.Broker, error) {
 		addrs = []string{b.DefaultAddress}
 	}
 	var errs []string
+	answered := false // a broker answered and refused the login or vhost
 	for _, a := range addrs {
 		conn, err := dial(ctx, a, "", nil)
 		if err != nil {
 			errs = append(errs, err.Error())
+			answered = answered || errors.Is(err, errRefused)
 			continue
 		}
 		r := &RabbitMQ{url: a, masked: catalog.MaskURL(a), queueType: settings.QueueType, addrs: addrs, conn: conn}
@@ -84,8 +86,34 @@ func Open(ctx context.Context, cfg brokers.Config) (brokers.Broker, error) {
 		}
 		return r, nil
 	}
+	if answered {
+		return nil, errors.New(strings.Join(errs, "; ")) // it answered: no "start one"
+	}
 	return nil, fmt.Errorf("%w: %s; start one with \"docker compose up -d rabbitmq\" (or \"service rabbitmq-server start\" where it is installed)",
 		brokers.ErrUnreachable, strings.Join(errs, "; "))
+}
+
+// errRefused marks a RabbitMQ that answered but refused the connection:
+// a wrong user or password, or a virtual host that is not there.
+var errRefused = errors.New("refused")
+
+// refusal says what a broker that answered but refused the connection
+// means, and what to do; ok is false for any other error.
+func refusal(err error, masked, url string) (error, bool) {
+	var ae *amqp.Error
+	if !errors.As(err, &ae) {
+		return nil, false
+	}
+	u, _ := amqp.ParseURI(url)
+	switch ae.Code {
+	case amqp.AccessRefused:
+		return fmt.Errorf("RabbitMQ at %s %w the login of user %q (403 ACCESS_REFUSED: a wrong user name or password, or a user that may not connect from here); fix the user name and password in the URL",
+			masked, errRefused, u.Username), true
+	case amqp.NotAllowed:
+		return fmt.Errorf("RabbitMQ at %s %w virtual host %q to user %q (%s); fix the URL's path, or create it: rabbitmqctl add_vhost %s && rabbitmqctl set_permissions -p %s %s '.*' '.*' '.*'",
+			masked, errRefused, u.Vhost, u.Username, ae.Reason, u.Vhost, u.Vhost, u.Username), true
+	}
+	return nil, false
 }
 
 // dial opens a connection to url, through the proxy at via when given;
@@ -135,6 +163,9 @@ func dial(ctx context.Context, url, via string, wrap func(net.Conn) net.Conn) (*
 	}
 	conn, err := amqp.DialConfig(url, cfg)
 	if err != nil {
+		if r, ok := refusal(err, masked, url); ok {
+			return nil, r
+		}
 		if errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {
 			err = fmt.Errorf("no answer in time (%v)", err)
 		}

@@ -137,3 +137,25 @@ func TestSilentPeer(t *testing.T) {
 		t.Fatalf("Open on a silent peer: %v, want ErrUnreachable without the password", err)
 	}
 }
+
+// A RabbitMQ that answers but refuses the login or the virtual host says
+// so, names the user and what to fix, and never says "start one".
+func TestRefused(t *testing.T) {
+	reachable(t)
+	tests := []struct{ url, want string }{
+		{"amqp://guest:wrong@127.0.0.1:5672/", `refused the login of user "guest" (403 ACCESS_REFUSED`},
+		{"amqp://guest:guest@127.0.0.1:5672/dqbench-no-such-vhost", `refused virtual host "dqbench-no-such-vhost" to user "guest"`},
+	}
+	for _, tc := range tests {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		b, err := rabbitmq.Open(ctx, config(tc.url, catalog.ClassicQueue))
+		cancel()
+		if err == nil {
+			b.Close()
+			t.Fatalf("%s: connected", tc.url)
+		}
+		if !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "start one") || strings.Contains(err.Error(), ":wrong@") {
+			t.Errorf("%s: error %q, want it to contain %q, mask the password and not say \"start one\"", tc.url, err, tc.want)
+		}
+	}
+}

@@ -664,3 +664,7 @@ func (d *Decoder) Overflow() *Error { return d.overflow }
 
 // Problems is every problem found, in file order.
 func (d *Decoder) Problems() Errors { return d.errs.Sorted() }
+
+// Pos is where path is in the file (line and column, 1-based; 0, 0 when
+// it is not there).
+func (d *Decoder) Pos(path string) (line, col int) { return d.pos(path) }

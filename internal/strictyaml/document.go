@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -70,6 +71,10 @@ func syntaxError(file string, err error) error {
 		if tk := ye.GetToken(); tk != nil && tk.Position != nil && tk.Position.Line > 0 {
 			e.Line, e.Col = tk.Position.Line, max(tk.Position.Column, 1)
 		}
+	}
+	if strings.Contains(e.Msg, "header option") {
+		// An unquoted > or | starts a block scalar: lost: >0.
+		e.Msg += `; a value that starts with > or | must be quoted: write a comparison as lost: ">0" or duplicates: ">= 1"`
 	}
 	return Errors{e}
 }
