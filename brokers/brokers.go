@@ -24,6 +24,13 @@ var ErrUnreachable = errors.New("broker unreachable")
 // outcome is unknown and the intent counts as indeterminate.
 var ErrUnconfirmed = errors.New("sent without confirmation (fire and forget)")
 
+// ErrRefused marks a publish the broker definitely did not take: it
+// answered with a refusal (RabbitMQ basic.nack, a Kafka error that says
+// the record was not written, an MQTT 5 PUBACK/PUBREC reason code of 0x80
+// or more). Such an intent is counted as refused, not lost: the producer
+// was told. Any other publish error leaves the outcome unknown.
+var ErrRefused = errors.New("refused by the broker")
+
 // ErrCleanup wraps a failure to remove what a run made on an external
 // broker (topics, groups, queues): the run's counts stand, but something
 // was left behind.

@@ -46,21 +46,49 @@ const (
 	abortedWritten // a stage wrote it in a batch whose transaction aborted
 	sameCopy       // a delivery came again from the first position (the broker redelivered the copy it stored)
 	held           // a fault event says the broker had it (received while the subscriber was offline)
+	nacked         // the broker refused a publish of it (a nack, a reject, an error saying it did not take it)
 )
 
 func (f *facts) has(flag uint16) bool { return f.flags&flag != 0 }
 
-// lost: the broker had the intent (it confirmed or delivered it, or a fault
-// event says it held it) and its
-// effect never applied, and the consumer did not say it refused it (that
-// is counted as rejected: reported, not silent).
-func (f *facts) lost() bool {
-	return f.has(published) && (f.has(confirmed) || f.has(held) || f.deliveries > 0) && f.applied == 0 && !f.has(rejected)
+// missing: the application handed the intent to the producer, its effect
+// never applied, and nobody said so: neither the broker (a refusal the
+// producer heard: refused) nor the consumer (rejected). Whether it counts
+// as lost also depends on the drain (tally.lossCause).
+func (f *facts) missing() bool {
+	return f.has(published) && f.applied == 0 && !f.has(rejected) && !f.brokerRefused()
+}
+
+// reachedBroker: the broker is known to have had the intent: it confirmed
+// or delivered it, or a fault event says it held it.
+func (f *facts) reachedBroker() bool {
+	return f.has(confirmed) || f.has(held) || f.deliveries > 0
+}
+
+// brokerRefused: the broker refused a publish of the intent, it never had
+// it as far as anyone saw, and its effect never applied. The producer was
+// told: counted as refused, not lost.
+func (f *facts) brokerRefused() bool {
+	return f.has(published) && f.has(nacked) && !f.reachedBroker() && f.applied == 0
 }
 
 // refused: the consumer rejected the intent and its effect never applied.
 func (f *facts) refused() bool {
 	return f.has(published) && f.has(rejected) && f.applied == 0
+}
+
+// lossCause says why intent f was lost, and whether it counts as lost: an
+// intent that may still be on the broker when the drain gave up (never
+// delivered) is not a loss the run observed.
+func (t *tally) lossCause(f *facts) (Cause, bool) {
+	if !f.missing() {
+		return "", false
+	}
+	c := f.lossCause()
+	if (c == LostUndelivered || c == LostUnconfirmed) && !t.drained() {
+		return c, false
+	}
+	return c, true
 }
 
 // tally is one variant's state while the history is read.
@@ -81,6 +109,8 @@ type tally struct {
 	// unnamed counts the rest.
 	faultReasons []string
 	unnamed      int
+	// lostBy counts the lost intents by cause, once counts has run.
+	lostBy map[Cause]int
 }
 
 // denseLimit bounds the slice of per-intent facts; intent ids past it (a
@@ -127,6 +157,10 @@ func (t *tally) add(e *history.Event) {
 		t.get(e.Intent).flags |= published
 	case history.Confirm:
 		t.get(e.Intent).flags |= confirmed
+	case history.PubFailed:
+		if e.Refused {
+			t.get(e.Intent).flags |= nacked
+		}
 	case history.Deliver:
 		f := t.get(e.Intent)
 		if f.deliveries < ^uint16(0) {
@@ -219,7 +253,9 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	t.stage.mark(t)
 	var c Counts
 	c.FaultsInjected = t.faults
-	var lostSkipped, lostShared, lostUndelivered, lostUnprocessed, lostDeadLettered, logCopies int
+	var logCopies int
+	lost := map[Cause]int{}    // counted as lost, by cause
+	waiting := map[Cause]int{} // never delivered when the drain gave up: not counted
 	t.each(func(_ int, f *facts) {
 		for _, row := range Table {
 			if row.perIntent != nil {
@@ -229,21 +265,14 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 		if f.has(published) && f.has(copies) {
 			logCopies++
 		}
-		if f.lost() {
-			switch f.lossCause() {
-			case LostDeadLettered:
-				lostDeadLettered++
-			case LostUndelivered:
-				lostUndelivered++
-			case LostSkipped:
-				lostSkipped++
-			case LostIDShared:
-				lostShared++
-			default:
-				lostUnprocessed++
-			}
+		if cause, ok := t.lossCause(f); ok {
+			lost[cause]++
+			c.Lost++
+		} else if f.missing() {
+			waiting[cause]++
 		}
 	})
+	t.lostBy = lost
 
 	notes := t.faultNotes()
 	if logCopies > 0 && t.stage != nil {
@@ -264,30 +293,29 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	if c.Rejected > 0 {
 		notes = append(notes, fmt.Sprintf("%d intents were refused by the consumer and never applied (an out-of-order version, an illegal state transition, a poison message that fails every time): refused and reported, not silently lost", c.Rejected))
 	}
-	if lostSkipped > 0 {
-		notes = append(notes, fmt.Sprintf("%d intents were skipped as already processed but their effect never applied: the dedup marker was committed without the effect", lostSkipped))
+	if c.Refused > 0 {
+		notes = append(notes, fmt.Sprintf("%d intents were refused by the broker (a nack, or an error saying it did not take them) and never applied: the producer was told, so they are counted as refused, not lost", c.Refused))
 	}
-	if lostShared > 0 {
-		notes = append(notes, fmt.Sprintf("%d intents were skipped on their first delivery as already processed: another intent had marked the same message id (distinct intents whose ids collide, such as a content hash of equal content)", lostShared))
-	}
-	if lostUnprocessed > 0 {
-		notes = append(notes, fmt.Sprintf("%d intents were delivered but never processed and not redelivered: acked before processing, then the consumer died", lostUnprocessed))
-	}
-	if lostDeadLettered > 0 {
-		notes = append(notes, fmt.Sprintf("%d intents went to the dead-letter queue without their effect applying", lostDeadLettered))
-	}
-	if lostUndelivered > 0 {
-		if t.drained() {
-			note := fmt.Sprintf("%d acknowledged intents were never delivered", lostUndelivered)
-			if t.limits != "" {
-				note += fmt.Sprintf(": the broker dropped them, silently, past its limits or in a restart of what it does not persist (%s)", t.limits)
-			}
-			notes = append(notes, note)
-		} else {
-			// Not a loss the run observed: the drain stopped waiting.
-			c.Lost -= lostUndelivered
-			notes = append(notes, fmt.Sprintf("%d acknowledged intents were still undelivered when the drain gave up: not counted as lost", lostUndelivered))
+	for _, cause := range lossCauses {
+		n := lost[cause]
+		if n == 0 {
+			continue
 		}
+		note := fmt.Sprintf("%d intents lost %s (%s): %s", n, cause.Where(), cause, cause.Doc())
+		if cause == LostUndelivered && t.limits != "" {
+			note += fmt.Sprintf("; the broker dropped them, silently, past its limits or in a restart of what it does not persist (%s)", t.limits)
+		}
+		notes = append(notes, note)
+	}
+	ended := "when the drain gave up"
+	if t.drain == nil {
+		ended = "when the run ended, before its drain"
+	}
+	if n := waiting[LostUndelivered]; n > 0 {
+		notes = append(notes, fmt.Sprintf("%d acknowledged intents were still undelivered %s: not counted as lost", n, ended))
+	}
+	if n := waiting[LostUnconfirmed]; n > 0 {
+		notes = append(notes, fmt.Sprintf("%d unconfirmed intents had not been delivered %s: not counted as lost", n, ended))
 	}
 	if len(audit.BalanceMismatch) > 0 {
 		notes = append(notes, fmt.Sprintf("%d accounts' balances disagree with their ledger rows", len(audit.BalanceMismatch)))
@@ -355,6 +383,9 @@ type Variant struct {
 	// DeliveredQoS counts deliveries per QoS level they arrived with
 	// (MQTT: the minimum of the publish and the subscription QoS).
 	DeliveredQoS map[string]int `json:"delivered_qos,omitempty"`
+	// LostByCause counts the lost intents by cause (a Cause: unconfirmed,
+	// undelivered, unprocessed, ...); they add up to lost.
+	LostByCause map[string]int `json:"lost_by_cause"`
 	// Legs says on which leg each duplicate and loss arose (MQTT).
 	Legs *Legs `json:"legs,omitempty"`
 	// Notes explain where duplicates and losses came from.
@@ -420,7 +451,7 @@ func judge(plan Plan, meta Meta, events iter.Seq2[history.Event, error], audits 
 		audit, haveAudit := audits[v.Name]
 		counts, notes := t.counts(audit)
 		res := Variant{Name: v.Name, Strategy: v.Strategy, Passed: true, Counts: counts, Notes: notes, KilledPIDs: t.killed,
-			DeliveredQoS: t.deliveredQoS(), Legs: t.legs()}
+			DeliveredQoS: t.deliveredQoS(), Legs: t.legs(), LostByCause: t.lostByCause()}
 		res.Invalid = t.invalid(haveAudit, audit)
 		for _, exp := range v.Expect {
 			got, _ := counts.Get(exp.Count)
@@ -459,6 +490,15 @@ func (t *tally) invalid(haveAudit bool, audit history.Audit) []string {
 			why = "no progress"
 		}
 		out = append(out, fmt.Sprintf("%v (%s; %d messages still on the broker): its counts are not final", ErrIncomplete, why, t.drain.Backlog))
+	}
+	return out
+}
+
+// lostByCause is t.lostBy keyed by name, never nil.
+func (t *tally) lostByCause() map[string]int {
+	out := make(map[string]int, len(t.lostBy))
+	for c, n := range t.lostBy {
+		out[string(c)] = n
 	}
 	return out
 }

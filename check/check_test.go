@@ -100,13 +100,56 @@ func TestTally(t *testing.T) {
 				Attempted: 2, Acknowledged: 2, Delivered: 1, Redelivered: 1,
 				Effects: 2, Duplicates: 1, Lost: 1,
 			},
-			notes: []string{"1 intents had their effect applied more than once", "1 acknowledged intents were never delivered"},
+			notes: []string{"1 intents had their effect applied more than once", "1 intents lost in the broker (undelivered)"},
 		},
 		{
-			name:   "indeterminate publish, never applied, is not lost",
+			// At most once: handed to the producer, never confirmed, never
+			// delivered after a complete drain.
+			name:   "indeterminate publish, never applied, is lost before the broker",
+			events: one(ev(history.Publish, 1), ev(history.PubFailed, 1), drainEnd),
+			audit:  applied(map[int]int{}),
+			want:   check.Counts{Attempted: 1, Indeterminate: 1, Lost: 1},
+			notes:  []string{"1 intents lost before the broker or unseen in it (unconfirmed): handed to the producer, never confirmed"},
+		},
+		{
+			name:   "indeterminate publish, never applied, run ended before its drain: not counted",
 			events: one(ev(history.Publish, 1), ev(history.PubFailed, 1)),
 			audit:  applied(map[int]int{}),
 			want:   check.Counts{Attempted: 1, Indeterminate: 1},
+			notes:  []string{"1 unconfirmed intents had not been delivered when the run ended, before its drain: not counted as lost"},
+		},
+		{
+			name:   "indeterminate publish, never applied, drain gave up: not counted",
+			events: one(ev(history.Publish, 1), ev(history.PubFailed, 1), drainCut),
+			audit:  applied(map[int]int{}),
+			want:   check.Counts{Attempted: 1, Indeterminate: 1},
+			notes:  []string{"1 unconfirmed intents had not been delivered when the drain gave up: not counted as lost"},
+		},
+		{
+			// The broker said no: the producer was told, so refused, not lost.
+			name:   "a publish the broker refused is refused, not lost",
+			events: one(ev(history.Publish, 1), history.Event{Variant: "v", Type: history.PubFailed, Intent: 1, Refused: true}, drainEnd),
+			audit:  applied(map[int]int{}),
+			want:   check.Counts{Attempted: 1, Indeterminate: 1, Refused: 1},
+			notes:  []string{"1 intents were refused by the broker"},
+		},
+		{
+			// Refused on the first attempt, stored on the second: applied.
+			name: "refused, then confirmed on a retry",
+			events: one(ev(history.Publish, 1), history.Event{Variant: "v", Type: history.PubFailed, Intent: 1, Refused: true},
+				ev(history.Publish, 1), ev(history.Confirm, 1), delivered(1, 1), effect(1, true), drainEnd),
+			audit: applied(map[int]int{1: 1}),
+			want:  check.Counts{Attempted: 1, Acknowledged: 1, Delivered: 1, Effects: 1},
+		},
+		{
+			// Refused after a try whose outcome was unknown, but that try
+			// was stored: delivered, so not refused; never applied: lost.
+			name: "refused, but an earlier try was delivered: lost in the consumer",
+			events: one(ev(history.Publish, 1), ev(history.PubFailed, 1), ev(history.Publish, 1),
+				history.Event{Variant: "v", Type: history.PubFailed, Intent: 1, Refused: true}, delivered(1, 1), drainEnd),
+			audit: applied(map[int]int{}),
+			want:  check.Counts{Attempted: 1, Indeterminate: 1, Delivered: 1, Lost: 1},
+			notes: []string{"1 intents lost in the consumer (unprocessed)"},
 		},
 		{
 			// The broker stored it even though the producer never heard back.
@@ -120,6 +163,7 @@ func TestTally(t *testing.T) {
 			events: one(ev(history.Publish, 1)),
 			audit:  applied(map[int]int{}),
 			want:   check.Counts{Attempted: 1, Indeterminate: 1},
+			notes:  []string{"1 unconfirmed intents had not been delivered when the run ended"},
 		},
 		{
 			name: "retried publish confirmed on the second attempt counts one intent",
@@ -175,7 +219,7 @@ func TestTally(t *testing.T) {
 				Attempted: 3, Acknowledged: 3, Delivered: 3, Effects: 1, Lost: 2,
 				DeadLettered: 2, FaultsInjected: 3,
 			},
-			notes: []string{"2 consumer crashes", "2 intents went to the dead-letter queue"},
+			notes: []string{"2 consumer crashes", "2 intents lost in the broker (dead-lettered)"},
 		},
 		{
 			// A producer retry after a lost response stored intent 1 at two
@@ -224,7 +268,7 @@ func TestTally(t *testing.T) {
 				fault("crash@before-process"), ev(history.Crash, 0), drainEnd),
 			audit: applied(map[int]int{}),
 			want:  check.Counts{Attempted: 1, Indeterminate: 1, Delivered: 1, Lost: 1, FaultsInjected: 1},
-			notes: []string{"1 consumer crashes", "1 intents were delivered but never processed"},
+			notes: []string{"1 consumer crashes", "1 intents lost in the consumer (unprocessed): delivered but never processed"},
 		},
 		{
 			name:   "balance mismatch",
@@ -238,7 +282,7 @@ func TestTally(t *testing.T) {
 			events: clean(1),
 			audit:  history.Audit{},
 			want:   check.Counts{Attempted: 1, Acknowledged: 1, Delivered: 1, Lost: 1},
-			notes:  []string{"1 intents were delivered but never processed"},
+			notes:  []string{"1 intents lost in the consumer (unprocessed)"},
 		},
 	}
 	for _, tt := range tests {

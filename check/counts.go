@@ -12,6 +12,7 @@ type Counts struct {
 	Effects        int `json:"effects"`
 	Duplicates     int `json:"duplicates"`
 	Lost           int `json:"lost"`
+	Refused        int `json:"refused"`
 	Rejected       int `json:"rejected"`
 	Unexpected     int `json:"unexpected"`
 	DeadLettered   int `json:"dead_lettered"`
@@ -81,9 +82,16 @@ var Table = []Count{
 	},
 	{
 		Name: "lost", Column: "lost",
-		Doc:       "Intents the broker confirmed or delivered (so it had them) whose effect never applied after the drain.",
-		field:     func(c *Counts) *int { return &c.Lost },
-		perIntent: func(f *facts) int { return b2i(f.lost()) },
+		Doc: "Intents handed to the producer, not refused by the broker, whose effect never applied after a complete drain: " +
+			"at-most-once publishing (QoS 0, acks=0) that lost them before the broker confirmed anything counts too. " +
+			"Each has a cause saying where it was lost (lost_by_cause): before the broker, in the broker, in the consumer.",
+		field: func(c *Counts) *int { return &c.Lost }, // counted in tally.counts, which knows the drain
+	},
+	{
+		Name: "refused", Column: "refused",
+		Doc:       "Intents the broker definitely refused (a nack, or an error saying it did not take them) and that never applied: the producer was told, so not counted as lost.",
+		field:     func(c *Counts) *int { return &c.Refused },
+		perIntent: func(f *facts) int { return b2i(f.brokerRefused()) },
 	},
 	{
 		Name: "rejected", Column: "rejected",

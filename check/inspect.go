@@ -16,7 +16,7 @@ type Verdict string
 const (
 	OK        Verdict = "ok"        // applied once, or never had by the broker
 	Duplicate Verdict = "duplicate" // applied more than once
-	Lost      Verdict = "lost"      // the broker had it, the effect never applied
+	Lost      Verdict = "lost"      // handed to the producer, not refused, the effect never applied
 )
 
 // Cause says why an intent duplicated or was lost: the per-intent side of
@@ -34,7 +34,29 @@ const (
 	LostUnprocessed  Cause = "unprocessed"   // delivered, never processed, never redelivered
 	LostDeadLettered Cause = "dead-lettered" // dead-lettered without the effect
 	LostUndelivered  Cause = "undelivered"   // confirmed, never delivered
+	LostUnconfirmed  Cause = "unconfirmed"   // never confirmed, never delivered: not known to have reached the broker
 )
+
+// lossCauses lists the causes of losses, by where: before the broker (or
+// unseen in it: nobody confirmed it), in the broker, in the consumer.
+var lossCauses = []Cause{LostUnconfirmed, LostUndelivered, LostDeadLettered, LostUnprocessed, LostSkipped, LostIDShared}
+
+// Where says where an intent lost by this cause was lost: "in the
+// broker", "in the consumer", or for one nobody confirmed "before the
+// broker or unseen in it" (a QoS 0 publish may die in the client's buffer
+// or be dropped by a broker with no subscriber online: the history cannot
+// tell which); empty for a duplicate's cause.
+func (c Cause) Where() string {
+	switch c {
+	case LostUnconfirmed:
+		return "before the broker or unseen in it"
+	case LostUndelivered, LostDeadLettered:
+		return "in the broker"
+	case LostUnprocessed, LostSkipped, LostIDShared:
+		return "in the consumer"
+	}
+	return ""
+}
 
 // Doc explains the cause in a sentence.
 func (c Cause) Doc() string {
@@ -56,9 +78,20 @@ func (c Cause) Doc() string {
 	case LostDeadLettered:
 		return "sent to the dead-letter queue without its effect applying"
 	case LostUndelivered:
-		return "acknowledged by the broker but never delivered"
+		return "the broker had it (it confirmed it, or held it for an offline subscriber) but never delivered it: dropped past its limits, in a failover or in a restart of what it does not persist"
+	case LostUnconfirmed:
+		return "handed to the producer, never confirmed and never delivered: not known to have reached the broker (at-most-once publishing such as MQTT QoS 0 or Kafka acks=0 loses what the client had buffered or in flight when it died or was cut off, or the broker dropped it unseen; or a publish whose outcome was unknown and was not retried), and nobody was told"
 	}
 	return string(c)
+}
+
+// Why is Doc, said of one intent: for a loss, where it was lost first
+// ("lost in the consumer: ...").
+func (c Cause) Why() string {
+	if w := c.Where(); w != "" {
+		return "lost " + w + ": " + c.Doc()
+	}
+	return c.Doc()
 }
 
 // lossCause says why a lost intent was lost.
@@ -66,6 +99,8 @@ func (f *facts) lossCause() Cause {
 	switch {
 	case f.has(deadLettered):
 		return LostDeadLettered
+	case f.deliveries == 0 && !f.reachedBroker():
+		return LostUnconfirmed
 	case f.deliveries == 0:
 		return LostUndelivered
 	case f.has(skippedFirst):
@@ -135,12 +170,11 @@ func (t *tally) verdict(id int, f *facts) IntentVerdict {
 		case f.has(copies):
 			v.Cause = DupStoredTwice
 		}
-	case f.lost():
-		cause := f.lossCause()
-		if cause == LostUndelivered && !t.drained() {
-			break // still on the broker when the drain gave up: not counted as lost
+	default:
+		// Not counted when it may still be on the broker: the drain gave up.
+		if cause, ok := t.lossCause(f); ok {
+			v.Verdict, v.Cause = Lost, cause
 		}
-		v.Verdict, v.Cause = Lost, cause
 	}
 	return v
 }
@@ -205,4 +239,4 @@ func sortVerdicts(vs []IntentVerdict) {
 
 // Causes lists every cause in the order reports show them: duplicates,
 // then losses.
-var Causes = []Cause{DupRedelivered, DupStoredTwice, LostSkipped, LostIDShared, LostUnprocessed, LostDeadLettered, LostUndelivered, DupStageRewrite, DupAbortedRead}
+var Causes = []Cause{DupRedelivered, DupStoredTwice, LostSkipped, LostIDShared, LostUnprocessed, LostDeadLettered, LostUndelivered, LostUnconfirmed, DupStageRewrite, DupAbortedRead}

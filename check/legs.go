@@ -11,14 +11,18 @@ import (
 type Legs struct {
 	// Publisher: the broker stored the intent more than once (the
 	// publishing client resent a PUBLISH the broker had already taken, or
-	// the application published it again). A publish lost on this leg is
-	// never confirmed: it counts as indeterminate, not lost.
+	// the application published it again). Its Lost is always 0: a loss
+	// nobody confirmed is Unconfirmed, on neither leg for sure.
 	Publisher LegCounts `json:"publisher"`
 	// Subscriber: the broker delivered the same stored copy again (a
 	// redelivery after a lost acknowledgement or a consumer restart), or
 	// had the intent and it never took effect (never delivered, or
 	// delivered and then lost by the consumer).
 	Subscriber LegCounts `json:"subscriber"`
+	// UnconfirmedLost: intents lost that nobody confirmed or delivered (QoS
+	// 0): lost on the publisher leg or dropped by the broker, unseen.
+	// Publisher.Lost + Subscriber.Lost + UnconfirmedLost = lost.
+	UnconfirmedLost int `json:"unconfirmed_lost"`
 }
 
 // LegCounts counts intents per leg; an intent duplicated on both legs
@@ -49,8 +53,13 @@ func (t *tally) legs() *Legs {
 		case redelivered:
 			l.Subscriber.Duplicates++
 		}
-		if f.lost() {
-			l.Subscriber.Lost++
+		// Where the totals count a loss, so the legs add up to lost.
+		if cause, ok := t.lossCause(f); ok {
+			if cause == LostUnconfirmed {
+				l.UnconfirmedLost++
+			} else {
+				l.Subscriber.Lost++
+			}
 		}
 	})
 	return &l

@@ -118,6 +118,9 @@ func writeAnomalies(w io.Writer, p ansi.Paint, in *check.Inspection, name string
 		}
 		sample := a.Sample[c]
 		kind := verdict(p, sample[0].Verdict)
+		if where := c.Where(); where != "" {
+			kind += " " + where
+		}
 		fmt.Fprintf(w, "  %s, %s: %s\n", kind, plural(n, "intent", "intents"), c.Doc())
 		ids := make([]string, len(sample))
 		for i, s := range sample {
@@ -192,7 +195,7 @@ func writeStory(w io.Writer, p ansi.Paint, s *story.Story) {
 	case check.OK:
 		fmt.Fprintf(w, "  effect applied %s\n", plural(s.Applied, "time", "times"))
 	default:
-		fmt.Fprintf(w, "  why: %s\n", s.Cause.Doc())
+		fmt.Fprintf(w, "  why: %s\n", s.Cause.Why())
 	}
 	fmt.Fprintf(w, "  → %s\n", verdict(p, s.Verdict))
 }

@@ -44,6 +44,7 @@ func appendEvent(b []byte, e *Event) []byte {
 	b = appendInt(b, `,"pid":`, int64(e.PID))
 	b = appendStr(b, `,"qos":`, e.QoS)
 	b = appendBool(b, `,"held":true`, e.Held)
+	b = appendBool(b, `,"refused":true`, e.Refused)
 	return append(b, '}', '\n')
 }
 

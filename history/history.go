@@ -26,7 +26,7 @@ type Type string
 const (
 	Publish    Type = "publish"     // the producer sent an intent (Attempt counts application-level sends)
 	Confirm    Type = "confirm"     // the broker acknowledged the intent
-	PubFailed  Type = "pub-failed"  // the send ended without a confirm; the outcome is unknown
+	PubFailed  Type = "pub-failed"  // the send ended without a confirm: the outcome is unknown, or (Refused) the broker said it did not take it
 	Deliver    Type = "deliver"     // a consumer received the intent (Attempt: its delivery count; Redelivered: the broker flagged it, or the same position came again)
 	Effect     Type = "effect"      // the strategy applied the effect (Applied), skipped it (Reason) or refused it (Rejected)
 	Ack        Type = "ack"         // the consumer acked / committed the delivery
@@ -78,6 +78,10 @@ type Event struct {
 	// fault hit them (subscriber-offline), so they count as had, like
 	// confirmed ones, even where nobody confirmed them (QoS 0).
 	Held bool `json:"held,omitempty"`
+	// Refused, with pub-failed: the broker answered that it did not take
+	// the publish (a nack, a reject, an error saying so): a definite
+	// refusal the producer heard, not an unknown outcome.
+	Refused bool `json:"refused,omitempty"`
 }
 
 // Recorder writes events from many goroutines to one stream, in the order

@@ -23,6 +23,7 @@ func sample() []history.Event {
 		{T: 2 * time.Millisecond, Variant: "naive", Type: history.Armed, Fault: "produce-response-lost"},
 		{T: 3 * time.Millisecond, Variant: "naive", Type: history.PubFailed, Intent: 1, Reason: "timed out"},
 		{T: 4 * time.Millisecond, Variant: "naive", Type: history.Publish, Intent: 1, Attempt: 2},
+		{T: 4 * time.Millisecond, Variant: "naive", Type: history.PubFailed, Intent: 2, Refused: true, Reason: "refused by the broker: basic.nack"},
 		{T: 5 * time.Millisecond, Variant: "naive", Type: history.Confirm, Intent: 1},
 		{T: 6 * time.Millisecond, Variant: "naive", Type: history.Deliver, Intent: 1, Attempt: 1, Consumer: 1, Position: "2@1099511627776"},
 		{T: 7 * time.Millisecond, Variant: "naive", Type: history.Fault, Fault: "consumer-crash@after-effect-before-ack", Point: "after-effect-before-ack"},

@@ -30,7 +30,8 @@ func (p *RecordingProducer) Publish(ctx context.Context, m brokers.Message, done
 	p.rec.Record(Event{Type: Publish, Intent: m.Intent, Attempt: m.Attempt})
 	p.Producer.Publish(ctx, m, func(err error) {
 		if err != nil {
-			p.rec.Record(Event{Type: PubFailed, Intent: m.Intent, Attempt: m.Attempt, Reason: err.Error()})
+			p.rec.Record(Event{Type: PubFailed, Intent: m.Intent, Attempt: m.Attempt, Reason: err.Error(),
+				Refused: errors.Is(err, brokers.ErrRefused)})
 		} else {
 			p.rec.Record(Event{Type: Confirm, Intent: m.Intent, Attempt: m.Attempt})
 		}

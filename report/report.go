@@ -90,6 +90,9 @@ func JSON(w io.Writer, runs []check.Run) error {
 			if vs[i].Expectations == nil {
 				vs[i].Expectations = []check.ExpectationResult{}
 			}
+			if vs[i].LostByCause == nil {
+				vs[i].LostByCause = map[string]int{}
+			}
 		}
 		out.Runs = append(out.Runs, jsonRun{
 			Scenario: r.Scenario, Seed: r.Seed, Broker: r.Broker, Messages: r.Messages,
@@ -380,6 +383,9 @@ func legsText(v check.Variant) string {
 	l := v.Legs
 	text := fmt.Sprintf("publisher→broker %d duplicated · broker→subscriber %d duplicated, %d lost",
 		l.Publisher.Duplicates, l.Subscriber.Duplicates, l.Subscriber.Lost)
+	if l.UnconfirmedLost > 0 {
+		text += fmt.Sprintf(" · %d lost unconfirmed (before the broker or unseen in it)", l.UnconfirmedLost)
+	}
 	var qos []string
 	for _, q := range check.QoSLevels(v.DeliveredQoS) {
 		qos = append(qos, fmt.Sprintf("%d at QoS %s", v.DeliveredQoS[q], q))

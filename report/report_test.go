@@ -49,6 +49,7 @@ func runs() []check.Run {
 						Attempted: 1000, Acknowledged: 998, Indeterminate: 2, Delivered: 1000, Redelivered: 50,
 						Effects: 950, Lost: 50, Unexpected: 1, DeadLettered: 3, FaultsInjected: 50,
 					},
+					LostByCause: map[string]int{"skipped": 50},
 					Expectations: []check.ExpectationResult{
 						{Check: "lost == 0", Passed: false, Actual: 50},
 					},

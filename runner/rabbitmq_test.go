@@ -76,7 +76,9 @@ func TestRabbitMQBuiltins(t *testing.T) {
 		{"rabbitmq-max-length", map[string]func(map[string]int) bool{
 			"drop-head":             func(c map[string]int) bool { return c["lost"] > 0 && c["indeterminate"] == 0 },
 			"drop-head-dedup-table": func(c map[string]int) bool { return c["lost"] > 0 && c["indeterminate"] == 0 },
-			"reject-publish":        func(c map[string]int) bool { return c["lost"] == 0 && c["indeterminate"] > 0 },
+			"reject-publish": func(c map[string]int) bool {
+				return c["lost"] == 0 && c["refused"] > 0 && c["refused"] == c["attempted"]-c["effects"]
+			},
 		}, false},
 		// The loop count varies with timing; what is dead-lettered does not.
 		{"rabbitmq-poison-dlq", map[string]func(map[string]int) bool{

@@ -152,6 +152,40 @@ variants:
 	}
 }
 
+// TestAcksNoneLosesToALeaderMove: a fire-and-forget producer (acks=0) never
+// hears that it sent to an old leader; what never took effect is lost, all
+// of it with cause unconfirmed, and the acks=all producer loses nothing.
+func TestAcksNoneLosesToALeaderMove(t *testing.T) {
+	s := parse(t, `
+version: 1
+name: acks-none
+messages: 600
+broker: {kind: kafka, brokers: 3, partitions: 2}
+faults:
+  - {type: leader-move, every: 150}
+variants:
+  - {name: acks-none, strategy: none, producer: {idempotent: false, acks: none}}
+  - {name: acks-all, strategy: none, producer: {idempotent: false, acks: all}}
+`)
+	res, err := runJudged(t, context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range res.Run.Variants {
+		never := v.Attempted - v.Effects + v.Duplicates // intents that never took effect (no duplicates here)
+		switch v.Name {
+		case "acks-none":
+			if v.Lost == 0 || v.Lost != never || v.LostByCause["unconfirmed"] != v.Lost || v.Indeterminate != v.Attempted {
+				t.Errorf("acks-none: lost %d (by cause %v), %d never took effect; counts %+v", v.Lost, v.LostByCause, never, v.Counts)
+			}
+		case "acks-all":
+			if v.Lost != 0 || never != 0 || len(v.LostByCause) != 0 {
+				t.Errorf("acks-all: lost %d (by cause %v); counts %+v", v.Lost, v.LostByCause, v.Counts)
+			}
+		}
+	}
+}
+
 // TestSameSeedSameCounts: the fault schedule depends on the seed alone.
 func TestSameSeedSameCounts(t *testing.T) {
 	yaml := `

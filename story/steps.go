@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/history"
 )
 
@@ -28,7 +29,15 @@ func (s *Story) Steps() []Step {
 		case history.Confirm:
 			text = "confirmed"
 		case history.PubFailed:
-			text = "publish failed: outcome unknown"
+			switch {
+			case e.Refused:
+				text = "refused by the broker: not stored"
+			case strings.Contains(e.Reason, brokers.ErrUnconfirmed.Error()):
+				text = "sent, no confirm to wait for (fire and forget): outcome unknown"
+				e.Reason = ""
+			default:
+				text = "publish failed: outcome unknown"
+			}
 			if e.Reason != "" {
 				text += " (" + e.Reason + ")"
 			}

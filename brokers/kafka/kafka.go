@@ -231,8 +231,29 @@ func (p *producer) Publish(ctx context.Context, m brokers.Message, done func(err
 		if err == nil && p.noAck {
 			err = brokers.ErrUnconfirmed
 		}
-		done(err)
+		done(refused(err))
 	})
+}
+
+// refusals are the Kafka errors that say the broker did not write the
+// record, whatever an earlier attempt did: the record itself, or the
+// topic, is not accepted. Retriable errors and those of the idempotent
+// producer's bookkeeping (an out-of-order sequence) leave the outcome
+// unknown.
+var refusals = []*kerr.Error{
+	kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidRecord, kerr.CorruptMessage,
+	kerr.InvalidTimestamp, kerr.PolicyViolation, kerr.TopicAuthorizationFailed, kerr.InvalidTopicException,
+	kerr.InvalidRequiredAcks,
+}
+
+// refused marks err as brokers.ErrRefused when it is one of refusals.
+func refused(err error) error {
+	for _, r := range refusals {
+		if errors.Is(err, r) {
+			return fmt.Errorf("%w: %w", brokers.ErrRefused, err)
+		}
+	}
+	return err
 }
 
 func (p *producer) Close(ctx context.Context) {

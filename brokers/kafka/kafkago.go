@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -81,7 +82,7 @@ func (p *kafkaGoProducer) Publish(ctx context.Context, m brokers.Message, done f
 		if err == nil && p.noAck {
 			err = brokers.ErrUnconfirmed
 		}
-		done(err)
+		done(refusedKafkaGo(err))
 	}()
 }
 
@@ -99,4 +100,19 @@ func (p *kafkaGoProducer) Close(ctx context.Context) {
 	p.stop()
 	_ = p.w.Close()
 	p.transport.CloseIdleConnections()
+}
+
+// refusedKafkaGo marks err as brokers.ErrRefused when kafka-go reports one
+// of the errors that say the broker did not write the record (refusals).
+func refusedKafkaGo(err error) error {
+	var ke kafkago.Error
+	if err == nil || !errors.As(err, &ke) {
+		return err
+	}
+	for _, r := range refusals {
+		if int16(ke) == r.Code {
+			return fmt.Errorf("%w: %w", brokers.ErrRefused, err)
+		}
+	}
+	return err
 }

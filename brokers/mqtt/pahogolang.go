@@ -171,7 +171,12 @@ func (p *v5Producer) Publish(ctx context.Context, m brokers.Message, done func(e
 			done(err)
 			return
 		}
-		_, err = cl.Publish(pctx, &pahov5.Publish{QoS: p.d.pubQoS, Topic: p.d.topicOf(m.Intent), Payload: m.Body})
+		resp, err := cl.Publish(pctx, &pahov5.Publish{QoS: p.d.pubQoS, Topic: p.d.topicOf(m.Intent), Payload: m.Body})
+		if resp != nil && resp.ReasonCode >= 0x80 {
+			// PUBACK or PUBREC with an error reason code: the broker did
+			// not take it (paho.golang returns no error for a PUBREC's).
+			err = fmt.Errorf("%w: the broker answered reason code 0x%02x", brokers.ErrRefused, resp.ReasonCode)
+		}
 		if err == nil {
 			p.d.confirm()
 			if p.d.pubQoS > 0 {

@@ -147,7 +147,7 @@ func (p *producer) confirm(ch *amqp.Channel, dc *amqp.DeferredConfirmation, done
 		if ch.IsClosed() {
 			err = errUnknownOutcome
 		} else {
-			err = fmt.Errorf("broker nacked the publish to %s (basic.nack)", p.d.queue)
+			err = fmt.Errorf("%w: broker nacked the publish to %s (basic.nack)", brokers.ErrRefused, p.d.queue)
 		}
 	}
 	<-p.window

@@ -257,7 +257,7 @@ func timelines(tl story.Timeline) ([]timeline, []tick) {
 }
 
 func newStoryView(s *story.Story) storyView {
-	sv := storyView{Variant: s.Variant, Intent: s.Intent, Verdict: string(s.Verdict), Cause: s.Cause.Doc(), More: s.Truncated}
+	sv := storyView{Variant: s.Variant, Intent: s.Intent, Verdict: string(s.Verdict), Cause: s.Cause.Why(), More: s.Truncated}
 	steps := s.Steps()
 	// Lanes: producer, broker, each consumer in order of appearance, store.
 	lanes := []string{"producer", "broker"}
