@@ -311,6 +311,12 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	if t.drain == nil {
 		ended = "when the run ended, before its drain"
 	}
+	if t.starved() {
+		c.Starved = waiting[LostUndelivered] + waiting[LostUnconfirmed]
+		notes = append(notes, fmt.Sprintf("%d intents were starved: never delivered while %d poison messages looped ahead of them (each delivery fails and is requeued at the head of the queue, with no delivery limit, so the consumers' prefetch holds only them); still on the broker, not lost. Set a delivery limit, reject permanent failures, or raise the prefetch",
+			c.Starved, len(t.drain.Intents)))
+		waiting = nil
+	}
 	if n := waiting[LostUndelivered]; n > 0 {
 		notes = append(notes, fmt.Sprintf("%d acknowledged intents were still undelivered %s: not counted as lost", n, ended))
 	}
@@ -320,7 +326,7 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	if len(audit.BalanceMismatch) > 0 {
 		notes = append(notes, fmt.Sprintf("%d accounts' balances disagree with their ledger rows", len(audit.BalanceMismatch)))
 	}
-	if t.drain != nil && t.drain.Drained && len(t.drain.Intents) > 0 {
+	if (t.drained() || t.starved()) && len(t.drain.Intents) > 0 {
 		notes = append(notes, fmt.Sprintf("%d poison messages were still looping when the drain ended (each failed delivery requeued, no delivery limit): %d failed deliveries in all are counted in faults", len(t.drain.Intents), t.faults))
 	}
 	return c, notes
@@ -328,6 +334,10 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 
 // drained reports whether the drain ended with nothing left on the broker.
 func (t *tally) drained() bool { return t.drain != nil && t.drain.Drained }
+
+// starved reports whether the drain ended with messages waiting behind
+// looping poison messages: a finding, not an incomplete drain.
+func (t *tally) starved() bool { return t.drain != nil && !t.drain.Drained && t.drain.Starved }
 
 // Meta is what a run records about itself besides the history.
 type Meta struct {
@@ -484,7 +494,7 @@ func (t *tally) invalid(haveAudit bool, audit history.Audit) []string {
 			out = append(out, fmt.Sprintf("%v: %s (raise messages or lower every/probability)", ErrFaultNeverFired, name))
 		}
 	}
-	if t.drain != nil && !t.drain.Drained {
+	if t.drain != nil && !t.drain.Drained && !t.starved() {
 		why := t.drain.Reason
 		if why == "" {
 			why = "no progress"

@@ -261,6 +261,17 @@ func TestTally(t *testing.T) {
 			notes:  []string{"1 acknowledged intents were still undelivered when the drain gave up"},
 		},
 		{
+			// Poison messages looped ahead of intent 2 until the drain
+			// ended: starved, not lost, and no incomplete drain.
+			name: "starved behind looping poison",
+			events: join(clean(1), published(2), published(3), one(delivered(3, 3),
+				history.Event{Variant: "v", Type: history.Effect, Intent: 3, Rejected: true},
+				history.Event{Variant: "v", Type: history.Drain, Starved: true, Backlog: 2, Intents: []int{3}})),
+			audit: applied(map[int]int{1: 1}),
+			want:  check.Counts{Attempted: 3, Acknowledged: 3, Delivered: 2, Effects: 1, Rejected: 1, Starved: 1},
+			notes: []string{"1 intents were refused by the consumer", "1 intents were starved: never delivered while 1 poison messages looped", "1 poison messages were still looping"},
+		},
+		{
 			// acks=none: never confirmed, but delivered, so the broker had
 			// it; acked before processing and the consumer died: lost.
 			name: "indeterminate but delivered and never applied is lost",

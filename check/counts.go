@@ -16,6 +16,7 @@ type Counts struct {
 	Rejected       int `json:"rejected"`
 	Unexpected     int `json:"unexpected"`
 	DeadLettered   int `json:"dead_lettered"`
+	Starved        int `json:"starved"`
 	FaultsInjected int `json:"faults_injected"`
 	AbortedSeen    int `json:"aborted_seen"`
 	AbortedWritten int `json:"aborted_written"`
@@ -110,6 +111,12 @@ var Table = []Count{
 		Doc:       "Intents sent to a dead-letter queue at least once.",
 		field:     func(c *Counts) *int { return &c.DeadLettered },
 		perIntent: func(f *facts) int { return b2i(f.has(deadLettered)) },
+	},
+	{
+		Name: "starved", Column: "starved",
+		Doc: "Intents never delivered because poison messages looped ahead of them (each delivery fails and is requeued, no delivery limit, the consumers' prefetch full of them) until the drain ended: " +
+			"still on the broker, so not lost, and the run still counts.",
+		field: func(c *Counts) *int { return &c.Starved }, // counted in tally.counts, which knows the drain
 	},
 	{
 		Name: "faults_injected", Column: "faults",

@@ -103,6 +103,8 @@ func fastDecode(line []byte, e *Event, intern map[string]string) bool {
 			e.Held, p, ok = readBool(line, p)
 		case "refused":
 			e.Refused, p, ok = readBool(line, p)
+		case "starved":
+			e.Starved, p, ok = readBool(line, p)
 		default:
 			return false
 		}

@@ -45,6 +45,7 @@ func appendEvent(b []byte, e *Event) []byte {
 	b = appendStr(b, `,"qos":`, e.QoS)
 	b = appendBool(b, `,"held":true`, e.Held)
 	b = appendBool(b, `,"refused":true`, e.Refused)
+	b = appendBool(b, `,"starved":true`, e.Starved)
 	return append(b, '}', '\n')
 }
 

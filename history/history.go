@@ -82,6 +82,11 @@ type Event struct {
 	// the publish (a nack, a reject, an error saying so): a definite
 	// refusal the producer heard, not an unknown outcome.
 	Refused bool `json:"refused,omitempty"`
+	// Starved, with drain: the drain ended with healthy messages still
+	// waiting behind poison messages that loop (Intents): each delivery
+	// fails and is requeued, and the consumer's prefetch holds only them.
+	// A finding (the starved count), not a broken run.
+	Starved bool `json:"starved,omitempty"`
 }
 
 // Recorder writes events from many goroutines to one stream, in the order

@@ -36,6 +36,7 @@ func sample() []history.Event {
 		{T: 12 * time.Millisecond, Variant: "naive", Type: history.Ack, Intent: 1, Consumer: 2},
 		{T: 13 * time.Millisecond, Variant: "naive", Type: history.DeadLetter, Intent: 3},
 		{T: time.Minute, Variant: "naive \"quoted\" ünïcode", Type: history.Drain, Drained: true},
+		{T: time.Minute, Variant: "poison", Type: history.Drain, Starved: true, Backlog: 110, Intents: []int{10, 20}, Reason: "starved"},
 		{T: time.Hour, Variant: "ctl\x01\t<&>\u2028\\", Type: history.Drain, Backlog: 7, Reason: "no progress"},
 	}
 }

@@ -179,3 +179,38 @@ variants:
 		t.Errorf("counts %+v (valid %v): want 200 effects, no duplicate or loss, 2 injections", v.Counts, res.Run.Valid())
 	}
 }
+
+// TestRabbitMQPoisonStarves: poison messages requeued without a limit at
+// the head of a classic queue fill the consumer's prefetch; the healthy
+// messages behind them are never delivered. The run still counts: they
+// are starved (a finding), not lost and not an incomplete drain.
+func TestRabbitMQPoisonStarves(t *testing.T) {
+	s := parse(t, `
+version: 1
+name: starve
+seed: 1
+messages: 200
+deadline: 60s
+drain: 1s
+broker: {kind: rabbitmq, queue_type: classic}
+consumer: {instances: 1, prefetch: 10}
+faults:
+  - {type: poison-message, every: 10}
+variants:
+  - {name: requeue, strategy: dedup-table, consumer: {on_failure: requeue}}
+`)
+	res, err := runJudged(t, context.Background(), s)
+	if errors.Is(err, brokers.ErrUnreachable) && os.Getenv("DQBENCH_REQUIRE_BROKERS") != "1" {
+		t.Skipf("no RabbitMQ at the default address: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := res.Run.Variants[0]
+	if !res.Run.Valid() {
+		t.Fatalf("a starved run is a finding, not invalid: %v", v.Invalid)
+	}
+	if v.Starved == 0 || v.Lost != 0 || v.Rejected == 0 || v.Starved != v.Attempted-v.Effects-v.Rejected {
+		t.Errorf("want every healthy intent that never took effect counted starved, none lost; got %+v", v.Counts)
+	}
+}

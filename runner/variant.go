@@ -53,6 +53,9 @@ type variantRun struct {
 	done       []uint8 // by intent: doneAck, doneEffect
 	waiting    map[passKey]chan struct{}
 	looping    map[int]bool // poison intents handed back: requeued (true) or refused
+	// starved: the drain ended with healthy messages waiting behind
+	// leftLooping.
+	starved bool
 	// leftLooping: the poison intents still requeued in a loop when the
 	// drain ended.
 	leftLooping []int
@@ -230,7 +233,7 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 	case runErr != nil:
 		why = runErr.Error()
 	}
-	r.rec.Record(history.Event{Type: history.Drain, Drained: drained, Backlog: backlog, Reason: why, Intents: r.leftLooping})
+	r.rec.Record(history.Event{Type: history.Drain, Drained: drained, Backlog: backlog, Reason: why, Intents: r.leftLooping, Starved: r.starved})
 
 	// The store is read even when the run was cut short, so that what was
 	// recorded can still be judged. A local store cannot hang, so its audit
@@ -428,6 +431,13 @@ func (r *variantRun) drain(ctx context.Context, dest brokers.Destination, consEr
 				// ever deliver for the first time.
 				r.leftLooping = loop
 				return true, int64(len(loop)), fmt.Sprintf("%d poison messages left looping: each delivery fails and is requeued, and the queue has no delivery limit", len(loop)), nil
+			}
+			if loop := r.loopingIntents(); berr == nil && len(loop) > 0 {
+				// More is waiting, but only the looping poison messages
+				// come: they hold the consumers' prefetch (a classic
+				// queue requeues at the head). A finding, not a failure.
+				r.leftLooping, r.starved = loop, true
+				return false, backlog, fmt.Sprintf("starved: %d messages waited behind %d poison messages that loop (each delivery fails and is requeued, the queue has no delivery limit) and made no progress in %s", backlog-int64(len(loop)), len(loop), idle), nil
 			}
 			why = fmt.Sprintf("no intent was acked or applied for the first time in %s", idle)
 			if berr != nil {
