@@ -13,7 +13,7 @@ STRATEGY_ROUNDS ?= 3
 # make bench-scale SCALE_SIZES=10000,100000 skips the 1M run (minutes, ~4 GiB)
 SCALE_SIZES ?= 10000,100000,1000000
 
-.PHONY: help build test race lint bench bench-strategies bench-scale demo schema compose-check
+.PHONY: help build test race lint bench bench-strategies bench-scale demo schema compose-check repeat
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -59,3 +59,6 @@ schema: ## write the scenario JSON Schema to dqbench.schema.json
 compose-check: ## check docker-compose.yml (needs docker compose, or the older docker-compose)
 	@if docker compose version >/dev/null 2>&1; then docker compose -f docker-compose.yml config -q; \
 	else docker-compose -f docker-compose.yml config -q; fi
+
+repeat: ## run every built-in REPEAT times (default 5) with its seed: fails on a count that differs without the scenario's varies naming it (DQBENCH_REPEAT_ONLY=a,b for some)
+	DQBENCH_REPEAT=$(or $(REPEAT),5) $(GO) test -count=1 -run TestBuiltinsRepeat -timeout 60m -v ./runner/ 2>&1 | grep -E '^\s*(---|repeat_test|ok|FAIL|PASS)'

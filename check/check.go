@@ -367,6 +367,13 @@ type PlanVariant struct {
 	Name     string
 	Strategy string
 	Expect   []Expect
+	Varies   []Varies
+}
+
+// Varies is a count that may differ between runs with one seed, and why.
+type Varies struct {
+	Count string `json:"count"`
+	Why   string `json:"why"`
 }
 
 // Expect is one expectation on a count, e.g. duplicates > 0.
@@ -396,6 +403,9 @@ type Variant struct {
 	// LostByCause counts the lost intents by cause (a Cause: unconfirmed,
 	// undelivered, unprocessed, ...); they add up to lost.
 	LostByCause map[string]int `json:"lost_by_cause"`
+	// Varies lists the counts the scenario says may differ between runs
+	// with the same seed, and why.
+	Varies []Varies `json:"varies,omitempty"`
 	// Legs says on which leg each duplicate and loss arose (MQTT).
 	Legs *Legs `json:"legs,omitempty"`
 	// Notes explain where duplicates and losses came from.
@@ -461,7 +471,7 @@ func judge(plan Plan, meta Meta, events iter.Seq2[history.Event, error], audits 
 		audit, haveAudit := audits[v.Name]
 		counts, notes := t.counts(audit)
 		res := Variant{Name: v.Name, Strategy: v.Strategy, Passed: true, Counts: counts, Notes: notes, KilledPIDs: t.killed,
-			DeliveredQoS: t.deliveredQoS(), Legs: t.legs(), LostByCause: t.lostByCause()}
+			DeliveredQoS: t.deliveredQoS(), Legs: t.legs(), LostByCause: t.lostByCause(), Varies: v.Varies}
 		res.Invalid = t.invalid(haveAudit, audit)
 		for _, exp := range v.Expect {
 			got, _ := counts.Get(exp.Count)
@@ -509,6 +519,30 @@ func (t *tally) lostByCause() map[string]int {
 	out := make(map[string]int, len(t.lostBy))
 	for c, n := range t.lostBy {
 		out[string(c)] = n
+	}
+	return out
+}
+
+// VariesGroup is the counts of a variant that may differ between runs
+// with one seed for the same reason: "lost (122 here), effects (178 here)".
+type VariesGroup struct {
+	Counts string
+	Why    string
+}
+
+// VariesGroups groups v's varying counts by reason, in count order.
+func (v Variant) VariesGroups() []VariesGroup {
+	var out []VariesGroup
+	at := map[string]int{}
+	for _, vr := range v.Varies {
+		n, _ := v.Counts.Get(vr.Count)
+		c := fmt.Sprintf("%s (%d here)", vr.Count, n)
+		if i, ok := at[vr.Why]; ok {
+			out[i].Counts += ", " + c
+			continue
+		}
+		at[vr.Why] = len(out)
+		out = append(out, VariesGroup{Counts: c, Why: vr.Why})
 	}
 	return out
 }

@@ -238,6 +238,9 @@ func text(w io.Writer, runs []check.Run, markdown bool, opts Options) error {
 			if len(v.KilledPIDs) > 0 {
 				line("%skilled %s: %d consumer processes (SIGKILL), pids %s", bullet, v.Name, len(v.KilledPIDs), joinInts(v.KilledPIDs))
 			}
+			for _, g := range v.VariesGroups() {
+				line("%stiming %s: %s may differ in another run with the same seed: %s", bullet, v.Name, g.Counts, g.Why)
+			}
 		}
 		if r.Incomplete != "" {
 			line("%s%s %s: %s", bullet, p.Red("INCOMPLETE"), r.Scenario, r.Incomplete)

@@ -50,6 +50,7 @@ func runs() []check.Run {
 						Effects: 950, Lost: 50, Unexpected: 1, DeadLettered: 3, FaultsInjected: 50,
 					},
 					LostByCause: map[string]int{"skipped": 50},
+					Varies:      []check.Varies{{Count: "lost", Why: "how far the consumer got before each crash"}},
 					Expectations: []check.ExpectationResult{
 						{Check: "lost == 0", Passed: false, Actual: 50},
 					},

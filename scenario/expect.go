@@ -153,6 +153,9 @@ func (s *Scenario) Plan() check.Plan {
 			if e, ok := v.Expect[name]; ok {
 				pv.Expect = append(pv.Expect, check.Expect{Count: name, Text: e.String(), Holds: e.Holds})
 			}
+			if why, ok := v.Varies[name]; ok {
+				pv.Varies = append(pv.Varies, check.Varies{Count: name, Why: string(why)})
+			}
 		}
 		p.Variants = append(p.Variants, pv)
 	}
@@ -179,4 +182,31 @@ func (Expectation) YAMLMapKeys() (keys []string, want, nullHint string) {
 	keys = check.CountNames()
 	want = fmt.Sprintf(`a mapping of counts to expectations (e.g. duplicates: 0, lost: ">0"; counts: %s)`, strings.Join(keys, ", "))
 	return keys, want, expectationHelp
+}
+
+// Varies is why a count may differ between runs with one seed: timing the
+// seed does not decide (how far a consumer got before a crash, what a
+// broker had queued).
+type Varies string
+
+// MaxVariesLen bounds a reason's length: it is printed in every report.
+const MaxVariesLen = 300
+
+// UnmarshalYAMLScalar reads a reason: a non-empty string.
+func (v *Varies) UnmarshalYAMLScalar(s strictyaml.ScalarValue) error {
+	if !s.IsString || strings.TrimSpace(s.Text) == "" {
+		return &strictyaml.WrongType{Want: "a reason, as text (why this count depends on timing)"}
+	}
+	if len(s.Text) > MaxVariesLen {
+		return fmt.Errorf("a reason of at most %d characters, got %d", MaxVariesLen, len(s.Text))
+	}
+	*v = Varies(s.Text)
+	return nil
+}
+
+// YAMLMapKeys says that varies takes the count names as keys.
+func (Varies) YAMLMapKeys() (keys []string, want, nullHint string) {
+	keys = check.CountNames()
+	want = fmt.Sprintf("a mapping of counts to why each may differ between runs with one seed (e.g. lost: how many QoS 0 publishes arrive while no subscriber is online; counts: %s)", strings.Join(keys, ", "))
+	return keys, want, "give the reason as text"
 }

@@ -162,6 +162,18 @@ func (Variant) JSONSchemaExtend(s *jsonschema.Schema) {
 		Properties:           counts,
 		AdditionalProperties: jsonschema.FalseSchema,
 	})
+	if varies, ok := s.Properties.Get("varies"); ok {
+		reasons := jsonschema.NewProperties()
+		for _, c := range check.Table {
+			reasons.Set(c.Name, &jsonschema.Schema{Type: "string", MinLength: ptr(uint64(1)), MaxLength: ptr(uint64(MaxVariesLen))})
+		}
+		s.Properties.Set("varies", &jsonschema.Schema{
+			Type:                 "object",
+			Description:          varies.Description,
+			Properties:           reasons,
+			AdditionalProperties: jsonschema.FalseSchema,
+		})
+	}
 }
 
 // unescapeHTML undoes encoding/json's escaping of <, > and &: the schema is
@@ -220,3 +232,5 @@ func processBranch(s *jsonschema.Schema) {
 func (Process) JSONSchemaExtend(s *jsonschema.Schema) {
 	s.OneOf = append(s.OneOf, &jsonschema.Schema{Required: []string{"command"}}, &jsonschema.Schema{Required: []string{"build"}})
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -107,7 +107,10 @@ type Variant struct {
 	Store    string                 `yaml:"store" json:"store,omitempty" jsonschema:"description=This variant's business store (overrides the scenario's store)."`
 	ID       catalog.IDSource       `yaml:"id" json:"id,omitempty" jsonschema:"enum=business,enum=per-send-uuid,enum=content-hash,description=Where the message id the strategy deduplicates on comes from: business (the intent's id\\, default)\\, per-send-uuid (new on every publish attempt) or content-hash (a hash of account and amount)."`
 	Expect   map[string]Expectation `yaml:"expect" json:"expect,omitempty" jsonschema:"description=Checks on the variant's counts\\, e.g. duplicates: 0 or lost: '>0'."`
-	Stage    *Stage                 `yaml:"stage" json:"stage,omitempty" jsonschema:"description=Overrides of the scenario's stage settings; gives this variant a stage when the scenario has none."`
+	// Varies names the counts that may differ between runs with one seed,
+	// each with why (timing the seed does not decide); the report says so.
+	Varies map[string]Varies `yaml:"varies" json:"varies,omitempty" jsonschema:"description=Counts that may differ between runs with the same seed\\, each with the reason (timing the seed does not decide)\\, e.g. lost: how many QoS 0 publishes arrive while no subscriber is online. The report says so next to the counts."`
+	Stage  *Stage            `yaml:"stage" json:"stage,omitempty" jsonschema:"description=Overrides of the scenario's stage settings; gives this variant a stage when the scenario has none."`
 	// Process runs your own consumer program instead of a built-in
 	// strategy (process.go).
 	Process *Process `yaml:"process" json:"process,omitempty" jsonschema:"description=Your own consumer program as the consumer under test\\, instead of a built-in strategy. Exactly one of strategy and process."`

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/dqbench/dqbench/catalog"
+	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/scenario"
 	"github.com/dqbench/dqbench/scenarios"
 )
@@ -133,6 +134,30 @@ To measure the times again, from the repository's top level:
 				continue
 			}
 			fmt.Fprintf(&want, "| [`%s`](%s.yaml) | %s | %s | %s |\n", r.name, r.name, broker(s), cell(s.Description), runs(r.seconds))
+		}
+	}
+	want.WriteString(`
+## Counts that depend on timing
+
+The same seed gives the same fault schedule, so most counts repeat exactly from run to run. These
+do not: each variant's ` + "`varies`" + ` names them, with why, and ` + "`run`" + ` prints a ` + "`timing`" + ` line for them.
+` + "`make repeat`" + ` runs every built-in 5 times with its seed and fails on any other count that moves.
+
+| built-in | variant | counts | why |
+|---|---|---|---|
+`)
+	for _, l := range lessons {
+		for _, r := range l.runs {
+			s, err := scenario.Resolve(r.name)
+			if err != nil {
+				continue
+			}
+			for _, v := range s.Plan().Variants {
+				for _, g := range (check.Variant{Varies: v.Varies}).VariesGroups() {
+					counts := strings.ReplaceAll(g.Counts, " (0 here)", "")
+					fmt.Fprintf(&want, "| `%s` | %s | %s | %s |\n", r.name, v.Name, counts, cell(g.Why))
+				}
+			}
 		}
 	}
 	for _, name := range scenarios.Names() {
