@@ -354,6 +354,24 @@ type Meta struct {
 	// that cannot be reached, a consumer that exits while starting): there
 	// are no counts, and the run is judged as an error.
 	Error string `json:"error,omitempty"`
+	// Provenance says what produced the run.
+	Provenance *Provenance `json:"provenance,omitempty"`
+}
+
+// Provenance says what produced a run: dqbench's build, the broker and
+// the libraries the run used, so a saved run or a CI report says what it
+// measured.
+type Provenance struct {
+	DQBench string `json:"dqbench"` // module version and VCS revision
+	Go      string `json:"go"`
+	// Broker is the broker's kind, mode and address, and its own version
+	// where it tells (RabbitMQ's server properties, mosquitto -h).
+	Broker string `json:"broker"`
+	// Clients are the client libraries and embedded brokers this run
+	// used, each "module version".
+	Clients []string `json:"clients,omitempty"`
+	// Stores are the stores the variants used, each with its driver.
+	Stores []string `json:"stores,omitempty"`
 }
 
 // Plan is what the judge needs of a scenario: its variants and their

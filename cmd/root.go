@@ -87,7 +87,9 @@ without each consumer idempotency strategy.
   dqbench list`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionLine(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
@@ -95,7 +97,7 @@ without each consumer idempotency strategy.
 		return withCode(ExitUsage, fmt.Errorf("%v\nSee '%s --help'.", err, c.CommandPath()))
 	})
 	root.AddCommand(newRunCmd(s, runF), newListCmd(s), newValidateCmd(s), newCheckCmd(s), newExplainCmd(s), newSchemaCmd(s))
-	root.AddCommand(newBrokersCmd(s))
+	root.AddCommand(newBrokersCmd(s), newVersionCmd(s))
 	return root
 }
 

@@ -69,6 +69,11 @@ func JUnit(w io.Writer, runs []check.Run) error {
 				{"broker", r.Broker},
 			},
 		}
+		if p := r.Provenance; p != nil {
+			s.Properties = append(s.Properties,
+				junitProperty{"dqbench", p.DQBench}, junitProperty{"go", p.Go}, junitProperty{"broker_version", p.Broker},
+				junitProperty{"clients", strings.Join(p.Clients, ", ")}, junitProperty{"stores", strings.Join(p.Stores, ", ")})
+		}
 		total += r.Duration.Seconds()
 		if r.Error != "" {
 			// A run that could not start is one testcase in error, so that

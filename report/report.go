@@ -72,6 +72,8 @@ type jsonRun struct {
 	DurationMS int64  `json:"duration_ms"`
 	Incomplete string `json:"incomplete,omitempty"`
 	Error      string `json:"error,omitempty"`
+	// Provenance says what produced the run.
+	Provenance *check.Provenance `json:"provenance,omitempty"`
 	// Valid is false when the run could not start, ended early or has a
 	// variant whose experiment does not count: exit code 3.
 	Valid    bool            `json:"valid"`
@@ -96,7 +98,7 @@ func JSON(w io.Writer, runs []check.Run) error {
 		}
 		out.Runs = append(out.Runs, jsonRun{
 			Scenario: r.Scenario, Seed: r.Seed, Broker: r.Broker, Messages: r.Messages,
-			Passed: r.Passed, DurationMS: r.Duration.Milliseconds(), Incomplete: r.Incomplete, Error: r.Error,
+			Passed: r.Passed, DurationMS: r.Duration.Milliseconds(), Incomplete: r.Incomplete, Error: r.Error, Provenance: r.Provenance,
 			Valid: r.Valid(), Variants: vs,
 		})
 	}
@@ -244,6 +246,9 @@ func text(w io.Writer, runs []check.Run, markdown bool, opts Options) error {
 		}
 		if r.Incomplete != "" {
 			line("%s%s %s: %s", bullet, p.Red("INCOMPLETE"), r.Scenario, r.Incomplete)
+		}
+		if pr := r.Provenance; pr != nil {
+			line("%sran on %s · dqbench %s · %s · %s", bullet, pr.Broker, pr.DQBench, pr.Go, strings.Join(append(slices.Clone(pr.Clients), pr.Stores...), " · "))
 		}
 		line("%s%s  seed %d · %d messages per variant · %s · %s",
 			bullet, runVerdict(p, r), r.Seed, r.Messages, r.Broker, r.Duration.Round(time.Millisecond))

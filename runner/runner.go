@@ -93,6 +93,7 @@ func Run(ctx context.Context, s *scenario.Scenario, opts Options) (*Result, erro
 		return &Result{Meta: check.Meta{
 			Scenario: s.Name, Seed: s.Seed, Messages: s.Messages,
 			Broker: broker, Duration: time.Since(start), Error: err.Error(),
+			Provenance: provenance(s, nil),
 		}}, err
 	}
 	b, err := all.Open(ctx, brokers.Config{
@@ -149,7 +150,7 @@ func Run(ctx context.Context, s *scenario.Scenario, opts Options) (*Result, erro
 	wg.Wait()
 	res.Meta = check.Meta{
 		Scenario: s.Name, Seed: s.Seed, Messages: s.Messages,
-		Broker: b.Name(), Duration: time.Since(start),
+		Broker: b.Name(), Duration: time.Since(start), Provenance: provenance(s, b),
 	}
 	if err := rec.Close(); err != nil {
 		err = fmt.Errorf("write history: %w", err)

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -78,6 +79,27 @@ func (b *Broker) Name() string {
 		return "mqtt (managed mosquitto, one per variant)"
 	}
 	return "mqtt " + catalog.MaskURL(b.url)
+}
+
+// ServerVersion is the managed Mosquitto's version (mosquitto -h), or
+// empty: an embedded broker's is in the run's clients, an external one
+// is not asked.
+func (b *Broker) ServerVersion() string {
+	if !b.managed {
+		return ""
+	}
+	bin, err := mosquittoBinary()
+	if err != nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	out, _ := exec.CommandContext(ctx, bin, "-h").CombinedOutput() // exits 3 after printing its usage
+	first, _, _ := strings.Cut(string(out), "\n")
+	if strings.HasPrefix(first, "mosquitto version ") {
+		return "Mosquitto " + strings.TrimPrefix(strings.TrimSpace(first), "mosquitto version ")
+	}
+	return ""
 }
 
 // connectExternal uses the first of addrs that answers.

@@ -182,6 +182,19 @@ func isTimeout(err error) bool {
 // Name says which RabbitMQ this is, password masked.
 func (r *RabbitMQ) Name() string { return "rabbitmq " + r.masked }
 
+// ServerVersion is what the server says it is in its connection
+// properties: "RabbitMQ 3.10.8".
+func (r *RabbitMQ) ServerVersion() string {
+	r.connMu.Lock()
+	defer r.connMu.Unlock()
+	if r.conn == nil {
+		return ""
+	}
+	product, _ := r.conn.Properties["product"].(string)
+	version, _ := r.conn.Properties["version"].(string)
+	return strings.TrimSpace(product + " " + version)
+}
+
 // Close closes the admin connection and stops an in-process toxiproxy.
 func (r *RabbitMQ) Close() error {
 	r.connMu.Lock()

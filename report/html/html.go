@@ -14,12 +14,12 @@ import (
 	"html/template"
 	"io"
 	"math"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/dqbench/dqbench/check"
+	"github.com/dqbench/dqbench/internal/buildinfo"
 	"github.com/dqbench/dqbench/story"
 )
 
@@ -274,25 +274,8 @@ func newStoryView(s *story.Story) storyView {
 	return sv
 }
 
-// versions names the build that rendered the report: dqbench, Go, and the
-// broker client and store it links.
+// versions names the build that rendered the report; each run's page
+// says what it ran on (its provenance).
 func versions() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown build"
-	}
-	parts := []string{"dqbench " + bi.Main.Version}
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			parts[0] += " (" + s.Value[:12] + ")"
-		}
-	}
-	parts = append(parts, bi.GoVersion)
-	for _, d := range bi.Deps {
-		switch d.Path {
-		case "github.com/twmb/franz-go", "github.com/twmb/franz-go/pkg/kfake", "modernc.org/sqlite":
-			parts = append(parts, d.Path+" "+d.Version)
-		}
-	}
-	return strings.Join(parts, " · ")
+	return "dqbench " + buildinfo.Version() + " · " + buildinfo.Go()
 }
