@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/check"
+	"github.com/dqbench/dqbench/history"
 	"github.com/dqbench/dqbench/scenario"
 )
 
@@ -175,5 +177,53 @@ variants:
 	v := res.Run.Variants[0]
 	if !res.Run.Valid() || v.Effects != 200 || v.Duplicates != 0 || v.Lost != 0 || v.FaultsInjected != 2 {
 		t.Errorf("counts %+v (valid %v): want 200 effects, no duplicate or loss, 2 injections", v.Counts, res.Run.Valid())
+	}
+}
+
+// TestRabbitMQPartitionOverlap: with prefetch 10 a partitioned consumer
+// goes on handling what it had read before the cut, and a partition that
+// fires on one of those deliveries meets a consumer partitioned already.
+// The two compose (the partition lasts until duration after the last);
+// the run completes: every partitioned delivery's ack is lost, so the
+// broker redelivers it and each injection is one duplicate.
+func TestRabbitMQPartitionOverlap(t *testing.T) {
+	s := parse(t, `
+version: 1
+name: partition-overlap
+messages: 60
+deadline: 2m
+drain: 5s
+broker: {kind: rabbitmq, queue_type: classic}
+consumer: {prefetch: 10}
+faults:
+  - {type: partition, every: 1, duration: 200ms}
+variants:
+  - {name: none, strategy: none}
+`)
+	res, err := runJudged(t, context.Background(), s)
+	if errors.Is(err, brokers.ErrUnreachable) && os.Getenv("DQBENCH_REQUIRE_BROKERS") != "1" {
+		t.Skipf("no RabbitMQ at the default address: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := res.Run.Variants[0]
+	if !res.Run.Valid() || v.Lost != 0 || v.FaultsInjected < 2 || v.Duplicates != v.FaultsInjected || v.Delivered != 60 {
+		t.Errorf("counts %+v (valid %v): want every intent delivered, a duplicate per partition, none lost", v.Counts, res.Run.Valid())
+	}
+	// The case under test happened: a consumer met a second partition.
+	byConsumer := map[int]int{}
+	overlapped := false
+	for e, err := range history.Scan(bytes.NewReader(res.History)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Type == history.Fault {
+			byConsumer[e.Consumer]++
+			overlapped = overlapped || byConsumer[e.Consumer] > 1
+		}
+	}
+	if !overlapped {
+		t.Errorf("no consumer met a partition while partitioned: %v", byConsumer)
 	}
 }

@@ -264,6 +264,7 @@ type consumer struct {
 	unflushed atomic.Bool  // an ack was written since the last round trip
 	// partitioned: cut off from the broker (Partition); acks are lost.
 	partitioned atomic.Bool
+	partitionMu sync.Mutex // one Partition at a time
 	slowMu      sync.Mutex
 	slowTimer   *time.Timer // ends a Slow
 	rpcMu       sync.Mutex  // amqp091 matches a channel's replies to one call at a time
@@ -416,13 +417,23 @@ var _ brokers.Partitioner = (*consumer)(nil)
 // after d. The acks Ack returned for reach the broker first; the ones
 // written during the partition are lost, so they are not counted settled
 // (Backlog goes on counting those deliveries as held).
+//
+// A partition of a consumer partitioned already (it goes on handling what
+// it had read before the cut) extends it: the connection closes d from
+// now. There is nothing to flush then: no round trip crosses a partition
+// (it would wait for the close, or fail on it).
 func (c *consumer) Partition(ctx context.Context, d time.Duration) error {
-	if err := c.flush(); err != nil {
+	c.partitionMu.Lock()
+	defer c.partitionMu.Unlock()
+	set := c.px.Add
+	if c.partitioned.Load() {
+		set = c.px.Update
+	} else if err := c.flush(); err != nil {
 		return fmt.Errorf("rabbitmq consumer %d on %s: %w", c.gen, c.d.queue, err)
 	}
 	c.partitioned.Store(true)
 	for _, s := range []netfault.Stream{netfault.Upstream, netfault.Downstream} {
-		if err := c.px.Add(netfault.Toxic{Name: "partition-" + string(s), Type: "timeout", Stream: s, Attributes: map[string]any{"timeout": d.Milliseconds()}}); err != nil {
+		if err := set(netfault.Toxic{Name: "partition-" + string(s), Type: "timeout", Stream: s, Attributes: map[string]any{"timeout": d.Milliseconds()}}); err != nil {
 			return err
 		}
 	}
