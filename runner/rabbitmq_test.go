@@ -227,3 +227,53 @@ variants:
 		t.Errorf("no consumer met a partition while partitioned: %v", byConsumer)
 	}
 }
+
+// TestRabbitMQConfirmLostSmallWindow: a withheld confirm is given up at
+// confirm_timeout and frees its window slot, so more withheld confirms
+// than the window holds do not stall the producer: with retries each is
+// republished (one duplicate per fault without idempotency), without them
+// the intent is given up, and either way every intent is published and
+// delivered.
+func TestRabbitMQConfirmLostSmallWindow(t *testing.T) {
+	s := parse(t, `
+version: 1
+name: confirm-lost-window
+messages: 80
+deadline: 30s
+drain: 5s
+broker: {kind: rabbitmq, queue_type: classic}
+producer: {window: 4, retries: 1, confirm_timeout: 300ms}
+consumer: {prefetch: 10}
+faults:
+  - {type: confirm-lost, every: 10}
+variants:
+  - {name: none, strategy: none}
+  - {name: no-retry, strategy: none, producer: {retries: 0}}
+`)
+	res, err := runJudged(t, context.Background(), s)
+	if errors.Is(err, brokers.ErrUnreachable) && os.Getenv("DQBENCH_REQUIRE_BROKERS") != "1" {
+		t.Skipf("no RabbitMQ at the default address: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Run.Valid() {
+		t.Errorf("run not valid: %+v", res.Run)
+	}
+	for _, v := range res.Run.Variants {
+		// More withheld confirms than the window has slots.
+		if v.FaultsInjected <= 4 || v.Attempted != 80 || v.Delivered != 80 || v.Lost != 0 {
+			t.Errorf("variant %s: counts %+v: want more than 4 faults, every intent published and delivered, none lost", v.Name, v.Counts)
+		}
+		switch v.Name {
+		case "none":
+			if v.Duplicates != v.FaultsInjected || v.Acknowledged != 80 {
+				t.Errorf("variant none: counts %+v: want a duplicate per withheld confirm, every intent acknowledged", v.Counts)
+			}
+		case "no-retry":
+			if v.Duplicates != 0 {
+				t.Errorf("variant no-retry: counts %+v: want no duplicate", v.Counts)
+			}
+		}
+	}
+}

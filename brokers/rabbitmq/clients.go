@@ -73,32 +73,49 @@ type producer struct {
 	id   string          // names this producer's publishes in the copy header
 	tags *amqpfault.Tags // which publish sequence number carries which intent, for confirm-lost
 
-	window  chan struct{}  // a slot per unconfirmed publish
+	window  chan struct{}  // a slot per unconfirmed publish not given up
 	stop    chan struct{}  // closed by Close: no more publishes
 	waiting sync.WaitGroup // a goroutine per unconfirmed publish
 
 	mu      sync.Mutex // publish order = sequence numbers; guards closing
 	closing bool
 	once    sync.Once
+
+	// givenUp has an entry per publish between Publish and its outcome,
+	// closed when the application gives it up (GiveUp).
+	givenUpMu sync.Mutex
+	givenUp   map[attemptKey]chan struct{}
 }
 
-var _ brokers.Producer = (*producer)(nil)
+// attemptKey names one publish: an intent's attempt.
+type attemptKey struct{ intent, attempt int }
+
+var (
+	_ brokers.Producer  = (*producer)(nil)
+	_ brokers.GiveUpper = (*producer)(nil)
+)
 
 func (p *producer) Publish(ctx context.Context, m brokers.Message, done func(error)) {
+	k := attemptKey{m.Intent, m.Attempt}
+	givenUp := p.track(k)
+	fail := func(err error) {
+		p.forget(k)
+		done(err)
+	}
 	select {
 	case p.window <- struct{}{}:
 	case <-ctx.Done():
-		done(ctx.Err())
+		fail(ctx.Err())
 		return
 	case <-p.stop:
-		done(errors.New("rabbitmq producer closed"))
+		fail(errors.New("rabbitmq producer closed"))
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closing {
 		<-p.window
-		done(errors.New("rabbitmq producer closed"))
+		fail(errors.New("rabbitmq producer closed"))
 		return
 	}
 	if p.ch.IsClosed() {
@@ -106,7 +123,7 @@ func (p *producer) Publish(ctx context.Context, m brokers.Message, done func(err
 		// unconfirmed on it ends as unknown; go on on a survivor.
 		if err := p.reconnect(ctx); err != nil {
 			<-p.window
-			done(fmt.Errorf("publish intent %d to %s: %w (outcome unknown)", m.Intent, p.d.queue, err))
+			fail(fmt.Errorf("publish intent %d to %s: %w (outcome unknown)", m.Intent, p.d.queue, err))
 			return
 		}
 	}
@@ -127,21 +144,31 @@ func (p *producer) Publish(ctx context.Context, m brokers.Message, done func(err
 	})
 	if err != nil {
 		<-p.window
-		done(fmt.Errorf("publish intent %d to %s: %w (outcome unknown)", m.Intent, p.d.queue, err))
+		fail(fmt.Errorf("publish intent %d to %s: %w (outcome unknown)", m.Intent, p.d.queue, err))
 		return
 	}
 	p.waiting.Add(1)
-	go p.confirm(p.ch, dc, done)
+	go p.confirm(p.ch, dc, k, givenUp, done)
 }
 
 // confirm calls a publish's done once the broker answered it: nil for
 // basic.ack, an error for basic.nack (the broker refused it),
 // errUnknownOutcome when the channel closed first (amqp091 then marks
 // every outstanding confirmation as not acked). Each publish waits on its
-// own, so a confirm that never comes holds up no other.
-func (p *producer) confirm(ch *amqp.Channel, dc *amqp.DeferredConfirmation, done func(error)) {
+// own, so a confirm that never comes holds up no other; and its window
+// slot is freed when the application gives it up (GiveUp), so it does not
+// hold up the next publishes either.
+func (p *producer) confirm(ch *amqp.Channel, dc *amqp.DeferredConfirmation, k attemptKey, givenUp <-chan struct{}, done func(error)) {
 	defer p.waiting.Done()
-	<-dc.Done()
+	slot := true // it holds a window slot
+	select {
+	case <-dc.Done():
+	case <-givenUp:
+		<-p.window
+		slot = false
+		<-dc.Done() // a late answer is still reported; Close ends the wait
+	}
+	p.forget(k)
 	var err error
 	if !dc.Acked() {
 		if ch.IsClosed() {
@@ -150,8 +177,47 @@ func (p *producer) confirm(ch *amqp.Channel, dc *amqp.DeferredConfirmation, done
 			err = fmt.Errorf("broker nacked the publish to %s (basic.nack)", p.d.queue)
 		}
 	}
-	<-p.window
+	if slot {
+		<-p.window
+	}
 	done(err)
+}
+
+// GiveUp frees the window slot of intent's attempt: the application gave
+// the publish up (producer.confirm_timeout), so its slot goes to the next
+// publish, as after any other unknown outcome. Its done still comes when
+// the broker answers or Close ends it. Given before the publish took its
+// slot, the publish frees it as soon as it is sent.
+func (p *producer) GiveUp(intent, attempt int) {
+	p.givenUpMu.Lock()
+	defer p.givenUpMu.Unlock()
+	if ch, ok := p.givenUp[attemptKey{intent, attempt}]; ok {
+		select {
+		case <-ch:
+		default:
+			close(ch)
+		}
+	}
+}
+
+// track notes a publish of k until its outcome; the channel closes when
+// the application gives it up.
+func (p *producer) track(k attemptKey) chan struct{} {
+	p.givenUpMu.Lock()
+	defer p.givenUpMu.Unlock()
+	if p.givenUp == nil {
+		p.givenUp = map[attemptKey]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	p.givenUp[k] = ch
+	return ch
+}
+
+// forget ends tracking k: it has its outcome.
+func (p *producer) forget(k attemptKey) {
+	p.givenUpMu.Lock()
+	defer p.givenUpMu.Unlock()
+	delete(p.givenUp, k)
 }
 
 // lateConfirmWait bounds how long Close waits for outstanding confirms.
