@@ -277,3 +277,34 @@ variants:
 		}
 	}
 }
+
+// TestRabbitMQConfirmLostDefaultTimeout: a scenario with confirm-lost and
+// no confirm_timeout gives the withheld confirms up at the default one
+// (scenario.DefaultConfirmLostTimeout) instead of waiting for them until
+// the deadline: it completes, one duplicate per lost confirm.
+func TestRabbitMQConfirmLostDefaultTimeout(t *testing.T) {
+	s := parse(t, `
+version: 1
+name: confirm-lost-default
+messages: 40
+deadline: 1m
+drain: 5s
+broker: {kind: rabbitmq, queue_type: classic}
+producer: {window: 4, retries: 1}
+faults:
+  - {type: confirm-lost, every: 20}
+variants:
+  - {name: none, strategy: none}
+`)
+	res, err := runJudged(t, context.Background(), s)
+	if errors.Is(err, brokers.ErrUnreachable) && os.Getenv("DQBENCH_REQUIRE_BROKERS") != "1" {
+		t.Skipf("no RabbitMQ at the default address: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := res.Run.Variants[0]
+	if !res.Run.Valid() || v.FaultsInjected == 0 || v.Duplicates != v.FaultsInjected || v.Acknowledged != 40 || v.Lost != 0 {
+		t.Errorf("counts %+v (valid %v): want a duplicate per lost confirm, every intent acknowledged", v.Counts, res.Run.Valid())
+	}
+}
