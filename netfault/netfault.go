@@ -167,17 +167,6 @@ func (p *Proxy) Add(t Toxic) error {
 	return nil
 }
 
-// Update sets the attributes of the toxic named t.Name, as toxiproxy
-// updates a toxic: each connection's toxic restarts with them in place,
-// with no gap through which data could pass (a timeout toxic's timer
-// starts again).
-func (p *Proxy) Update(t Toxic) error {
-	if _, err := p.p.UpdateToxic(t.Name, 1, tpclient.Attributes(t.Attributes)); err != nil {
-		return fmt.Errorf("%s: update toxic %s on proxy %s: %w", p.l.endpoint, t.Name, p.p.Name, err)
-	}
-	return nil
-}
-
 // Remove removes the toxic named name.
 func (p *Proxy) Remove(name string) error {
 	if err := p.p.RemoveToxic(name); err != nil {

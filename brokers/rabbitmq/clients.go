@@ -329,12 +329,14 @@ type consumer struct {
 	settled   atomic.Int64 // deliveries acked
 	unflushed atomic.Bool  // an ack was written since the last round trip
 	// partitioned: cut off from the broker (Partition); acks are lost.
-	partitioned atomic.Bool
-	partitionMu sync.Mutex // one Partition at a time
-	slowMu      sync.Mutex
-	slowTimer   *time.Timer // ends a Slow
-	rpcMu       sync.Mutex  // amqp091 matches a channel's replies to one call at a time
-	once        sync.Once
+	partitioned  atomic.Bool
+	partitionMu  sync.Mutex  // one Partition at a time
+	partitionEnd *time.Timer // ends a Partition: closes the connection
+	proxyGoing   bool        // stopTimers was called (guarded by partitionMu)
+	slowMu       sync.Mutex
+	slowTimer    *time.Timer // ends a Slow
+	rpcMu        sync.Mutex  // amqp091 matches a channel's replies to one call at a time
+	once         sync.Once
 
 	// With ack-lost armed: which delivery tag carries which intent, for
 	// the filter; and one delivery at a time (see Next).
@@ -479,30 +481,41 @@ func (c *consumer) ResetConnection(ctx context.Context) error {
 var _ brokers.Partitioner = (*consumer)(nil)
 
 // Partition adds toxiproxy's timeout toxic to both directions of the
-// consumer's proxy: data is dropped, and the proxy closes the connection
-// after d. The acks Ack returned for reach the broker first; the ones
-// written during the partition are lost, so they are not counted settled
-// (Backlog goes on counting those deliveries as held).
+// consumer's proxy, which drops all data, and disables the proxy after d,
+// which closes the connection (as a client's TCP eventually gives up). The
+// acks Ack returned for reach the broker first; the ones written during
+// the partition are lost, so they are not counted settled (Backlog goes on
+// counting those deliveries as held).
 //
 // A partition of a consumer partitioned already (it goes on handling what
 // it had read before the cut) extends it: the connection closes d from
 // now. There is nothing to flush then: no round trip crosses a partition
-// (it would wait for the close, or fail on it).
+// (it would wait for the close, or fail on it). The close is dqbench's own
+// timer rather than the toxic's timeout, so that extending it changes no
+// toxic that toxiproxy is running.
 func (c *consumer) Partition(ctx context.Context, d time.Duration) error {
 	c.partitionMu.Lock()
 	defer c.partitionMu.Unlock()
-	set := c.px.Add
-	if c.partitioned.Load() {
-		set = c.px.Update
-	} else if err := c.flush(); err != nil {
+	if c.partitionEnd != nil {
+		c.partitionEnd.Reset(d)
+		return nil
+	}
+	if err := c.flush(); err != nil {
 		return fmt.Errorf("rabbitmq consumer %d on %s: %w", c.gen, c.d.queue, err)
 	}
 	c.partitioned.Store(true)
 	for _, s := range []netfault.Stream{netfault.Upstream, netfault.Downstream} {
-		if err := set(netfault.Toxic{Name: "partition-" + string(s), Type: "timeout", Stream: s, Attributes: map[string]any{"timeout": d.Milliseconds()}}); err != nil {
+		if err := c.px.Add(netfault.Toxic{Name: "partition-" + string(s), Type: "timeout", Stream: s, Attributes: map[string]any{"timeout": 0}}); err != nil {
 			return err
 		}
 	}
+	c.partitionEnd = time.AfterFunc(d, func() {
+		c.partitionMu.Lock()
+		defer c.partitionMu.Unlock()
+		if !c.proxyGoing {
+			_ = c.px.Disable() // fails only when the proxy is gone
+		}
+	})
 	return nil
 }
 
@@ -534,13 +547,20 @@ func (c *consumer) Slow(ctx context.Context, latency, d time.Duration) error {
 	return nil
 }
 
-// stopSlow cancels a pending end of Slow: the proxy is about to go.
-func (c *consumer) stopSlow() {
+// stopTimers cancels a pending end of Slow or Partition: the proxy is
+// about to go.
+func (c *consumer) stopTimers() {
 	c.slowMu.Lock()
-	defer c.slowMu.Unlock()
 	if c.slowTimer != nil {
 		c.slowTimer.Stop()
 	}
+	c.slowMu.Unlock()
+	c.partitionMu.Lock()
+	c.proxyGoing = true
+	if c.partitionEnd != nil {
+		c.partitionEnd.Stop()
+	}
+	c.partitionMu.Unlock()
 }
 
 var _ brokers.AckSyncer = (*consumer)(nil)
@@ -626,7 +646,7 @@ func (c *consumer) Abandon() {
 		c.d.leave(c)
 		_ = c.fc.Conn.Close()
 		c.waitClosed(closeWait)
-		c.stopSlow()
+		c.stopTimers()
 		_ = c.px.Close(context.Background())
 	})
 }
@@ -641,7 +661,7 @@ func (c *consumer) Close(ctx context.Context) {
 			_ = c.fc.Conn.Close()
 		}
 		c.waitClosed(closeWait)
-		c.stopSlow()
+		c.stopTimers()
 		_ = c.px.Close(context.WithoutCancel(ctx))
 	})
 }
