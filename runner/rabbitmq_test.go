@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/check"
+	"github.com/dqbench/dqbench/history"
 	"github.com/dqbench/dqbench/scenario"
 )
 
@@ -212,5 +214,134 @@ variants:
 	}
 	if v.Starved == 0 || v.Lost != 0 || v.Rejected == 0 || v.Starved != v.Attempted-v.Effects-v.Rejected {
 		t.Errorf("want every healthy intent that never took effect counted starved, none lost; got %+v", v.Counts)
+	}
+}
+
+// TestRabbitMQPartitionOverlap: with prefetch 10 a partitioned consumer
+// goes on handling what it had read before the cut, and a partition that
+// fires on one of those deliveries meets a consumer partitioned already.
+// The two compose (the partition lasts until duration after the last);
+// the run completes: every partitioned delivery's ack is lost, so the
+// broker redelivers it and each injection is one duplicate.
+func TestRabbitMQPartitionOverlap(t *testing.T) {
+	s := parse(t, `
+version: 1
+name: partition-overlap
+messages: 60
+deadline: 2m
+drain: 5s
+broker: {kind: rabbitmq, queue_type: classic}
+consumer: {prefetch: 10}
+faults:
+  - {type: partition, every: 1, duration: 200ms}
+variants:
+  - {name: none, strategy: none}
+`)
+	res, err := runJudged(t, context.Background(), s)
+	if errors.Is(err, brokers.ErrUnreachable) && os.Getenv("DQBENCH_REQUIRE_BROKERS") != "1" {
+		t.Skipf("no RabbitMQ at the default address: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := res.Run.Variants[0]
+	if !res.Run.Valid() || v.Lost != 0 || v.FaultsInjected < 2 || v.Duplicates != v.FaultsInjected || v.Delivered != 60 {
+		t.Errorf("counts %+v (valid %v): want every intent delivered, a duplicate per partition, none lost", v.Counts, res.Run.Valid())
+	}
+	// The case under test happened: a consumer met a second partition.
+	byConsumer := map[int]int{}
+	overlapped := false
+	for e, err := range history.Scan(bytes.NewReader(res.History)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Type == history.Fault {
+			byConsumer[e.Consumer]++
+			overlapped = overlapped || byConsumer[e.Consumer] > 1
+		}
+	}
+	if !overlapped {
+		t.Errorf("no consumer met a partition while partitioned: %v", byConsumer)
+	}
+}
+
+// TestRabbitMQConfirmLostSmallWindow: a withheld confirm is given up at
+// confirm_timeout and frees its window slot, so more withheld confirms
+// than the window holds do not stall the producer: with retries each is
+// republished (one duplicate per fault without idempotency), without them
+// the intent is given up, and either way every intent is published and
+// delivered.
+func TestRabbitMQConfirmLostSmallWindow(t *testing.T) {
+	s := parse(t, `
+version: 1
+name: confirm-lost-window
+messages: 80
+deadline: 30s
+drain: 5s
+broker: {kind: rabbitmq, queue_type: classic}
+producer: {window: 4, retries: 1, confirm_timeout: 300ms}
+consumer: {prefetch: 10}
+faults:
+  - {type: confirm-lost, every: 10}
+variants:
+  - {name: none, strategy: none}
+  - {name: no-retry, strategy: none, producer: {retries: 0}}
+`)
+	res, err := runJudged(t, context.Background(), s)
+	if errors.Is(err, brokers.ErrUnreachable) && os.Getenv("DQBENCH_REQUIRE_BROKERS") != "1" {
+		t.Skipf("no RabbitMQ at the default address: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Run.Valid() {
+		t.Errorf("run not valid: %+v", res.Run)
+	}
+	for _, v := range res.Run.Variants {
+		// More withheld confirms than the window has slots.
+		if v.FaultsInjected <= 4 || v.Attempted != 80 || v.Delivered != 80 || v.Lost != 0 {
+			t.Errorf("variant %s: counts %+v: want more than 4 faults, every intent published and delivered, none lost", v.Name, v.Counts)
+		}
+		switch v.Name {
+		case "none":
+			if v.Duplicates != v.FaultsInjected || v.Acknowledged != 80 {
+				t.Errorf("variant none: counts %+v: want a duplicate per withheld confirm, every intent acknowledged", v.Counts)
+			}
+		case "no-retry":
+			if v.Duplicates != 0 {
+				t.Errorf("variant no-retry: counts %+v: want no duplicate", v.Counts)
+			}
+		}
+	}
+}
+
+// TestRabbitMQConfirmLostDefaultTimeout: a scenario with confirm-lost and
+// no confirm_timeout gives the withheld confirms up at the default one
+// (scenario.DefaultConfirmLostTimeout) instead of waiting for them until
+// the deadline: it completes, one duplicate per lost confirm.
+func TestRabbitMQConfirmLostDefaultTimeout(t *testing.T) {
+	s := parse(t, `
+version: 1
+name: confirm-lost-default
+messages: 40
+deadline: 1m
+drain: 5s
+broker: {kind: rabbitmq, queue_type: classic}
+producer: {window: 4, retries: 1}
+faults:
+  - {type: confirm-lost, every: 20}
+variants:
+  - {name: none, strategy: none}
+`)
+	res, err := runJudged(t, context.Background(), s)
+	if errors.Is(err, brokers.ErrUnreachable) && os.Getenv("DQBENCH_REQUIRE_BROKERS") != "1" {
+		t.Skipf("no RabbitMQ at the default address: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := res.Run.Variants[0]
+	if !res.Run.Valid() || v.FaultsInjected == 0 || v.Duplicates != v.FaultsInjected || v.Acknowledged != 40 || v.Lost != 0 {
+		t.Errorf("counts %+v (valid %v): want a duplicate per lost confirm, every intent acknowledged", v.Counts, res.Run.Valid())
 	}
 }

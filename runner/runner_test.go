@@ -43,7 +43,8 @@ func ignoreStuckInToxiproxy() []goleak.Option {
 // judged is a run and the judgement of its history.
 type judged struct {
 	*Result
-	Run check.Run
+	Run     check.Run
+	History []byte // history.jsonl as written
 }
 
 // runJudged runs s with its history in memory and judges it, as the CLI
@@ -55,11 +56,12 @@ func runJudged(t *testing.T, ctx context.Context, s *scenario.Scenario) (*judged
 	if res == nil {
 		return nil, err
 	}
+	hist := bytes.Clone(buf.Bytes())
 	run, jerr := check.Judge(s.Plan(), res.Meta, history.Scan(&buf), res.Audits)
 	if jerr != nil {
 		t.Fatal(jerr)
 	}
-	return &judged{Result: res, Run: run}, err
+	return &judged{Result: res, Run: run, History: hist}, err
 }
 
 func parse(t *testing.T, yaml string) *scenario.Scenario {

@@ -339,8 +339,11 @@ var errConfirmTimeout = errors.New("no confirm within producer.confirm_timeout")
 // send publishes intent and, by the policy, publishes it again after each
 // attempt that ends without a confirm; done gets the last attempt's outcome.
 // An attempt given up on at the timeout still has its own outcome recorded
-// when the client reports it, so a late confirm shows in the history.
+// when the client reports it, so a late confirm shows in the history; a
+// client that holds a window slot per unconfirmed publish is told, and the
+// slot goes to the next publish (brokers.GiveUpper).
 func (r *variantRun) send(ctx context.Context, p *history.RecordingProducer, intent int, policy retryPolicy, done func(error)) {
+	giveUp, _ := p.Producer.(brokers.GiveUpper)
 	var try func(attempt int)
 	try = func(attempt int) {
 		var once sync.Once
@@ -349,6 +352,9 @@ func (r *variantRun) send(ctx context.Context, p *history.RecordingProducer, int
 			once.Do(func() {
 				if timedOut {
 					r.rec.Record(history.Event{Type: history.PubFailed, Intent: intent, Attempt: attempt, Reason: err.Error()})
+					if giveUp != nil {
+						giveUp.GiveUp(intent, attempt)
+					}
 				}
 				if err == nil || attempt > policy.retries || ctx.Err() != nil {
 					done(err)

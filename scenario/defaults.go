@@ -20,6 +20,12 @@ const (
 	DefaultInstances  = 1
 	DefaultPrefetch   = 100
 	DefaultMaxAttempt = 1
+	// DefaultConfirmLostTimeout is producer.confirm_timeout when a
+	// confirm-lost fault is configured and the scenario sets none: the
+	// confirms it withholds never come, and an application that waited
+	// for them would wait until the deadline. Long enough that a confirm
+	// that does come is never given up on.
+	DefaultConfirmLostTimeout = Duration(5 * time.Second)
 )
 
 // Upper bounds of the numeric settings: past them a run would exhaust memory
@@ -106,6 +112,9 @@ func applyDefaults(s *Scenario) {
 			d.Defaults()
 		}
 		setIfZero(&f.Name, catalog.DefaultFaultName(f.Type, f.Params))
+		if f.Type == catalog.ConfirmLost {
+			setIfZero(&s.Producer.ConfirmTimeout, DefaultConfirmLostTimeout)
+		}
 	}
 }
 

@@ -967,3 +967,36 @@ func TestUseExternalBroker(t *testing.T) {
 		t.Errorf("a refused override changed the broker: %+v", s.Broker)
 	}
 }
+
+// TestConfirmLostTimeout: a confirm-lost fault withholds confirms that
+// never come, so a scenario that sets no confirm_timeout gets
+// DefaultConfirmLostTimeout; one that sets it keeps it, in the scenario or
+// a variant, and without the fault there is no timeout.
+func TestConfirmLostTimeout(t *testing.T) {
+	const head = "version: 1\nname: t\nbroker: {kind: rabbitmq}\n"
+	for _, tc := range []struct {
+		name, yaml string
+		want       map[string]time.Duration // by variant
+	}{
+		{"default", head + "faults: [{type: confirm-lost, every: 10}]\nvariants: [{name: a, strategy: none}]\n",
+			map[string]time.Duration{"a": 5 * time.Second}},
+		{"scenario's own", head + "producer: {confirm_timeout: 300ms}\nfaults: [{type: confirm-lost, every: 10}]\nvariants: [{name: a, strategy: none}]\n",
+			map[string]time.Duration{"a": 300 * time.Millisecond}},
+		{"variant's own", head + "faults: [{type: confirm-lost, every: 10}]\nvariants: [{name: a, strategy: none}, {name: b, strategy: none, producer: {confirm_timeout: 1s}}]\n",
+			map[string]time.Duration{"a": 5 * time.Second, "b": time.Second}},
+		{"no fault", head + "variants: [{name: a, strategy: none}]\n",
+			map[string]time.Duration{"a": 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Parse("t.yaml", []byte(tc.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range s.Variants {
+				if got := s.ProducerFor(v).ConfirmTimeout.D(); got != tc.want[v.Name] {
+					t.Errorf("variant %s: confirm_timeout %s, want %s", v.Name, got, tc.want[v.Name])
+				}
+			}
+		})
+	}
+}

@@ -61,7 +61,7 @@ type Producer struct {
 	Window     int          `yaml:"window" json:"window,omitempty" jsonschema:"minimum=1,maximum=100000,description=Most unacknowledged publishes in flight (default 256; 1 makes every request carry one intent)."`
 	// Retries and ConfirmTimeout are the application's publish policy.
 	Retries        *int           `yaml:"retries" json:"retries,omitempty" jsonschema:"minimum=0,maximum=100,description=How many times the application publishes an intent again when a send ends without a confirm (an unknown outcome) or none came within confirm_timeout (default 0: the client's own retries only)."`
-	ConfirmTimeout Duration       `yaml:"confirm_timeout" json:"confirm_timeout,omitempty" jsonschema:"description=How long the application waits for a confirm before it gives the send up as unknown (and retries\\, with retries > 0); default: as long as the client takes to answer."`
+	ConfirmTimeout Duration       `yaml:"confirm_timeout" json:"confirm_timeout,omitempty" jsonschema:"description=How long the application waits for a confirm before it gives the send up as unknown (and retries\\, with retries > 0); default: as long as the client takes to answer (5s with a confirm-lost fault\\, whose withheld confirms never come)."`
 	Client         catalog.Client `yaml:"client" json:"client,omitempty" jsonschema:"description=Kafka client library of the producer: franz-go (default) or kafka-go (segmentio/kafka-go: no idempotent producer and no transactions\\, so it needs idempotent: false)."`
 	// MaxLength and Overflow bound the variant's queue (a broker limit as
 	// a loss source). An empty Overflow is drop-head.

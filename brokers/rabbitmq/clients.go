@@ -73,32 +73,49 @@ type producer struct {
 	id   string          // names this producer's publishes in the copy header
 	tags *amqpfault.Tags // which publish sequence number carries which intent, for confirm-lost
 
-	window  chan struct{}  // a slot per unconfirmed publish
+	window  chan struct{}  // a slot per unconfirmed publish not given up
 	stop    chan struct{}  // closed by Close: no more publishes
 	waiting sync.WaitGroup // a goroutine per unconfirmed publish
 
 	mu      sync.Mutex // publish order = sequence numbers; guards closing
 	closing bool
 	once    sync.Once
+
+	// givenUp has an entry per publish between Publish and its outcome,
+	// closed when the application gives it up (GiveUp).
+	givenUpMu sync.Mutex
+	givenUp   map[attemptKey]chan struct{}
 }
 
-var _ brokers.Producer = (*producer)(nil)
+// attemptKey names one publish: an intent's attempt.
+type attemptKey struct{ intent, attempt int }
+
+var (
+	_ brokers.Producer  = (*producer)(nil)
+	_ brokers.GiveUpper = (*producer)(nil)
+)
 
 func (p *producer) Publish(ctx context.Context, m brokers.Message, done func(error)) {
+	k := attemptKey{m.Intent, m.Attempt}
+	givenUp := p.track(k)
+	fail := func(err error) {
+		p.forget(k)
+		done(err)
+	}
 	select {
 	case p.window <- struct{}{}:
 	case <-ctx.Done():
-		done(ctx.Err())
+		fail(ctx.Err())
 		return
 	case <-p.stop:
-		done(errors.New("rabbitmq producer closed"))
+		fail(errors.New("rabbitmq producer closed"))
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closing {
 		<-p.window
-		done(errors.New("rabbitmq producer closed"))
+		fail(errors.New("rabbitmq producer closed"))
 		return
 	}
 	if p.ch.IsClosed() {
@@ -106,7 +123,7 @@ func (p *producer) Publish(ctx context.Context, m brokers.Message, done func(err
 		// unconfirmed on it ends as unknown; go on on a survivor.
 		if err := p.reconnect(ctx); err != nil {
 			<-p.window
-			done(fmt.Errorf("publish intent %d to %s: %w (outcome unknown)", m.Intent, p.d.queue, err))
+			fail(fmt.Errorf("publish intent %d to %s: %w (outcome unknown)", m.Intent, p.d.queue, err))
 			return
 		}
 	}
@@ -127,21 +144,31 @@ func (p *producer) Publish(ctx context.Context, m brokers.Message, done func(err
 	})
 	if err != nil {
 		<-p.window
-		done(fmt.Errorf("publish intent %d to %s: %w (outcome unknown)", m.Intent, p.d.queue, err))
+		fail(fmt.Errorf("publish intent %d to %s: %w (outcome unknown)", m.Intent, p.d.queue, err))
 		return
 	}
 	p.waiting.Add(1)
-	go p.confirm(p.ch, dc, done)
+	go p.confirm(p.ch, dc, k, givenUp, done)
 }
 
 // confirm calls a publish's done once the broker answered it: nil for
 // basic.ack, an error for basic.nack (the broker refused it),
 // errUnknownOutcome when the channel closed first (amqp091 then marks
 // every outstanding confirmation as not acked). Each publish waits on its
-// own, so a confirm that never comes holds up no other.
-func (p *producer) confirm(ch *amqp.Channel, dc *amqp.DeferredConfirmation, done func(error)) {
+// own, so a confirm that never comes holds up no other; and its window
+// slot is freed when the application gives it up (GiveUp), so it does not
+// hold up the next publishes either.
+func (p *producer) confirm(ch *amqp.Channel, dc *amqp.DeferredConfirmation, k attemptKey, givenUp <-chan struct{}, done func(error)) {
 	defer p.waiting.Done()
-	<-dc.Done()
+	slot := true // it holds a window slot
+	select {
+	case <-dc.Done():
+	case <-givenUp:
+		<-p.window
+		slot = false
+		<-dc.Done() // a late answer is still reported; Close ends the wait
+	}
+	p.forget(k)
 	var err error
 	if !dc.Acked() {
 		if ch.IsClosed() {
@@ -150,8 +177,47 @@ func (p *producer) confirm(ch *amqp.Channel, dc *amqp.DeferredConfirmation, done
 			err = fmt.Errorf("%w: broker nacked the publish to %s (basic.nack)", brokers.ErrRefused, p.d.queue)
 		}
 	}
-	<-p.window
+	if slot {
+		<-p.window
+	}
 	done(err)
+}
+
+// GiveUp frees the window slot of intent's attempt: the application gave
+// the publish up (producer.confirm_timeout), so its slot goes to the next
+// publish, as after any other unknown outcome. Its done still comes when
+// the broker answers or Close ends it. Given before the publish took its
+// slot, the publish frees it as soon as it is sent.
+func (p *producer) GiveUp(intent, attempt int) {
+	p.givenUpMu.Lock()
+	defer p.givenUpMu.Unlock()
+	if ch, ok := p.givenUp[attemptKey{intent, attempt}]; ok {
+		select {
+		case <-ch:
+		default:
+			close(ch)
+		}
+	}
+}
+
+// track notes a publish of k until its outcome; the channel closes when
+// the application gives it up.
+func (p *producer) track(k attemptKey) chan struct{} {
+	p.givenUpMu.Lock()
+	defer p.givenUpMu.Unlock()
+	if p.givenUp == nil {
+		p.givenUp = map[attemptKey]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	p.givenUp[k] = ch
+	return ch
+}
+
+// forget ends tracking k: it has its outcome.
+func (p *producer) forget(k attemptKey) {
+	p.givenUpMu.Lock()
+	defer p.givenUpMu.Unlock()
+	delete(p.givenUp, k)
 }
 
 // lateConfirmWait bounds how long Close waits for outstanding confirms.
@@ -263,11 +329,14 @@ type consumer struct {
 	settled   atomic.Int64 // deliveries acked
 	unflushed atomic.Bool  // an ack was written since the last round trip
 	// partitioned: cut off from the broker (Partition); acks are lost.
-	partitioned atomic.Bool
-	slowMu      sync.Mutex
-	slowTimer   *time.Timer // ends a Slow
-	rpcMu       sync.Mutex  // amqp091 matches a channel's replies to one call at a time
-	once        sync.Once
+	partitioned  atomic.Bool
+	partitionMu  sync.Mutex  // one Partition at a time
+	partitionEnd *time.Timer // ends a Partition: closes the connection
+	proxyGoing   bool        // stopTimers was called (guarded by partitionMu)
+	slowMu       sync.Mutex
+	slowTimer    *time.Timer // ends a Slow
+	rpcMu        sync.Mutex  // amqp091 matches a channel's replies to one call at a time
+	once         sync.Once
 
 	// With ack-lost armed: which delivery tag carries which intent, for
 	// the filter; and one delivery at a time (see Next).
@@ -412,20 +481,41 @@ func (c *consumer) ResetConnection(ctx context.Context) error {
 var _ brokers.Partitioner = (*consumer)(nil)
 
 // Partition adds toxiproxy's timeout toxic to both directions of the
-// consumer's proxy: data is dropped, and the proxy closes the connection
-// after d. The acks Ack returned for reach the broker first; the ones
-// written during the partition are lost, so they are not counted settled
-// (Backlog goes on counting those deliveries as held).
+// consumer's proxy, which drops all data, and disables the proxy after d,
+// which closes the connection (as a client's TCP eventually gives up). The
+// acks Ack returned for reach the broker first; the ones written during
+// the partition are lost, so they are not counted settled (Backlog goes on
+// counting those deliveries as held).
+//
+// A partition of a consumer partitioned already (it goes on handling what
+// it had read before the cut) extends it: the connection closes d from
+// now. There is nothing to flush then: no round trip crosses a partition
+// (it would wait for the close, or fail on it). The close is dqbench's own
+// timer rather than the toxic's timeout, so that extending it changes no
+// toxic that toxiproxy is running.
 func (c *consumer) Partition(ctx context.Context, d time.Duration) error {
+	c.partitionMu.Lock()
+	defer c.partitionMu.Unlock()
+	if c.partitionEnd != nil {
+		c.partitionEnd.Reset(d)
+		return nil
+	}
 	if err := c.flush(); err != nil {
 		return fmt.Errorf("rabbitmq consumer %d on %s: %w", c.gen, c.d.queue, err)
 	}
 	c.partitioned.Store(true)
 	for _, s := range []netfault.Stream{netfault.Upstream, netfault.Downstream} {
-		if err := c.px.Add(netfault.Toxic{Name: "partition-" + string(s), Type: "timeout", Stream: s, Attributes: map[string]any{"timeout": d.Milliseconds()}}); err != nil {
+		if err := c.px.Add(netfault.Toxic{Name: "partition-" + string(s), Type: "timeout", Stream: s, Attributes: map[string]any{"timeout": 0}}); err != nil {
 			return err
 		}
 	}
+	c.partitionEnd = time.AfterFunc(d, func() {
+		c.partitionMu.Lock()
+		defer c.partitionMu.Unlock()
+		if !c.proxyGoing {
+			_ = c.px.Disable() // fails only when the proxy is gone
+		}
+	})
 	return nil
 }
 
@@ -457,13 +547,20 @@ func (c *consumer) Slow(ctx context.Context, latency, d time.Duration) error {
 	return nil
 }
 
-// stopSlow cancels a pending end of Slow: the proxy is about to go.
-func (c *consumer) stopSlow() {
+// stopTimers cancels a pending end of Slow or Partition: the proxy is
+// about to go.
+func (c *consumer) stopTimers() {
 	c.slowMu.Lock()
-	defer c.slowMu.Unlock()
 	if c.slowTimer != nil {
 		c.slowTimer.Stop()
 	}
+	c.slowMu.Unlock()
+	c.partitionMu.Lock()
+	c.proxyGoing = true
+	if c.partitionEnd != nil {
+		c.partitionEnd.Stop()
+	}
+	c.partitionMu.Unlock()
 }
 
 var _ brokers.AckSyncer = (*consumer)(nil)
@@ -549,7 +646,7 @@ func (c *consumer) Abandon() {
 		c.d.leave(c)
 		_ = c.fc.Conn.Close()
 		c.waitClosed(closeWait)
-		c.stopSlow()
+		c.stopTimers()
 		_ = c.px.Close(context.Background())
 	})
 }
@@ -564,7 +661,7 @@ func (c *consumer) Close(ctx context.Context) {
 			_ = c.fc.Conn.Close()
 		}
 		c.waitClosed(closeWait)
-		c.stopSlow()
+		c.stopTimers()
 		_ = c.px.Close(context.WithoutCancel(ctx))
 	})
 }
