@@ -29,6 +29,9 @@ type Kafka struct {
 	adm        *kadm.Client
 	partitions int32
 	tap        *tap // embedded only: sees every client connection (tap.go)
+
+	epochsOnce sync.Once
+	epochs     *leaderEpochs // embedded, with leader-move (leaders.go)
 }
 
 var _ brokers.Broker = (*Kafka)(nil)

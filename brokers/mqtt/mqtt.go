@@ -102,13 +102,13 @@ func (b *Broker) ServerVersion() string {
 	return ""
 }
 
-// connectExternal uses the first of addrs that answers.
+// connectExternal uses the first of addrs that answers an MQTT CONNECT.
 func connectExternal(ctx context.Context, addrs []string, settings catalog.MQTTSettings) (*Broker, error) {
-	var errs []string
+	var errs []error
+	var reasons []string
+	hint := "start one with \"docker compose up -d mosquitto\" or \"apt-get install mosquitto\", or use mode: embedded"
 	for _, a := range addrs {
-		dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		err := dial(dctx, a)
-		cancel()
+		err := probe(ctx, a)
 		if err == nil {
 			layer, err := netfault.Start()
 			if err != nil {
@@ -116,10 +116,16 @@ func connectExternal(ctx context.Context, addrs []string, settings catalog.MQTTS
 			}
 			return &Broker{url: a, settings: settings, layer: layer}, nil
 		}
-		errs = append(errs, fmt.Sprintf("%s: %v", catalog.MaskURL(a), err))
+		errs = append(errs, err)
+		reasons = append(reasons, err.Error())
+		if errors.Is(err, errNoAnswer) {
+			hint = "check that the address is an MQTT broker's port (tcp://HOST:PORT) and that the broker is not overloaded"
+		}
+		if ctx.Err() != nil {
+			break
+		}
 	}
-	return nil, fmt.Errorf("%w: cannot reach an MQTT broker (%s); start one with \"docker compose up -d mosquitto\" or \"apt-get install mosquitto\", or use mode: embedded",
-		brokers.ErrUnreachable, strings.Join(errs, "; "))
+	return nil, &connectError{fmt.Sprintf("cannot reach an MQTT broker: %s; %s", strings.Join(reasons, "; "), hint), errs}
 }
 
 // Close stops an embedded broker, and any managed one a destination left
@@ -164,7 +170,7 @@ func (b *Broker) Open(ctx context.Context, spec brokers.DestinationSpec) (broker
 	case !b.managed:
 		d.url = b.url
 		if err := d.proxy(b.layer); err != nil {
-			d.Close(context.WithoutCancel(ctx))
+			d.closeFailed(ctx)
 			return nil, err
 		}
 	case b.managed:
@@ -181,7 +187,7 @@ func (b *Broker) Open(ctx context.Context, spec brokers.DestinationSpec) (broker
 		// The persistent session exists before the first publish, so the
 		// broker keeps every QoS 1 and 2 message for the consumer.
 		if err := d.lib().subscribe(ctx, d); err != nil {
-			d.Close(context.WithoutCancel(ctx))
+			d.closeFailed(ctx)
 			return nil, err
 		}
 		d.markSubscribed()
@@ -194,6 +200,17 @@ func (b *Broker) Open(ctx context.Context, spec brokers.DestinationSpec) (broker
 	}
 	return externalDest{d}, nil
 }
+
+// closeFailed closes a destination that could not open, past ctx's end
+// but for at most cleanupTimeout.
+func (d *dest) closeFailed(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	d.Close(cctx)
+}
+
+// cleanupTimeout bounds closing a destination that could not open.
+const cleanupTimeout = 2 * time.Second
 
 // dest is one variant's topic and sessions.
 type dest struct {
@@ -241,6 +258,12 @@ type dest struct {
 	// activity is when a publish was last confirmed or a copy acked (unix
 	// nanoseconds).
 	activity atomic.Int64
+
+	// silent is set once the broker accepted a connection and never
+	// answered its CONNECT.
+	silent atomic.Bool
+	// consumerErr is why a consumer last failed to connect (an error).
+	consumerErr atomic.Value
 
 	restart   *rule // broker-restart on a managed broker
 	restartMu sync.Mutex
@@ -371,6 +394,9 @@ func (d *dest) Producer(ctx context.Context) (brokers.Producer, error) {
 	select {
 	case <-d.subscribed:
 	case <-wait.Done():
+		if err, _ := d.consumerErr.Load().(error); err != nil {
+			return nil, fmt.Errorf("mqtt: no consumer subscribed to %s+ within 10s; its last connect: %w", d.topic, err)
+		}
 		return nil, fmt.Errorf("mqtt: no consumer subscribed to %s+ within 10s", d.topic)
 	}
 	return d.lib().producer(ctx, d)
@@ -382,12 +408,19 @@ func (d *dest) Consumer(ctx context.Context, gen int) (brokers.Consumer, error) 
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		c, err := d.lib().consumer(ctx, d, gen)
+		if err != nil {
+			d.consumerErr.Store(err)
+		}
 		if err == nil || !errors.Is(err, brokers.ErrUnreachable) || time.Now().After(deadline) {
 			return c, err
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			// Say why the last attempt failed, not only that time ran out.
+			if errors.Is(err, ctx.Err()) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%w; stopped retrying: %w", err, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -433,7 +466,11 @@ func (d *dest) Close(ctx context.Context) error {
 	for _, p := range d.proxies {
 		err = errors.Join(err, p.Close(ctx))
 	}
-	if d.state == nil && d.mosq == nil {
+	switch {
+	case d.state == nil && d.mosq == nil && d.silent.Load():
+		// Ending them would wait on the broker again.
+		err = errors.Join(err, fmt.Errorf("%w on %s: sessions %s and %s may remain on the broker, which %v", brokers.ErrCleanup, catalog.MaskURL(d.url), d.subID, d.pubID, errNoAnswer))
+	case d.state == nil && d.mosq == nil:
 		// An external broker keeps persistent sessions: end both.
 		for _, id := range []string{d.subID, d.pubID} {
 			if cerr := endSession(ctx, d.url, id); cerr != nil {
@@ -509,16 +546,16 @@ func hostPort(u string) string {
 // endSession connects as id with a clean session, which ends the session
 // the broker kept for id.
 func endSession(ctx context.Context, url, id string) error {
-	cl := pahomqtt.NewClient(pahomqtt.NewClientOptions().AddBroker(url).SetClientID(id).
-		SetCleanSession(true).SetAutoReconnect(false).SetConnectTimeout(5 * time.Second))
-	if err := wait(ctx, cl.Connect(), "connect"); err != nil {
+	cl, _, err := pahoConnect(ctx, url, pahomqtt.NewClientOptions().AddBroker(url).SetClientID(id).
+		SetCleanSession(true).SetAutoReconnect(false))
+	if err != nil {
 		return err
 	}
 	cl.Disconnect(50)
 	return nil
 }
 
-// dial checks that a broker answers at u.
+// dial checks that something listens at u (TCP only).
 func dial(ctx context.Context, u string) error {
 	var dl net.Dialer
 	c, err := dl.DialContext(ctx, "tcp", hostPort(u))

@@ -1,12 +1,16 @@
 package mqtt_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -127,5 +131,122 @@ func TestExternalUnreachable(t *testing.T) {
 	_, err = mqtt.Open(t.Context(), brokers.Config{Kind: catalog.MQTT, Mode: catalog.External, Addresses: []string{addr}})
 	if !errors.Is(err, brokers.ErrUnreachable) || !strings.Contains(err.Error(), ln.Addr().String()) {
 		t.Fatalf("Open on a closed port: %v, want ErrUnreachable naming %s", err, addr)
+	}
+}
+
+// silentBroker listens on 127.0.0.1 and accepts every TCP connection. It
+// answers the CONNECT of a client whose id starts with answer (if not
+// empty) with a CONNACK, and never answers anything on the others: a
+// broker that went silent, or a port that is not MQTT's.
+func silentBroker(t *testing.T, answer string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Go(func() {
+				buf := make([]byte, 512)
+				n, _ := c.Read(buf)
+				if answer != "" && bytes.Contains(buf[:n], []byte(answer)) {
+					c.Write([]byte{0x20, 0x02, 0x00, 0x00}) // CONNACK, accepted
+				}
+				io.Copy(io.Discard, c)
+			})
+		}
+	})
+	return "tcp://" + ln.Addr().String()
+}
+
+// checkSilent checks that err says the broker at addr accepted and never
+// answered CONNECT, and that ctx (short) is what ended the wait.
+func checkSilent(t *testing.T, ctx context.Context, err error, addr string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("connected to a broker that never answers CONNECT")
+	}
+	if ctx.Err() == nil {
+		t.Errorf("the connect gave up before its context ended: %v", err)
+	}
+	if !errors.Is(err, brokers.ErrUnreachable) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err = %v, want ErrUnreachable wrapping the context's DeadlineExceeded", err)
+	}
+	if want := "at " + addr + " accepted the TCP connection but never answered CONNECT"; !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want it to say %q", err, want)
+	}
+}
+
+// TestExternalSilent: a listener that accepts TCP connections and never
+// answers CONNECT is not a broker that answers; Open ends with the run's
+// context (shorter than the connect timeout here) and says so.
+func TestExternalSilent(t *testing.T) {
+	addr := silentBroker(t, "")
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	b, err := mqtt.Open(ctx, brokers.Config{Kind: catalog.MQTT, Mode: catalog.External, Addresses: []string{addr}})
+	if err == nil {
+		b.Close()
+	}
+	checkSilent(t, ctx, err, addr)
+}
+
+// TestExternalFallsSilent: a broker that answered the probe when the run
+// opened and then accepts and never answers: every connect of both client
+// libraries (the persistent session's subscribe, a consumer, the cleanup
+// of its sessions) ends with its context.
+func TestExternalFallsSilent(t *testing.T) {
+	for _, client := range []catalog.MQTTClient{catalog.Paho, catalog.PahoGolang} {
+		for _, clean := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/clean=%v", client, clean), func(t *testing.T) {
+				addr := silentBroker(t, "dqb-probe-")
+				b := openMQTT(t, brokers.Config{Kind: catalog.MQTT, Mode: catalog.External, Addresses: []string{addr}})
+				defer b.Close()
+				s := settings(1, 1, client)
+				s.CleanSession = &clean
+				ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+				defer cancel()
+				d, err := b.Open(ctx, brokers.DestinationSpec{Name: "silent", Settings: s})
+				if !clean {
+					// Open creates the persistent session first.
+					if err == nil {
+						d.Close(t.Context())
+					}
+					checkSilent(t, ctx, err, addr)
+					return
+				}
+				if err != nil {
+					t.Fatalf("Open with a clean session (no connect): %v", err)
+				}
+				_, err = d.Consumer(ctx, 1)
+				checkSilent(t, ctx, err, addr)
+				// Closing an external destination ends its sessions on the
+				// broker: it does not wait on the silent broker again.
+				cctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+				defer cancel()
+				if err := d.Close(cctx); !errors.Is(err, brokers.ErrCleanup) || cctx.Err() != nil {
+					t.Errorf("Close = %v, want ErrCleanup saying the sessions may remain, without waiting on the broker", err)
+				}
+			})
+		}
 	}
 }

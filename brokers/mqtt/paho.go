@@ -10,7 +10,6 @@ import (
 	pahomqtt "github.com/eclipse/paho.mqtt.golang"
 
 	"github.com/dqbench/dqbench/brokers"
-	"github.com/dqbench/dqbench/catalog"
 )
 
 // paho is eclipse/paho.mqtt.golang (MQTT 3.1.1). Both sessions keep their
@@ -25,7 +24,6 @@ func (paho) options(d *dest, id string, store *sessionStore) *pahomqtt.ClientOpt
 		SetCleanSession(d.clean).
 		SetStore(store.view()).
 		SetKeepAlive(30 * time.Second).
-		SetConnectTimeout(5 * time.Second).
 		SetWriteTimeout(10 * time.Second).
 		SetOrderMatters(true).
 		SetAutoReconnect(false) // the producer turns it on; a consumer is replaced instead
@@ -50,14 +48,13 @@ func (p paho) connect(ctx context.Context, d *dest, opts *pahomqtt.ClientOptions
 }
 
 // connectSession is connect, also saying whether the broker had the
-// session.
+// session. The connect ends with ctx (see pahoConnect).
 func (p paho) connectSession(ctx context.Context, d *dest, opts *pahomqtt.ClientOptions) (pahomqtt.Client, bool, error) {
-	cl := pahomqtt.NewClient(opts)
-	t := cl.Connect()
-	if err := wait(ctx, t, "connect to "+catalog.MaskURL(d.url)); err != nil {
-		return nil, false, fmt.Errorf("%w: %v", brokers.ErrUnreachable, err)
+	cl, present, err := pahoConnect(ctx, d.url, opts)
+	if err != nil {
+		d.noteSilent(err)
 	}
-	return cl, t.(*pahomqtt.ConnectToken).SessionPresent(), nil
+	return cl, present, err
 }
 
 func (p paho) subscribe(ctx context.Context, d *dest) error {

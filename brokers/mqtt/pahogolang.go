@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"sync"
 	"time"
 
@@ -39,11 +38,15 @@ func (d *dest) dialV5(ctx context.Context, id string, sess *state.State, cfg pah
 }
 
 // dialV5Session is dialV5, also saying whether the broker had the session.
+// The TCP dial and the wait for CONNACK end with ctx, or after
+// connectTimeout.
 func (d *dest) dialV5Session(ctx context.Context, id string, sess *state.State, cfg pahov5.ClientConfig) (*pahov5.Client, bool, error) {
-	var dl net.Dialer
-	conn, err := dl.DialContext(ctx, "tcp", hostPort(d.urlFor(id)))
+	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	h := newHandshake(d.url)
+	conn, err := h.dial(cctx, hostPort(d.urlFor(id)))
 	if err != nil {
-		return nil, false, fmt.Errorf("%w: connect to %s: %v", brokers.ErrUnreachable, d.url, err)
+		return nil, false, h.fail(ctx, err)
 	}
 	cfg.ClientID = id
 	cfg.Conn = packets.NewThreadSafeConn(conn)
@@ -51,15 +54,16 @@ func (d *dest) dialV5Session(ctx context.Context, id string, sess *state.State, 
 	cfg.PacketTimeout = time.Minute
 	cl := pahov5.NewClient(cfg)
 	expiry := d.sessionExpiry()
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
 	ca, err := cl.Connect(cctx, &pahov5.Connect{
 		ClientID: id, CleanStart: d.clean, KeepAlive: 30,
 		Properties: &pahov5.ConnectProperties{SessionExpiryInterval: &expiry},
 	})
+	h.done()
 	if err != nil {
 		conn.Close()
-		return nil, false, fmt.Errorf("%w: connect to %s: %v", brokers.ErrUnreachable, d.url, err)
+		err = h.fail(ctx, err)
+		d.noteSilent(err)
+		return nil, false, err
 	}
 	return cl, ca.SessionPresent, nil
 }
