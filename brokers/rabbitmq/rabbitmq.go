@@ -23,6 +23,7 @@ import (
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
+	"github.com/dqbench/dqbench/leftover"
 	"github.com/dqbench/dqbench/netfault"
 )
 
@@ -35,7 +36,10 @@ const copyHeader = "dqbench-copy"
 
 // RabbitMQ is a running broker reached at one AMQP URL.
 type RabbitMQ struct {
-	url       string // with the password: only for dialling
+	url string // with the password: only for dialling
+	// throwaway: a cluster started for this run, whose queues go with it:
+	// not noted in the leftover ledger.
+	throwaway bool
 	masked    string // for every message
 	queueType catalog.QueueType
 	// addrs are every address the broker has (a managed cluster's nodes),
@@ -249,6 +253,7 @@ func (r *RabbitMQ) Open(ctx context.Context, spec brokers.DestinationSpec) (brok
 		if _, err := ch.QueueDeclare(d.dead.queue, true, false, false, false, amqp.Table{amqp.QueueTypeArg: string(catalog.ClassicQueue)}); err != nil {
 			return nil, fmt.Errorf("declare queue %s on %s: %w", d.dead.queue, r.masked, err)
 		}
+		r.note(d.dead.queue)
 		args["x-dead-letter-exchange"] = ""
 		args["x-dead-letter-routing-key"] = d.dead.queue
 	}
@@ -271,7 +276,37 @@ func (r *RabbitMQ) Open(ctx context.Context, spec brokers.DestinationSpec) (brok
 	if _, err := ch.QueueDeclare(d.queue, true, false, false, false, args); err != nil {
 		return nil, fmt.Errorf("declare queue %s on %s: %w", d.queue, r.masked, err)
 	}
+	r.note(d.queue)
 	return d, nil
+}
+
+// note records a queue this run declared in the leftover ledger, so that a
+// killed run's queue is found and deleted later (dqbench clean).
+func (r *RabbitMQ) note(queue string) {
+	if !r.throwaway {
+		leftover.Note(leftover.Entry{Kind: leftover.Queue, Where: r.url, Name: queue})
+	}
+}
+
+// DeleteQueue deletes queue on the RabbitMQ at url: what dqbench clean does
+// with a queue a killed run left.
+func DeleteQueue(ctx context.Context, url, queue string) error {
+	conn, err := dial(ctx, url, "", nil)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		return err
+	}
+	defer ch.Close()
+	_, err = ch.QueueDelete(queue, false, false, false)
+	var ae *amqp.Error
+	if errors.As(err, &ae) && ae.Code == amqp.NotFound {
+		return nil // gone already
+	}
+	return err
 }
 
 // queueDest is one variant's queue.
@@ -403,6 +438,9 @@ func (d *queueDest) Close(ctx context.Context) error {
 	if err == nil {
 		_, err = ch.QueueDelete(d.queue, false, false, false)
 		ch.Close()
+	}
+	if err == nil {
+		leftover.Forget(leftover.Entry{Kind: leftover.Queue, Where: d.r.url, Name: d.queue})
 	}
 	if err != nil {
 		err = fmt.Errorf("%w on %s: delete queue %s: %v", brokers.ErrCleanup, d.r.Name(), d.queue, err)
