@@ -35,6 +35,9 @@ func sweep(ctx context.Context, w io.Writer, dryRun bool) int {
 		for _, e := range leftover.Orphans() {
 			fmt.Fprintf(w, "would remove %s (left by a dqbench that was killed)\n", e)
 		}
+		for _, dir := range rabbitmq.OrphanClusters() {
+			fmt.Fprintf(w, "would stop the managed RabbitMQ cluster in %s (its run was killed)\n", dir)
+		}
 		return 0
 	}
 	ctx, cancel := context.WithTimeout(ctx, sweepBudget)

@@ -363,3 +363,9 @@ func (d *managedDest) leaderAnswers() bool {
 func SweepClusters() ([]string, error) {
 	return cluster.Sweep(filepath.Join(os.TempDir(), throwawayPrefix+"*"))
 }
+
+// OrphanClusters lists the directories of throwaway clusters whose run was
+// killed: what SweepClusters would stop.
+func OrphanClusters() []string {
+	return cluster.Orphans(filepath.Join(os.TempDir(), throwawayPrefix+"*"))
+}

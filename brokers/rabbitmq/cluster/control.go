@@ -309,6 +309,19 @@ func Sweep(glob string) ([]string, error) {
 	return stopped, errors.Join(errs...)
 }
 
+// Orphans lists the directories matching glob of throwaway clusters whose
+// owner process is gone: what Sweep would stop.
+func Orphans(glob string) []string {
+	dirs, _ := filepath.Glob(glob)
+	var out []string
+	for _, dir := range dirs {
+		if c, err := Load(dir); err == nil && c.Owner > 0 && !ownerAlive(c.Owner) {
+			out = append(out, dir)
+		}
+	}
+	return out
+}
+
 // ownerAlive reports whether process pid runs (a dqbench that owns a
 // cluster).
 func ownerAlive(pid int) bool {
