@@ -385,7 +385,6 @@ func verdict(p ansi.Paint, ok bool) string {
 	return p.Red("FAIL")
 }
 
-
 func joinInts(xs []int) string {
 	parts := make([]string, len(xs))
 	for i, x := range xs {
