@@ -30,6 +30,13 @@ var (
 	acklossMessages = flag.Int("ackloss.messages", 600, "messages per queue in TestAckedRedelivery")
 	acklossKills    = flag.Int("ackloss.kills", 5, "consumer kills per queue in TestAckedRedelivery")
 	acklossAcks     = flag.Int("ackloss.acks", 80, "acks per consumer before each kill in TestAckedRedelivery")
+	// dqbench applies each message's effect (a SQLite transaction) before
+	// its ack, about a millisecond: the slower the acks, the fewer a
+	// quorum queue's channel holds back when the consumer dies.
+	acklossQueues     = flag.String("ackloss.queues", "quorum,classic", "queue types in TestAckedRedelivery")
+	acklossPrefetch   = flag.String("ackloss.prefetch", "1,10,100", "prefetch counts in TestAckedRedelivery")
+	acklossConcurrent = flag.Bool("ackloss.concurrent", false, "publish while the consumer consumes (as dqbench does) in TestAckedRedelivery, instead of publishing everything first")
+	acklossWork       = flag.Duration("ackloss.work", 0, "time the consumer spends on each message before its ack in TestAckedRedelivery (0: ack at once)")
 )
 
 // settle is what the consumer does between its last ack and its death.
@@ -83,8 +90,12 @@ func TestAckedRedelivery(t *testing.T) {
 	}
 	prefix := fmt.Sprintf("dqbench-ackloss-%d-%x", os.Getpid(), rand.Uint32())
 	var results []ackLossResult
-	for _, qt := range []string{"quorum", "classic"} {
-		for _, p := range []int{1, 10, 100} {
+	for _, qt := range strings.Split(*acklossQueues, ",") {
+		for _, ps := range strings.Split(*acklossPrefetch, ",") {
+			p, err := strconv.Atoi(ps)
+			if err != nil {
+				t.Fatalf("-ackloss.prefetch: %v", err)
+			}
 			for _, s := range []settle{settleNone, settleRoundTrip, settleWait} {
 				q := fmt.Sprintf("%s-%s-p%d-%s", prefix, qt, p, s)
 				res, err := runAckLoss(t.Context(), url, admin, q, qt, p, s, *acklossMessages, *acklossKills, *acklossAcks)
@@ -96,7 +107,7 @@ func TestAckedRedelivery(t *testing.T) {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d messages, %d kills after %d acks each (raw socket close):\n", *acklossMessages, *acklossKills, *acklossAcks)
+	fmt.Fprintf(&b, "%d messages, %d kills after %d acks each (raw socket close), %v of work per message, published while consuming: %v:\n", *acklossMessages, *acklossKills, *acklossAcks, *acklossWork, *acklossConcurrent)
 	fmt.Fprintf(&b, "%-8s %8s %-11s %14s %9s %18s\n", "queue", "prefetch", "settle", "acked-again", "per kill", "flagged (unacked)")
 	for _, r := range results {
 		fmt.Fprintf(&b, "%-8s %8d %-11s %14d %9.1f %18d\n", r.queueType, r.prefetch, r.settle, r.ackedAgain,
@@ -130,12 +141,22 @@ func runAckLoss(ctx context.Context, url string, admin *amqp.Connection, q, queu
 		return res, fmt.Errorf("declare: %w", err)
 	}
 	defer func() { _, _ = ch.QueueDelete(q, false, false, false) }()
-	if err := publishN(ctx, ch, q, n); err != nil {
+	published := make(chan error, 1)
+	if *acklossConcurrent {
+		pch, err := admin.Channel()
+		if err != nil {
+			return res, err
+		}
+		defer pch.Close()
+		go func() { published <- publishN(ctx, pch, q, n) }()
+	} else if err := publishN(ctx, ch, q, n); err != nil {
 		return res, err
+	} else {
+		published <- nil
 	}
 	// Enough messages must remain for every kill to find its acks.
-	if kills*acksPerKill+prefetch > n {
-		return res, fmt.Errorf("%d kills × %d acks + prefetch %d exceed %d messages", kills, acksPerKill, prefetch, n)
+	if kills*acksPerKill > n {
+		return res, fmt.Errorf("%d kills × %d acks exceed %d messages", kills, acksPerKill, n)
 	}
 	acked := make(map[int]bool, n)
 	for res.kills < kills {
@@ -147,6 +168,9 @@ func runAckLoss(ctx context.Context, url string, admin *amqp.Connection, q, queu
 	// The rest, with no kill: ack everything, wait until the queue holds
 	// nothing, ready or unacked, then close.
 	if err := consumeCycle(ctx, url, q, n, prefetch, s, 0, acked, &res); err != nil {
+		return res, err
+	}
+	if err := <-published; err != nil {
 		return res, err
 	}
 	if len(acked) != n {
@@ -239,6 +263,10 @@ func consumeCycle(ctx context.Context, url, q string, n, prefetch int, s settle,
 				res.ackedAgain++
 			case d.Redelivered:
 				res.flagged++
+			}
+			// Work without sleeping: a sleep parks the goroutine for far
+			// longer than short works ask, and paces the acks differently.
+			for start := time.Now(); time.Since(start) < *acklossWork; {
 			}
 			if err := ch.Ack(d.DeliveryTag, false); err != nil {
 				conn.Close()
