@@ -132,7 +132,7 @@ type managedDest struct {
 var _ brokers.LeaderStopper = (*managedDest)(nil)
 
 func (d *managedDest) JoinFailover(fault string) error {
-	if d.r.queueType != catalog.QuorumQueue {
+	if d.queueType != catalog.QuorumQueue {
 		return fmt.Errorf("fault %s stops the leader of a quorum queue: add queue_type: quorum to the broker", fault)
 	}
 	d.m.failovers.join(fault)

@@ -240,12 +240,15 @@ func (r *RabbitMQ) proxy(name, url string) (*netfault.Proxy, error) {
 
 // Open declares the variant's durable queue.
 func (r *RabbitMQ) Open(ctx context.Context, spec brokers.DestinationSpec) (brokers.Destination, error) {
-	d := &queueDest{r: r, spec: spec, queue: "dqbench-" + spec.Name}
+	d := &queueDest{r: r, spec: spec, queue: "dqbench-" + spec.Name, queueType: r.queueType}
+	if s, ok := spec.Settings.(*catalog.RabbitMQSettings); ok && s.QueueType != "" {
+		d.queueType = s.QueueType // the variant's override
+	}
 	ch, err := d.admin()
 	if err != nil {
 		return nil, err
 	}
-	args := amqp.Table{amqp.QueueTypeArg: string(r.queueType)}
+	args := amqp.Table{amqp.QueueTypeArg: string(d.queueType)}
 	if spec.DeadLetter {
 		// Dead-lettered through the default exchange, straight to the
 		// variant's own dead-letter queue.
@@ -268,7 +271,7 @@ func (r *RabbitMQ) Open(ctx context.Context, spec brokers.DestinationSpec) (brok
 	switch {
 	case spec.DeliveryLimit > 0:
 		args["x-delivery-limit"] = spec.DeliveryLimit
-	case r.queueType == catalog.QuorumQueue && r.majorVersion() >= 4:
+	case d.queueType == catalog.QuorumQueue && r.majorVersion() >= 4:
 		// RabbitMQ 4 gives quorum queues a delivery limit of 20 unless
 		// told otherwise; -1 is its "no limit", as before 4.0.
 		args["x-delivery-limit"] = -1
@@ -311,9 +314,10 @@ func DeleteQueue(ctx context.Context, url, queue string) error {
 
 // queueDest is one variant's queue.
 type queueDest struct {
-	r     *RabbitMQ
-	spec  brokers.DestinationSpec
-	queue string
+	r         *RabbitMQ
+	spec      brokers.DestinationSpec
+	queue     string
+	queueType catalog.QueueType // the broker's, or the variant's override
 
 	adminMu sync.Mutex
 	adminCh *amqp.Channel // this destination's own: a failed call closes a channel
