@@ -35,6 +35,7 @@ Colour on a terminal; none when piped or with NO_COLOR set.`,
 				return withCode(ExitUsage, err)
 			}
 			o.Color = s.color()
+			o.Width = s.Width
 			for i, dir := range dirs {
 				r, err := savedrun.Load(dir)
 				if err != nil {

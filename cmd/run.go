@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/clipperhouse/displaywidth"
 	"github.com/spf13/cobra"
 
 	"github.com/dqbench/dqbench/brokers"
@@ -60,8 +61,9 @@ func newRunCmd(s Streams, runF runFunc) *cobra.Command {
 it publishes the intents, injects the faults on a schedule fixed by the seed,
 drains, audits each variant's store and prints one row per variant with the
 counts, then a verdict line per expectation. On a terminal narrower than the
-table, only the columns that carry the lesson are shown (--wide for all);
-piped output keeps every column. -o junit writes JUnit XML for CI (one
+table, only the columns that carry the lesson are shown, split into tables one
+under the other if need be, and long lines wrap (--wide for every column);
+piped output keeps every column and whole lines. -o junit writes JUnit XML for CI (one
 testcase per expectation); -o html or --html FILE a self-contained HTML page
 with the counts, a timeline per variant and the stories of duplicated and
 lost intents. --quiet prints only each scenario's verdict line (the word the
@@ -369,8 +371,7 @@ func showProgress(s Streams, name string, p *runner.Progress, done <-chan struct
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
 	for {
-		fmt.Fprintf(s.Err, "\r\033[K%s: published %d/%d · consumed %d · faults %d",
-			name, p.Published.Load(), p.Total.Load(), p.Consumed.Load(), p.Faults.Load())
+		fmt.Fprint(s.Err, "\r\033[K"+progressLine(name, p, s.Width))
 		select {
 		case <-done:
 			fmt.Fprint(s.Err, "\r\033[K")
@@ -378,6 +379,18 @@ func showProgress(s Streams, name string, p *runner.Progress, done <-chan struct
 		case <-t.C:
 		}
 	}
+}
+
+// progressLine is the progress line, cut to a terminal of width columns
+// (0: whole) so that it never wraps: a wrapped line would not be
+// overwritten.
+func progressLine(name string, p *runner.Progress, width int) string {
+	l := fmt.Sprintf("%s: published %d/%d · consumed %d · faults %d",
+		name, p.Published.Load(), p.Total.Load(), p.Consumed.Load(), p.Faults.Load())
+	if width > 1 {
+		l = displaywidth.TruncateString(l, width-1, "…")
+	}
+	return l
 }
 
 // exitCodeFor maps why a run could not be judged or completed to an exit
