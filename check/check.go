@@ -47,9 +47,18 @@ const (
 	sameCopy       // a delivery came again from the first position (the broker redelivered the copy it stored)
 	held           // a fault event says the broker had it (received while the subscriber was offline)
 	nacked         // the broker refused a publish of it (a nack, a reject, an error saying it did not take it)
+	acked          // the consumer acked a delivery of it
+	afterAck       // delivered again after the consumer had acked it
+	faultNamed     // a fault event named it (an ack-lost: the ack was lost on purpose)
 )
 
 func (f *facts) has(flag uint16) bool { return f.flags&flag != 0 }
+
+// ackedAgain: the broker delivered the intent again after the consumer
+// had acked it, and no fault was aimed at it (an ack-lost fault loses the
+// ack on purpose: that is the fault's redelivery). The broker had not
+// applied the ack when the consumer went away.
+func (f *facts) ackedAgain() bool { return f.has(afterAck) && !f.has(faultNamed) }
 
 // missing: the application handed the intent to the producer, its effect
 // never applied, and nobody said so: neither the broker (a refusal the
@@ -166,6 +175,9 @@ func (t *tally) add(e *history.Event) {
 		if f.deliveries < ^uint16(0) {
 			f.deliveries++
 		}
+		if f.has(acked) {
+			f.flags |= afterAck
+		}
 		if e.Redelivered {
 			f.flags |= flagged
 		}
@@ -197,6 +209,8 @@ func (t *tally) add(e *history.Event) {
 				f.flags |= skippedFirst
 			}
 		}
+	case history.Ack:
+		t.get(e.Intent).flags |= acked
 	case history.DeadLetter:
 		t.get(e.Intent).flags |= deadLettered
 	case history.Armed:
@@ -208,6 +222,9 @@ func (t *tally) add(e *history.Event) {
 		}
 		t.fired[e.Fault]++
 		t.addFaultReason(e)
+		if e.Intent != 0 {
+			t.get(e.Intent).flags |= faultNamed
+		}
 		if e.Held {
 			for _, in := range e.Intents {
 				t.get(in).flags |= held
@@ -253,10 +270,10 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	t.stage.mark(t)
 	var c Counts
 	c.FaultsInjected = t.faults
-	var logCopies int
+	var logCopies, ackedAgain int
 	lost := map[Cause]int{}    // counted as lost, by cause
 	waiting := map[Cause]int{} // never delivered when the drain gave up: not counted
-	t.each(func(_ int, f *facts) {
+	t.each(func(id int, f *facts) {
 		for _, row := range Table {
 			if row.perIntent != nil {
 				*row.field(&c) += row.perIntent(f)
@@ -264,6 +281,9 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 		}
 		if f.has(published) && f.has(copies) {
 			logCopies++
+		}
+		if f.has(afterAck) && t.verdict(id, f).Cause == DupAckedAgain {
+			ackedAgain++
 		}
 		if cause, ok := t.lossCause(f); ok {
 			lost[cause]++
@@ -289,6 +309,9 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	}
 	if c.Duplicates > 0 {
 		notes = append(notes, fmt.Sprintf("%d intents had their effect applied more than once: the strategy did not recognise the redelivery", c.Duplicates))
+	}
+	if ackedAgain > 0 {
+		notes = append(notes, fmt.Sprintf("%d of them were delivered again after the consumer had acked them (%s): %s", ackedAgain, DupAckedAgain, DupAckedAgain.Doc()))
 	}
 	if c.Rejected > 0 {
 		notes = append(notes, fmt.Sprintf("%d intents were refused by the consumer and never applied (an out-of-order version, an illegal state transition, a poison message that fails every time): refused and reported, not silently lost", c.Rejected))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dqbench/dqbench/leftover"
 	"github.com/dqbench/dqbench/runner"
 )
 
@@ -100,12 +101,13 @@ without each consumer idempotency strategy.
 		return withCode(ExitUsage, fmt.Errorf("%v\nSee '%s --help'.", err, c.CommandPath()))
 	})
 	root.AddCommand(newRunCmd(s, runF), newListCmd(s), newValidateCmd(s), newCheckCmd(s), newExplainCmd(s), newSchemaCmd(s))
-	root.AddCommand(newBrokersCmd(s), newVersionCmd(s))
+	root.AddCommand(newBrokersCmd(s), newVersionCmd(s), newCleanCmd(s))
 	return root
 }
 
 // Execute runs dqbench with args and returns the process exit code.
 func Execute(ctx context.Context, args []string, s Streams) int {
+	defer leftover.Close() // what this process noted and removed: its ledger goes
 	return execute(ctx, args, s, runner.Run)
 }
 

@@ -225,6 +225,9 @@ func runScenarios(ctx context.Context, s Streams, o runOptions, args []string) e
 		}
 	}
 
+	// What killed runs left is removed before this one adds its own.
+	sweep(ctx, s.Err, false)
+
 	var runs []judged
 	var failures []error
 	used := map[string]int{}

@@ -39,7 +39,7 @@ const (
 	Stop       Type = "stop"        // a consumer process was stopped at the end of the run (process variants; Reason: how it exited)
 	Limits     Type = "limits"      // the variant's broker drops messages past limits (Reason names them: a managed Mosquitto's max_queued_messages)
 
-	// A consume-transform-produce stage's events (history.RecordingStage);
+	// A consume-transform-produce stage's events (recording.Stage);
 	// Consumer is the stage instance's generation, Txn numbers its batches
 	// (transactions) within the variant.
 	StageStart  Type = "stage-start"  // a stage instance started

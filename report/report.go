@@ -245,7 +245,7 @@ func text(w io.Writer, runs []check.Run, markdown bool, opts Options) error {
 		}
 		for _, v := range r.Variants {
 			if v.Legs != nil {
-				line("%slegs %s: %s", bullet, v.Name, legsText(v))
+				line("%slegs %s: %s", bullet, v.Name, v.LegsText())
 			}
 			if len(v.KilledPIDs) > 0 {
 				line("%skilled %s: %d consumer processes (SIGKILL), pids %s", bullet, v.Name, len(v.KilledPIDs), joinInts(v.KilledPIDs))
@@ -374,25 +374,6 @@ func verdict(p ansi.Paint, ok bool) string {
 		return p.Green("PASS")
 	}
 	return p.Red("FAIL")
-}
-
-// legsText says on which MQTT leg duplicates and losses arose, and the QoS
-// levels deliveries arrived with.
-func legsText(v check.Variant) string {
-	l := v.Legs
-	text := fmt.Sprintf("publisher→broker %d duplicated · broker→subscriber %d duplicated, %d lost",
-		l.Publisher.Duplicates, l.Subscriber.Duplicates, l.Subscriber.Lost)
-	if l.UnconfirmedLost > 0 {
-		text += fmt.Sprintf(" · %d lost unconfirmed (before the broker or unseen in it)", l.UnconfirmedLost)
-	}
-	var qos []string
-	for _, q := range check.QoSLevels(v.DeliveredQoS) {
-		qos = append(qos, fmt.Sprintf("%d at QoS %s", v.DeliveredQoS[q], q))
-	}
-	if len(qos) > 0 {
-		text += " · deliveries " + strings.Join(qos, ", ")
-	}
-	return text
 }
 
 func joinInts(xs []int) string {

@@ -10,6 +10,7 @@ import (
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/history"
+	"github.com/dqbench/dqbench/recording"
 	"github.com/dqbench/dqbench/store"
 	"github.com/dqbench/dqbench/strategy"
 )
@@ -41,7 +42,7 @@ func (r *variantRun) consume(ctx context.Context, dest brokers.Destination, ackF
 			}
 			return err
 		}
-		c := history.RecordConsumer(raw, gen, r.seen, r.rec)
+		c := recording.NewConsumer(raw, gen, r.seen, r.rec)
 		err = r.handle(ctx, c, ackFirst)
 		var fatal errFatal
 		switch {
@@ -82,7 +83,7 @@ func (e errFatal) Unwrap() error { return e.err }
 // is processed, and is waited for before anything that depends on it: the
 // next ack, any crash point where a fault is armed, and the end of the
 // instance. So a crash still redelivers exactly what was not acked.
-func (r *variantRun) handle(ctx context.Context, c *history.RecordingConsumer, ackFirst bool) (err error) {
+func (r *variantRun) handle(ctx context.Context, c *recording.Consumer, ackFirst bool) (err error) {
 	var pending pendingAck
 	defer func() {
 		if werr := pending.wait(); werr != nil && err == nil {
@@ -112,7 +113,7 @@ type pendingAck struct {
 
 // start acks d in the background, taking over d's in-flight count; the
 // previous ack must have been waited for.
-func (p *pendingAck) start(ctx context.Context, r *variantRun, c *history.RecordingConsumer, d brokers.Delivery) {
+func (p *pendingAck) start(ctx context.Context, r *variantRun, c *recording.Consumer, d brokers.Delivery) {
 	p.done = make(chan error, 1)
 	go func() {
 		err := r.ack(ctx, c, d)
@@ -133,7 +134,7 @@ func (p *pendingAck) wait() error {
 
 // deliver handles one delivery: ack (at-most-once), process, ack
 // (at-least-once), with the crash points in between.
-func (r *variantRun) deliver(ctx context.Context, c *history.RecordingConsumer, d brokers.Delivery, ackFirst bool, pending *pendingAck) error {
+func (r *variantRun) deliver(ctx context.Context, c *recording.Consumer, d brokers.Delivery, ackFirst bool, pending *pendingAck) error {
 	zombie := false
 	crash := func(p catalog.CrashPoint) error {
 		if !r.crashes.Armed(p) || zombie {
@@ -145,7 +146,7 @@ func (r *variantRun) deliver(ctx context.Context, c *history.RecordingConsumer, 
 		if r.crashes.Hits(p, d) {
 			// What hits here (a crash, a failover) meets the broker with
 			// every ack so far applied.
-			if err := c.SyncAcks(ctx); err != nil && ctx.Err() == nil {
+			if err := syncAcks(ctx, c); err != nil && ctx.Err() == nil {
 				return err
 			}
 		}
@@ -172,13 +173,13 @@ func (r *variantRun) deliver(ctx context.Context, c *history.RecordingConsumer, 
 		if err := pending.wait(); err != nil {
 			return err
 		}
-		if err := c.ResetConnection(ctx); err != nil {
+		if err := resetConnection(ctx, c); err != nil {
 			return errFatal{fmt.Errorf("connection-reset on intent %d: %w", d.Intent, err)}
 		}
 		return errConnectionReset
 	}
 	if lat, dur, ok := r.failures.Slows(d, c.Gen()); ok {
-		if err := c.Slow(ctx, lat, dur); err != nil {
+		if err := slow(ctx, c, lat, dur); err != nil {
 			return errFatal{fmt.Errorf("latency on intent %d: %w", d.Intent, err)}
 		}
 	}
@@ -186,7 +187,7 @@ func (r *variantRun) deliver(ctx context.Context, c *history.RecordingConsumer, 
 		if err := pending.wait(); err != nil {
 			return err
 		}
-		if err := c.Partition(ctx, dur); err != nil {
+		if err := partition(ctx, c, dur); err != nil {
 			return errFatal{fmt.Errorf("partition on intent %d: %w", d.Intent, err)}
 		}
 	}
@@ -241,7 +242,7 @@ type passKey struct {
 // intent (or zombieWait passes). Then it goes on with d, which it can no
 // longer ack. The wait is the stall "long enough" made exact, so the two
 // instances meet every time rather than by luck.
-func (r *variantRun) stall(ctx context.Context, c *history.RecordingConsumer, p catalog.CrashPoint, d brokers.Delivery) {
+func (r *variantRun) stall(ctx context.Context, c *recording.Consumer, p catalog.CrashPoint, d brokers.Delivery) {
 	k := passKey{p, d.Intent}
 	ch := make(chan struct{})
 	r.mu.Lock()
@@ -275,7 +276,7 @@ func (r *variantRun) pass(p catalog.CrashPoint, intent int) {
 	}
 }
 
-func (r *variantRun) ack(ctx context.Context, c *history.RecordingConsumer, d brokers.Delivery) error {
+func (r *variantRun) ack(ctx context.Context, c *recording.Consumer, d brokers.Delivery) error {
 	if err := c.Ack(ctx, d); err != nil {
 		return fmt.Errorf("ack intent %d: %w", d.Intent, err)
 	}
@@ -285,7 +286,7 @@ func (r *variantRun) ack(ctx context.Context, c *history.RecordingConsumer, d br
 	return nil
 }
 
-func (r *variantRun) closeConsumer(ctx context.Context, c *history.RecordingConsumer) {
+func (r *variantRun) closeConsumer(ctx context.Context, c *recording.Consumer) {
 	sctx, cancel := r.shutdownCtx(ctx)
 	defer cancel()
 	c.Close(sctx)

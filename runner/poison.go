@@ -8,6 +8,7 @@ import (
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/history"
+	"github.com/dqbench/dqbench/recording"
 )
 
 // Failed processing (poison-message) and the dead-letter queue.
@@ -25,7 +26,7 @@ const failedReason = "processing failed (poison message)"
 // fail handles a delivery whose processing failed: it records the refused
 // effect and hands the delivery back. With the ack before processing the
 // broker has forgotten it already.
-func (r *variantRun) fail(ctx context.Context, c *history.RecordingConsumer, d brokers.Delivery, ackFirst bool, pending *pendingAck) error {
+func (r *variantRun) fail(ctx context.Context, c *recording.Consumer, d brokers.Delivery, ackFirst bool, pending *pendingAck) error {
 	r.rec.Record(history.Event{Type: history.Effect, Intent: d.Intent, Attempt: d.Attempt, Consumer: c.Gen(), Rejected: true, Reason: failedReason})
 	r.progressOn(d.Intent, doneEffect)
 	if ackFirst {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/history"
+	"github.com/dqbench/dqbench/recording"
 	"github.com/dqbench/dqbench/scenario"
 )
 
@@ -49,7 +50,7 @@ func TestSendRetriesAfterConfirmTimeout(t *testing.T) {
 	rec := history.NewRecorder(time.Now(), &buf)
 	r := &variantRun{s: &scenario.Scenario{Seed: 1}, rec: rec.Variant("v")}
 	raw := &silentFirst{}
-	p := history.RecordProducer(raw, r.rec)
+	p := recording.NewProducer(raw, r.rec)
 	outcome := make(chan error, 1)
 	r.send(context.Background(), p, 7, retryPolicy{retries: 2, timeout: 10 * time.Millisecond}, func(err error) { outcome <- err })
 	if err := <-outcome; err != nil {
@@ -84,7 +85,7 @@ func TestSendGivesUpAfterRetries(t *testing.T) {
 	var buf bytes.Buffer
 	rec := history.NewRecorder(time.Now(), &buf)
 	r := &variantRun{s: &scenario.Scenario{Seed: 1}, rec: rec.Variant("v")}
-	p := history.RecordProducer(failing{}, r.rec)
+	p := recording.NewProducer(failing{}, r.rec)
 	outcome := make(chan error, 1)
 	r.send(context.Background(), p, 3, retryPolicy{retries: 2}, func(err error) { outcome <- err })
 	if err := <-outcome; err == nil {

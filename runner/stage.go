@@ -9,7 +9,7 @@ import (
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
-	"github.com/dqbench/dqbench/history"
+	"github.com/dqbench/dqbench/recording"
 )
 
 // stageIdle is how long a stage instance waits for the rest of a batch
@@ -80,7 +80,7 @@ func (r *variantRun) runStage(ctx context.Context, st brokers.Stager, slot int, 
 			}
 			return err
 		}
-		s := history.RecordStage(raw, gen, r.stageSeen, &r.batches, r.rec)
+		s := recording.NewStage(raw, gen, r.stageSeen, &r.batches, r.rec)
 		err = r.stageBatches(ctx, s, firstRead)
 		switch {
 		case errors.Is(err, errCrash):
@@ -105,7 +105,7 @@ func (r *variantRun) runStage(ctx context.Context, st brokers.Stager, slot int, 
 
 // stageBatches reads, writes and commits batches until ctx ends or a fault
 // kills the instance (errCrash).
-func (r *variantRun) stageBatches(ctx context.Context, s *history.RecordingStage, firstRead func()) error {
+func (r *variantRun) stageBatches(ctx context.Context, s *recording.Stage, firstRead func()) error {
 	tx := r.stage.IsTransactional()
 	for {
 		batch, err := r.stageBatch(ctx, s)
@@ -169,7 +169,7 @@ func (r *variantRun) stageBatches(ctx context.Context, s *history.RecordingStage
 // intent that is a multiple of batch or the last intent (so batches line
 // up with intents and every variant meets the same faults), or when no
 // record comes for stageIdle.
-func (r *variantRun) stageBatch(ctx context.Context, s *history.RecordingStage) ([]brokers.Delivery, error) {
+func (r *variantRun) stageBatch(ctx context.Context, s *recording.Stage) ([]brokers.Delivery, error) {
 	n := r.stage.Batch
 	var batch []brokers.Delivery
 	for len(batch) < n {

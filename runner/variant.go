@@ -13,6 +13,7 @@ import (
 	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/faults"
 	"github.com/dqbench/dqbench/history"
+	"github.com/dqbench/dqbench/recording"
 	"github.com/dqbench/dqbench/scenario"
 	"github.com/dqbench/dqbench/seeded"
 	"github.com/dqbench/dqbench/store"
@@ -41,7 +42,7 @@ type variantRun struct {
 	crashes  faults.Crashes
 	failures faults.Failures
 	kills    *faults.Kills // a process variant's consumer-kill faults (process.go)
-	seen     *history.Deliveries
+	seen     *recording.Deliveries
 	gens     atomic.Int64
 
 	// progressed counts intents that reached an ack or an effect for the
@@ -66,7 +67,7 @@ type variantRun struct {
 	// has one.
 	stage       *scenario.Stage
 	stageFaults *faults.Stage
-	stageSeen   *history.Deliveries
+	stageSeen   *recording.Deliveries
 	stageGens   atomic.Int64
 	stageSlots  atomic.Int64 // slots started, for a joining instance's slot
 	stager      brokers.Stager
@@ -152,7 +153,7 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 	if err := r.strat.Setup(ctx, r.env); err != nil {
 		return nil, nil, fmt.Errorf("set up strategy %s: %w", r.v.Strategy, err)
 	}
-	r.seen = history.NewDeliveries(r.s.Messages)
+	r.seen = recording.NewDeliveries(r.s.Messages)
 	r.done = make([]uint8, r.s.Messages+1)
 
 	spec := brokers.DestinationSpec{
@@ -168,7 +169,7 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 	if r.stage = r.s.StageFor(r.v); r.stage != nil {
 		spec.Stage = &brokers.StageSpec{Transactional: r.stage.IsTransactional()}
 		r.stageFaults = &faults.Stage{Transactional: r.stage.IsTransactional()}
-		r.stageSeen = history.NewDeliveries(r.s.Messages)
+		r.stageSeen = recording.NewDeliveries(r.s.Messages)
 	}
 	dest, err := r.broker.Open(ctx, spec)
 	if err != nil {
@@ -287,7 +288,7 @@ func (r *variantRun) produce(ctx context.Context, dest brokers.Destination, prod
 	if err != nil {
 		return err
 	}
-	p := history.RecordProducer(raw, r.rec)
+	p := recording.NewProducer(raw, r.rec)
 	sem := make(chan struct{}, prod.Window)
 	policy := retryPolicy{retries: prod.RetryCount(), timeout: prod.ConfirmTimeout.D()}
 	var wg sync.WaitGroup
@@ -342,7 +343,7 @@ var errConfirmTimeout = errors.New("no confirm within producer.confirm_timeout")
 // when the client reports it, so a late confirm shows in the history; a
 // client that holds a window slot per unconfirmed publish is told, and the
 // slot goes to the next publish (brokers.GiveUpper).
-func (r *variantRun) send(ctx context.Context, p *history.RecordingProducer, intent int, policy retryPolicy, done func(error)) {
+func (r *variantRun) send(ctx context.Context, p *recording.Producer, intent int, policy retryPolicy, done func(error)) {
 	giveUp, _ := p.Producer.(brokers.GiveUpper)
 	var try func(attempt int)
 	try = func(attempt int) {
@@ -381,7 +382,7 @@ func (r *variantRun) send(ctx context.Context, p *history.RecordingProducer, int
 // publish sends one attempt of intent (the client may retry a lost response
 // itself, resending the same bytes, so the same message id); done gets the
 // outcome.
-func (r *variantRun) publish(ctx context.Context, p *history.RecordingProducer, intent, attempt int, done func(error)) {
+func (r *variantRun) publish(ctx context.Context, p *recording.Producer, intent, attempt int, done func(error)) {
 	account, amount := intent%store.Accounts, seeded.Amount(r.s.Seed, intent)
 	buf, _ := json.Marshal(body{
 		Intent: intent, Account: account, Amount: amount,

@@ -1,20 +1,21 @@
-package history
+package recording
 
 import (
 	"context"
 	"sync/atomic"
 
 	"github.com/dqbench/dqbench/brokers"
+	"github.com/dqbench/dqbench/history"
 )
 
-// RecordingStage records what a consume-transform-produce stage instance
+// Stage records what a consume-transform-produce stage instance
 // does: each input record it reads, each output record the broker has, and
 // how each batch ended. Its batches are numbered across the variant's
 // instances (Txn), so the checker can tell which output copies belong to
 // an aborted transaction.
-type RecordingStage struct {
+type Stage struct {
 	s       brokers.Stage
-	rec     *VariantRecorder
+	rec     *history.VariantRecorder
 	gen     int
 	seen    *Deliveries
 	batches *atomic.Int64
@@ -22,33 +23,33 @@ type RecordingStage struct {
 	written []int // the open batch's intents
 }
 
-// RecordStage wraps stage instance gen and records its start; seen
+// NewStage wraps stage instance gen and records its start; seen
 // numbers the stage's reads of each intent, batches its batches, both
 // shared by the variant's stage instances.
-func RecordStage(s brokers.Stage, gen int, seen *Deliveries, batches *atomic.Int64, rec *VariantRecorder) *RecordingStage {
-	rec.Record(Event{Type: StageStart, Consumer: gen})
-	return &RecordingStage{s: s, rec: rec, gen: gen, seen: seen, batches: batches}
+func NewStage(s brokers.Stage, gen int, seen *Deliveries, batches *atomic.Int64, rec *history.VariantRecorder) *Stage {
+	rec.Record(history.Event{Type: history.StageStart, Consumer: gen})
+	return &Stage{s: s, rec: rec, gen: gen, seen: seen, batches: batches}
 }
 
 // Gen is the stage instance's generation.
-func (s *RecordingStage) Gen() int { return s.gen }
+func (s *Stage) Gen() int { return s.gen }
 
 // Txn is the open batch's number (0 when none is open).
-func (s *RecordingStage) Txn() int { return s.txn }
+func (s *Stage) Txn() int { return s.txn }
 
 // Next records the read, with its attempt number set.
-func (s *RecordingStage) Next(ctx context.Context) (brokers.Delivery, error) {
+func (s *Stage) Next(ctx context.Context) (brokers.Delivery, error) {
 	d, err := s.s.Next(ctx)
 	if err != nil {
 		return d, err
 	}
 	d.Attempt = s.seen.next(d.Intent)
-	s.rec.Record(Event{Type: StageRead, Intent: d.Intent, Attempt: d.Attempt, Consumer: s.gen, Position: d.Position})
+	s.rec.Record(history.Event{Type: history.StageRead, Intent: d.Intent, Attempt: d.Attempt, Consumer: s.gen, Position: d.Position})
 	return d, nil
 }
 
 // Begin opens a batch (and its transaction, with transactions).
-func (s *RecordingStage) Begin() error {
+func (s *Stage) Begin() error {
 	if err := s.s.Begin(); err != nil {
 		return err
 	}
@@ -58,29 +59,29 @@ func (s *RecordingStage) Begin() error {
 }
 
 // Forward records the write once the broker has it.
-func (s *RecordingStage) Forward(ctx context.Context, d brokers.Delivery, body []byte, done func(error)) {
+func (s *Stage) Forward(ctx context.Context, d brokers.Delivery, body []byte, done func(error)) {
 	txn := s.txn
 	s.written = append(s.written, d.Intent)
 	s.s.Forward(ctx, d, body, func(pos string, err error) {
 		if err == nil {
-			s.rec.Record(Event{Type: StageWrite, Intent: d.Intent, Consumer: s.gen, Position: pos, Txn: txn})
+			s.rec.Record(history.Event{Type: history.StageWrite, Intent: d.Intent, Consumer: s.gen, Position: pos, Txn: txn})
 		}
 		done(err)
 	})
 }
 
 // Flush waits for every write's outcome.
-func (s *RecordingStage) Flush(ctx context.Context) error { return s.s.Flush(ctx) }
+func (s *Stage) Flush(ctx context.Context) error { return s.s.Flush(ctx) }
 
 // Commit records the batch's commit, or its abort when the broker aborted
 // the transaction instead.
-func (s *RecordingStage) Commit(ctx context.Context) (bool, error) {
+func (s *Stage) Commit(ctx context.Context) (bool, error) {
 	committed, err := s.s.Commit(ctx)
 	switch {
 	case err == nil && committed:
-		s.rec.Record(Event{Type: StageCommit, Consumer: s.gen, Txn: s.txn, Intents: append([]int(nil), s.written...)})
+		s.rec.Record(history.Event{Type: history.StageCommit, Consumer: s.gen, Txn: s.txn, Intents: append([]int(nil), s.written...)})
 	case err == nil:
-		s.rec.Record(Event{Type: StageAbort, Consumer: s.gen, Txn: s.txn, Reason: "the group rebalanced during the transaction"})
+		s.rec.Record(history.Event{Type: history.StageAbort, Consumer: s.gen, Txn: s.txn, Reason: "the group rebalanced during the transaction"})
 	}
 	s.txn = 0
 	return committed, err
@@ -88,10 +89,10 @@ func (s *RecordingStage) Commit(ctx context.Context) (bool, error) {
 
 // Abort aborts the batch's transaction and records it; why says what
 // made the stage abort.
-func (s *RecordingStage) Abort(ctx context.Context, why string) error {
+func (s *Stage) Abort(ctx context.Context, why string) error {
 	err := s.s.Abort(ctx)
 	if err == nil {
-		s.rec.Record(Event{Type: StageAbort, Consumer: s.gen, Txn: s.txn, Reason: why})
+		s.rec.Record(history.Event{Type: history.StageAbort, Consumer: s.gen, Txn: s.txn, Reason: why})
 	}
 	s.txn = 0
 	return err
@@ -100,21 +101,21 @@ func (s *RecordingStage) Abort(ctx context.Context, why string) error {
 // Abandon kills the instance as a crash would and records its death;
 // reason is empty when a fault killed it. An open transaction is recorded
 // as aborted: it can never commit, and the slot's replacement fences it.
-func (s *RecordingStage) Abandon(reason string, transactional bool) {
+func (s *Stage) Abandon(reason string, transactional bool) {
 	s.s.Abandon()
 	if transactional && s.txn != 0 {
-		s.rec.Record(Event{Type: StageAbort, Consumer: s.gen, Txn: s.txn, Reason: "the stage instance died inside the transaction; its replacement fences it"})
+		s.rec.Record(history.Event{Type: history.StageAbort, Consumer: s.gen, Txn: s.txn, Reason: "the stage instance died inside the transaction; its replacement fences it"})
 	}
 	s.txn = 0
-	s.rec.Record(Event{Type: StageCrash, Consumer: s.gen, Reason: reason})
+	s.rec.Record(history.Event{Type: history.StageCrash, Consumer: s.gen, Reason: reason})
 }
 
 // Close stops the instance at the end of a run, within ctx; an open
 // transaction is aborted and recorded.
-func (s *RecordingStage) Close(ctx context.Context, transactional bool) {
+func (s *Stage) Close(ctx context.Context, transactional bool) {
 	s.s.Close(ctx)
 	if transactional && s.txn != 0 {
-		s.rec.Record(Event{Type: StageAbort, Consumer: s.gen, Txn: s.txn, Reason: "the run ended inside the transaction"})
+		s.rec.Record(history.Event{Type: history.StageAbort, Consumer: s.gen, Txn: s.txn, Reason: "the run ended inside the transaction"})
 	}
 	s.txn = 0
 }

@@ -1,0 +1,134 @@
+package recording
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/dqbench/dqbench/brokers"
+	"github.com/dqbench/dqbench/history"
+)
+
+// Recording clients wrap a broker adapter's producer and consumers so that
+// every publish, confirm, delivery and ack lands in the history, whatever
+// loop drives them (etcd's robustness tests call this a RecordingClient).
+
+// Producer records each publish and its outcome.
+type Producer struct {
+	brokers.Producer
+	rec *history.VariantRecorder
+}
+
+// NewProducer wraps p.
+func NewProducer(p brokers.Producer, rec *history.VariantRecorder) *Producer {
+	return &Producer{Producer: p, rec: rec}
+}
+
+// Publish records a publish of m, then a confirm or a failure when the
+// broker answers (or the attempt ends), before done is called.
+func (p *Producer) Publish(ctx context.Context, m brokers.Message, done func(error)) {
+	p.rec.Record(history.Event{Type: history.Publish, Intent: m.Intent, Attempt: m.Attempt})
+	p.Producer.Publish(ctx, m, func(err error) {
+		if err != nil {
+			p.rec.Record(history.Event{Type: history.PubFailed, Intent: m.Intent, Attempt: m.Attempt, Reason: err.Error(),
+				Refused: errors.Is(err, brokers.ErrRefused)})
+		} else {
+			p.rec.Record(history.Event{Type: history.Confirm, Intent: m.Intent, Attempt: m.Attempt})
+		}
+		done(err)
+	})
+}
+
+// Deliveries numbers the deliveries of each intent across all of a
+// variant's consumer instances, so that a redelivery to a replacement
+// consumer is the intent's second attempt.
+type Deliveries struct {
+	mu sync.Mutex
+	n  []uint16 // by intent; a compact count, saturating
+}
+
+// NewDeliveries is sized for intents 1..messages.
+func NewDeliveries(messages int) *Deliveries {
+	return &Deliveries{n: make([]uint16, messages+1)}
+}
+
+func (d *Deliveries) next(intent int) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if intent < 0 {
+		return 1
+	}
+	if intent >= len(d.n) {
+		d.n = append(d.n, make([]uint16, intent+1-len(d.n))...)
+	}
+	if d.n[intent] < ^uint16(0) {
+		d.n[intent]++
+	}
+	return int(d.n[intent])
+}
+
+// Consumer records a consumer instance's start, deliveries, acks
+// and death.
+type Consumer struct {
+	c    brokers.Consumer
+	rec  *history.VariantRecorder
+	gen  int
+	seen *Deliveries
+}
+
+// NewConsumer wraps consumer instance gen and records its start.
+func NewConsumer(c brokers.Consumer, gen int, seen *Deliveries, rec *history.VariantRecorder) *Consumer {
+	rec.Record(history.Event{Type: history.Start, Consumer: gen})
+	return &Consumer{c: c, rec: rec, gen: gen, seen: seen}
+}
+
+// Gen is the consumer instance's generation.
+func (c *Consumer) Gen() int { return c.gen }
+
+// Next records the delivery, with its attempt number set.
+func (c *Consumer) Next(ctx context.Context) (brokers.Delivery, error) {
+	d, err := c.c.Next(ctx)
+	if err != nil {
+		return d, err
+	}
+	d.Attempt = c.seen.next(d.Intent)
+	c.rec.Record(history.Event{
+		Type: history.Deliver, Intent: d.Intent, Attempt: d.Attempt, Consumer: c.gen,
+		Position: d.Position, Redelivered: d.Redelivered, QoS: d.QoS,
+	})
+	return d, nil
+}
+
+// Ack records the ack once the broker has it.
+func (c *Consumer) Ack(ctx context.Context, d brokers.Delivery) error {
+	if err := c.c.Ack(ctx, d); err != nil {
+		return err
+	}
+	c.rec.Record(history.Event{Type: history.Ack, Intent: d.Intent, Attempt: d.Attempt, Consumer: c.gen, Position: d.Position})
+	return nil
+}
+
+// Abandon kills the instance as a crash would and records its death; reason
+// is empty when a fault killed it.
+func (c *Consumer) Abandon(reason string) {
+	c.c.Abandon()
+	c.rec.Record(history.Event{Type: history.Crash, Consumer: c.gen, Reason: reason})
+}
+
+// Close stops the instance at the end of a run, within ctx.
+func (c *Consumer) Close(ctx context.Context) { c.c.Close(ctx) }
+
+// Nack hands d back to the broker as failed (brokers.Nacker); the history
+// has the failure already (the effect event with Rejected, the fault).
+func (c *Consumer) Nack(ctx context.Context, d brokers.Delivery, requeue bool) error {
+	n, ok := c.c.(brokers.Nacker)
+	if !ok {
+		return errors.New("this broker's consumer cannot hand a failed delivery back")
+	}
+	return n.Nack(ctx, d, requeue)
+}
+
+// Inner is the adapter's consumer the recording wraps: the runner asks it
+// for the powers a fault needs (brokers.Partitioner and the like), which a
+// recording client does not have.
+func (c *Consumer) Inner() brokers.Consumer { return c.c }
