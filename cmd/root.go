@@ -60,6 +60,9 @@ type Streams struct {
 	Width int
 	// NoColor is set when the NO_COLOR environment variable is.
 	NoColor bool
+	// LookupEnv reads the environment (DQBENCH_STORE...); nil reads the
+	// process's (os.LookupEnv).
+	LookupEnv func(string) (string, bool)
 }
 
 // color says whether to colour what goes to Out: a terminal, no NO_COLOR.
