@@ -238,6 +238,11 @@ func ScanRun(r io.Reader, messages int) iter.Seq2[Event, error] {
 	}
 }
 
+// Impossible says why e cannot be an event of any run (a negative intent
+// or attempt, a publish of intent 0, a time before the start), or "" when
+// it can be: Read rejects such an event with the line.
+func Impossible(e Event) string { return impossible(&e, 0) }
+
 // impossible says why e cannot be an event of a run that published
 // intents 1..messages, or "" when it can be.
 func impossible(e *Event, messages int) string {

@@ -376,6 +376,12 @@ func FuzzDecode(f *testing.F) {
 			}
 			return
 		}
+		if why := history.Impossible(slow); why != "" {
+			if errFast == nil {
+				t.Fatalf("Read accepted %q, an impossible event (%s)", line, why)
+			}
+			return
+		}
 		if errFast != nil {
 			t.Fatalf("Read rejected %q: %v", line, errFast)
 		}
