@@ -13,7 +13,7 @@ STRATEGY_ROUNDS ?= 3
 # make bench-scale SCALE_SIZES=10000,100000 skips the 1M run (minutes, ~4 GiB)
 SCALE_SIZES ?= 10000,100000,1000000
 
-.PHONY: help build test race lint bench bench-strategies bench-scale demo schema compose-check repeat
+.PHONY: help build test race lint bench bench-strategies bench-scale demo schema compose-check repeat qos2-evidence
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -62,3 +62,6 @@ compose-check: ## check docker-compose.yml (needs docker compose, or the older d
 
 repeat: ## run every built-in REPEAT times (default 5) with its seed: fails on a count that differs without the scenario's varies naming it (DQBENCH_REPEAT_ONLY=a,b for some)
 	DQBENCH_REPEAT=$(or $(REPEAT),5) $(GO) test -count=1 -run TestBuiltinsRepeat -timeout 60m -v ./runner/ 2>&1 | grep -E '^\s*(---|repeat_test|ok|FAIL|PASS)'
+
+qos2-evidence: ## raw paho.mqtt.golang and paho.golang on mochi-mqtt, no dqbench code: duplicates per lost PUBREC, PUBREL, PUBCOMP on each leg (QoS 2, one message in flight; ROUNDS=20)
+	@$(GO) test -count=1 -v -run TestQoS2RawClients ./brokers/mqtt/qos2truth/ -args -qos2.table -qos2.rounds=$(or $(ROUNDS),20) | grep -v -E '^(=== RUN|ok|PASS)|--- PASS'
