@@ -47,6 +47,7 @@ const (
 	sameCopy       // a delivery came again from the first position (the broker redelivered the copy it stored)
 	held           // a fault event says the broker had it (received while the subscriber was offline)
 	nacked         // the broker refused a publish of it (a nack, a reject, an error saying it did not take it)
+	recLost        // a fault lost the subscriber's PUBREC of it (MQTT QoS 2)
 )
 
 func (f *facts) has(flag uint16) bool { return f.flags&flag != 0 }
@@ -208,6 +209,9 @@ func (t *tally) add(e *history.Event) {
 		}
 		t.fired[e.Fault]++
 		t.addFaultReason(e)
+		if e.Point == "PUBREC/subscriber" && e.Intent > 0 {
+			t.get(e.Intent).flags |= recLost
+		}
 		if e.Held {
 			for _, in := range e.Intents {
 				t.get(in).flags |= held
@@ -253,7 +257,7 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	t.stage.mark(t)
 	var c Counts
 	c.FaultsInjected = t.faults
-	var logCopies int
+	var logCopies, recDups int
 	lost := map[Cause]int{}    // counted as lost, by cause
 	waiting := map[Cause]int{} // never delivered when the drain gave up: not counted
 	t.each(func(_ int, f *facts) {
@@ -264,6 +268,9 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 		}
 		if f.has(published) && f.has(copies) {
 			logCopies++
+		}
+		if f.has(recLost) && f.applied > 1 && !f.has(copies) && (f.has(sameCopy) || f.has(flagged)) {
+			recDups++
 		}
 		if cause, ok := t.lossCause(f); ok {
 			lost[cause]++
@@ -280,8 +287,11 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	} else if logCopies > 0 {
 		notes = append(notes, fmt.Sprintf("%d intents were stored more than once by the broker (a producer retry after a lost response, without producer idempotence)", logCopies))
 		if len(t.qos) == 1 && t.qos["2"] > 0 {
-			notes = append(notes, fmt.Sprintf("%d intents were stored twice although published and delivered at QoS 2: the publishing client sent a PUBLISH again after the broker had taken it (QoS 2 forbids resending once PUBREC arrived): a client library's violation, on the publisher leg", logCopies))
+			notes = append(notes, fmt.Sprintf("%d intents were stored twice although published and delivered at QoS 2: the publishing client sent a PUBLISH again after the broker had taken it (QoS 2 forbids resending once PUBREC arrived, MQTT-4.3.3-1): a client library's violation, on the publisher leg", logCopies))
 		}
+	}
+	if recDups > 0 && len(t.qos) == 1 && t.qos["2"] > 0 {
+		notes = append(notes, fmt.Sprintf("%d intents were applied twice after the subscriber's PUBREC was lost at QoS 2: the client had taken the PUBLISH and sent PUBREC, then handed the broker's re-sent PUBLISH to the application again before PUBREL (MQTT-4.3.3-2 forbids it): a client library's violation, on the subscriber leg", recDups))
 	}
 	notes = append(notes, t.stage.notes()...)
 	if t.crashes > 0 {
