@@ -64,4 +64,5 @@ repeat: ## run every built-in REPEAT times (default 5) with its seed: fails on a
 	DQBENCH_REPEAT=$(or $(REPEAT),5) $(GO) test -count=1 -run TestBuiltinsRepeat -timeout 60m -v ./runner/ 2>&1 | grep -E '^\s*(---|repeat_test|ok|FAIL|PASS)'
 
 qos2-evidence: ## raw paho.mqtt.golang and paho.golang on mochi-mqtt, no dqbench code: duplicates per lost PUBREC, PUBREL, PUBCOMP on each leg (QoS 2, one message in flight; ROUNDS=20)
-	@$(GO) test -count=1 -v -run TestQoS2RawClients ./brokers/mqtt/qos2truth/ -args -qos2.table -qos2.rounds=$(or $(ROUNDS),20) | grep -v -E '^(=== RUN|ok|PASS)|--- PASS'
+	@out=$$($(GO) test -count=1 -v -run TestQoS2RawClients ./brokers/mqtt/qos2truth/ -args -qos2.table -qos2.rounds=$(or $(ROUNDS),20) 2>&1); st=$$?; \
+	echo "$$out" | grep -v -E '^(=== RUN|ok|PASS)|--- PASS'; exit $$st

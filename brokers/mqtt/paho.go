@@ -69,6 +69,9 @@ func (p paho) subscribe(ctx context.Context, d *dest) error {
 func (p paho) producer(ctx context.Context, d *dest) (brokers.Producer, error) {
 	opts := p.options(d, d.pubID, d.pubStore).
 		SetAutoReconnect(true).
+		// Set deliberately: paho's backoff doubles for connections lost
+		// within 3s of each other, up to 10 minutes by default, which
+		// under repeated faults looks like a stalled publisher.
 		SetMaxReconnectInterval(20 * time.Millisecond)
 	cl, err := p.connect(ctx, d, opts)
 	if err != nil {
