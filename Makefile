@@ -4,6 +4,12 @@ PKGS := ./...
 # make bench BENCH_INTENTS=5000 BENCH_PAIRS=3 for a quicker look
 BENCH_INTENTS ?= 20000
 BENCH_PAIRS ?= 5
+# make quorum-evidence: messages per queue, consumer kills, acks before each kill
+EVIDENCE_MESSAGES ?= 2000
+EVIDENCE_KILLS ?= 20
+EVIDENCE_ACKS ?= 80
+# the second table: published while consuming, this much work per message (dqbench's consumer: a median 69µs between acks, 255µs at p90)
+EVIDENCE_WORK ?= 150us
 # the MQTT row: mochi-mqtt queues at most 8192 unacked messages per session, so fewer intents
 MQTT_BENCH_INTENTS ?= 5000
 # the PostgreSQL rows of make bench and make bench-strategies (skipped when unreachable)
@@ -13,7 +19,7 @@ STRATEGY_ROUNDS ?= 3
 # make bench-scale SCALE_SIZES=10000,100000 skips the 1M run (minutes, ~4 GiB)
 SCALE_SIZES ?= 10000,100000,1000000
 
-.PHONY: help build test race lint bench bench-strategies bench-scale demo schema compose-check repeat qos2-evidence
+.PHONY: help build test race lint bench bench-strategies bench-scale demo schema compose-check repeat quorum-evidence qos2-evidence
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -62,6 +68,13 @@ compose-check: ## check docker-compose.yml (needs docker compose, or the older d
 
 repeat: ## run every built-in REPEAT times (default 5) with its seed: fails on a count that differs without the scenario's varies naming it (DQBENCH_REPEAT_ONLY=a,b for some)
 	DQBENCH_REPEAT=$(or $(REPEAT),5) $(GO) test -count=1 -run TestBuiltinsRepeat -timeout 60m -v ./runner/ 2>&1 | grep -E '^\s*(---|repeat_test|ok|FAIL|PASS)'
+
+quorum-evidence: ## acked messages a queue delivers again after its consumer dies: raw amqp091-go on the local RabbitMQ (quorum vs classic × prefetch × settle; publishing first, then as dqbench runs), then the built-in rabbitmq-quorum-acked-redelivery
+	$(GO) test -count=1 -run '^TestAckedRedelivery$$' -v -timeout 10m ./brokers/rabbitmq/ \
+		-args -ackloss.messages=$(EVIDENCE_MESSAGES) -ackloss.kills=$(EVIDENCE_KILLS) -ackloss.acks=$(EVIDENCE_ACKS)
+	$(GO) test -count=1 -run '^TestAckedRedelivery$$' -v -timeout 10m ./brokers/rabbitmq/ \
+		-args -ackloss.messages=1600 -ackloss.kills=20 -ackloss.acks=80 -ackloss.concurrent -ackloss.work=$(EVIDENCE_WORK)
+	$(GO) run . run rabbitmq-quorum-acked-redelivery
 
 qos2-evidence: ## raw paho.mqtt.golang and paho.golang on mochi-mqtt, no dqbench code: duplicates per lost PUBREC, PUBREL, PUBCOMP on each leg (QoS 2, one message in flight; ROUNDS=20)
 	@out=$$($(GO) test -count=1 -v -run TestQoS2RawClients ./brokers/mqtt/qos2truth/ -args -qos2.table -qos2.rounds=$(or $(ROUNDS),20) 2>&1); st=$$?; \

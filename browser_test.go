@@ -56,7 +56,7 @@ func TestHTMLReportInBrowser(t *testing.T) {
 	}
 
 	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]),
-		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1000, 1300))
+		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 1300))
 	actx, cancel := chromedp.NewExecAllocator(t.Context(), opts...)
 	defer cancel()
 	var mu sync.Mutex
@@ -112,6 +112,9 @@ func TestHTMLReportInBrowser(t *testing.T) {
 	marks := count(`svg.timeline .fault-mark`)
 	title, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.title`))
 	must(err)
+	// A 1280 px window shows the page without scrolling sideways.
+	overflow, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth - document.documentElement.clientWidth`))
+	must(err)
 	t.Logf("timelines %v; story rows: %d duplicate, %d lost; %d fault marks", variants, duplicates, losses, marks)
 	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	must(err)
@@ -126,6 +129,9 @@ func TestHTMLReportInBrowser(t *testing.T) {
 	}
 	if duplicates < 3 || losses < 3 {
 		t.Errorf("story rows: %d for duplicates, %d for losses; want a story of each", duplicates, losses)
+	}
+	if overflow > 0 {
+		t.Errorf("the page is %d px wider than a 1280 px window", overflow)
 	}
 	if marks == 0 || !strings.HasPrefix(title, "dqbench report") {
 		t.Errorf("%d fault marks, title %q", marks, title)

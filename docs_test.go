@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -129,6 +130,94 @@ func TestComposePortsOnLoopback(t *testing.T) {
 		}
 		if s.NetworkMode == "host" && name == "toxiproxy" && !slices.Contains(s.Command, "-host=127.0.0.1") {
 			t.Errorf("service %s: host networking with its API on every interface; add command: [\"-host=127.0.0.1\"]", name)
+		}
+	}
+}
+
+// TestComposeConfigLoopback reads docker-compose.yml as Compose itself
+// resolves it (`docker compose config`, or the older `docker-compose
+// config`, whichever `make compose-check` would use) and requires every
+// published port, in the short or the long syntax, to be bound to
+// 127.0.0.1. Skipped when neither is installed; TestComposePortsOnLoopback
+// reads the file directly.
+func TestComposeConfigLoopback(t *testing.T) {
+	var out []byte
+	var err error
+	switch {
+	case exec.Command("docker", "compose", "version").Run() == nil:
+		out, err = exec.Command("docker", "compose", "-f", "docker-compose.yml", "config").Output()
+	default:
+		if _, lerr := exec.LookPath("docker-compose"); lerr != nil {
+			t.Skip("neither docker compose nor docker-compose is installed")
+		}
+		out, err = exec.Command("docker-compose", "-f", "docker-compose.yml", "config").Output()
+	}
+	if err != nil {
+		t.Fatalf("compose config: %v", err)
+	}
+	var doc struct {
+		Services map[string]struct {
+			Ports []any `yaml:"ports"`
+		} `yaml:"services"`
+	}
+	if err := yaml.Unmarshal(out, &doc); err != nil {
+		t.Fatal(err)
+	}
+	published := 0
+	for name, s := range doc.Services {
+		for _, p := range s.Ports {
+			published++
+			switch p := p.(type) {
+			case string: // docker-compose 1.x: "127.0.0.1:5432:5432/tcp"
+				if !strings.HasPrefix(p, "127.0.0.1:") {
+					t.Errorf("service %s publishes %q on every interface", name, p)
+				}
+			case map[string]any: // docker compose 2.x: {host_ip, published, target}
+				if p["host_ip"] != "127.0.0.1" {
+					t.Errorf("service %s publishes %v on every interface (host_ip %v)", name, p["published"], p["host_ip"])
+				}
+			default:
+				t.Errorf("service %s: port %v of an unknown shape %T", name, p, p)
+			}
+		}
+	}
+	if published == 0 {
+		t.Fatal("no published port read from compose config")
+	}
+}
+
+// TestREADMEMakeTargets: every `make TARGET` the README names (in code) is a target
+// of the Makefile that `make help` lists, and the README tells how to check
+// docker-compose.yml the way the Makefile does.
+func TestREADMEMakeTargets(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk, err := os.ReadFile("Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	targets := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^([a-z-]+):.*## `).FindAllStringSubmatch(string(mk), -1) {
+		targets[m[1]] = true
+	}
+	named := regexp.MustCompile("(?m)(?:`|^)make ([a-z][a-z-]*)").FindAllStringSubmatch(string(readme), -1)
+	for _, m := range named {
+		if !targets[m[1]] {
+			t.Errorf("README.md names \"make %s\", which the Makefile has no documented target for", m[1])
+		}
+	}
+	if !strings.Contains(string(readme), "make compose-check") {
+		t.Error("README.md does not say how to check docker-compose.yml (make compose-check)")
+	}
+	// The Makefile runs whichever Compose is installed; the README says both.
+	for _, c := range []string{"docker compose", "docker-compose"} {
+		if !strings.Contains(string(mk), c) {
+			t.Errorf("Makefile's compose-check does not try %q", c)
+		}
+		if !strings.Contains(string(readme), "`"+c) {
+			t.Errorf("README.md never names %q", c)
 		}
 	}
 }

@@ -6,9 +6,12 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"reflect"
+	"regexp"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -33,6 +36,7 @@ func TestScripts(t *testing.T) {
 			"exits":      cmdExits,
 			"count":      cmdCount,
 			"samecounts": cmdSameCounts,
+			"waitfor":    cmdWaitFor,
 		},
 	})
 }
@@ -124,4 +128,25 @@ func cmdSameCounts(ts *testscript.TestScript, neg bool, args []string) {
 	if reflect.DeepEqual(a, b) == neg {
 		ts.Fatalf("counts of %s and %s: %v vs %v", args[0], args[1], a, b)
 	}
+}
+
+// waitfor GLOB REGEXP: wait (up to a minute) until a file matching GLOB
+// holds a line matching REGEXP: a background run got that far.
+func cmdWaitFor(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: waitfor GLOB REGEXP")
+	}
+	re, err := regexp.Compile(args[1])
+	ts.Check(err)
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		files, _ := filepath.Glob(ts.MkAbs(args[0]))
+		for _, f := range files {
+			if b, err := os.ReadFile(f); err == nil && re.Match(b) {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	ts.Fatalf("no file matching %s holds %s after a minute", args[0], args[1])
 }

@@ -17,10 +17,13 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
@@ -566,11 +569,33 @@ func (t *tail) count() int {
 	return n
 }
 
-// String is the last lines.
+// String is the last lines, made safe to print on a terminal: control
+// characters other than newline and tab (escape sequences that would move
+// the cursor or recolour it) and invalid UTF-8 are shown escaped.
 func (t *tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return strings.TrimRight(string(t.buf), "\n")
+	return sanitize(strings.TrimRight(string(t.buf), "\n"))
+}
+
+// sanitize escapes what a terminal would act on: "\x1b[2J" prints as
+// `\x1b[2J`, not as a cleared screen.
+func sanitize(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			fmt.Fprintf(&b, "\\x%02x", s[i])
+		case r == '\n' || r == '\t':
+			b.WriteRune(r)
+		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029':
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // suffix is "; last lines of its stderr:" and them, or "".

@@ -125,3 +125,14 @@ func TestTail(t *testing.T) {
 		t.Errorf("tail keeps %d bytes, want at most 100", len(got))
 	}
 }
+
+// A consumer's stderr reaches the terminal only in dqbench's messages,
+// with what a terminal would act on escaped.
+func TestTailSanitizes(t *testing.T) {
+	tl := newTail(5, 1000)
+	tl.Write([]byte("\x1b[2Jcleared\tok\r\nbad \xff byte \u2028 sep\n"))
+	want := `\x1b[2Jcleared` + "\tok" + `\r` + "\n" + `bad \xff byte \u2028 sep`
+	if got := tl.String(); got != want {
+		t.Errorf("tail = %q, want %q", got, want)
+	}
+}

@@ -87,6 +87,20 @@ type RabbitMQSettings struct {
 	Toxiproxy string    `yaml:"toxiproxy" json:"toxiproxy,omitempty" jsonschema:"description=API URL of an external toxiproxy (http://HOST:8474) that every producer and consumer connection goes through (--toxiproxy overrides); default: an in-process toxiproxy. The AMQP-aware faults (ack-lost\\, confirm-lost) need the in-process one."`
 }
 
+// RabbitMQOverrides are the broker settings one variant may change
+// (rabbitmq: in a variant), so one run can compare queue types.
+type RabbitMQOverrides struct {
+	QueueType QueueType `yaml:"queue_type" json:"queue_type,omitempty" jsonschema:"description=Type of this variant's durable queue: classic or quorum (overrides the broker's queue_type)."`
+}
+
+// With returns s with the variant's overrides o applied.
+func (s RabbitMQSettings) With(o *RabbitMQOverrides) RabbitMQSettings {
+	if o != nil && o.QueueType != "" {
+		s.QueueType = o.QueueType
+	}
+	return s
+}
+
 // UseToxiproxy routes the kind's client connections through the external
 // toxiproxy at url (the run's --toxiproxy).
 func (s *RabbitMQSettings) UseToxiproxy(url string) { s.Toxiproxy = url }
@@ -213,7 +227,7 @@ var Brokers = []Broker{
 		MaxLength:      true,
 		DeliveryLimit: func(settings any) string {
 			if s, ok := settings.(*RabbitMQSettings); ok && s.QueueType != QuorumQueue {
-				return "RabbitMQ counts deliveries only on quorum queues (x-delivery-limit); set broker queue_type: quorum"
+				return "RabbitMQ counts deliveries only on quorum queues (x-delivery-limit); set queue_type: quorum on the broker, or in the variant's rabbitmq"
 			}
 			return ""
 		},

@@ -47,10 +47,18 @@ const (
 	sameCopy       // a delivery came again from the first position (the broker redelivered the copy it stored)
 	held           // a fault event says the broker had it (received while the subscriber was offline)
 	nacked         // the broker refused a publish of it (a nack, a reject, an error saying it did not take it)
-	recLost        // a fault lost the subscriber's PUBREC of it (MQTT QoS 2)
+	acked          // the consumer acked a delivery of it
+	afterAck       // delivered again after the consumer had acked it
+	faultNamed     // a fault event named it (an ack-lost: the ack was lost on purpose)
 )
 
 func (f *facts) has(flag uint16) bool { return f.flags&flag != 0 }
+
+// ackedAgain: the broker delivered the intent again after the consumer
+// had acked it, and no fault was aimed at it (an ack-lost fault loses the
+// ack on purpose: that is the fault's redelivery). The broker had not
+// applied the ack when the consumer went away.
+func (f *facts) ackedAgain() bool { return f.has(afterAck) && !f.has(faultNamed) }
 
 // missing: the application handed the intent to the producer, its effect
 // never applied, and nobody said so: neither the broker (a refusal the
@@ -103,6 +111,7 @@ type tally struct {
 	killed  []int // processes a fault killed (process variants)
 	drain   *history.Event
 	qos     map[string]int // deliveries per QoS level (MQTT)
+	recLost map[int]bool   // intents whose subscriber PUBREC a fault lost (MQTT QoS 2)
 	limits  string         // the broker's limits, when it drops messages past them
 	stage   *stageTally    // nil until a stage instance starts
 	// faultReasons says what some injections did (the moves of a
@@ -167,6 +176,9 @@ func (t *tally) add(e *history.Event) {
 		if f.deliveries < ^uint16(0) {
 			f.deliveries++
 		}
+		if f.has(acked) {
+			f.flags |= afterAck
+		}
 		if e.Redelivered {
 			f.flags |= flagged
 		}
@@ -198,6 +210,8 @@ func (t *tally) add(e *history.Event) {
 				f.flags |= skippedFirst
 			}
 		}
+	case history.Ack:
+		t.get(e.Intent).flags |= acked
 	case history.DeadLetter:
 		t.get(e.Intent).flags |= deadLettered
 	case history.Armed:
@@ -209,8 +223,14 @@ func (t *tally) add(e *history.Event) {
 		}
 		t.fired[e.Fault]++
 		t.addFaultReason(e)
+		if e.Intent != 0 {
+			t.get(e.Intent).flags |= faultNamed
+		}
 		if e.Point == "PUBREC/subscriber" && e.Intent > 0 {
-			t.get(e.Intent).flags |= recLost
+			if t.recLost == nil {
+				t.recLost = map[int]bool{}
+			}
+			t.recLost[e.Intent] = true
 		}
 		if e.Held {
 			for _, in := range e.Intents {
@@ -257,10 +277,10 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	t.stage.mark(t)
 	var c Counts
 	c.FaultsInjected = t.faults
-	var logCopies, recDups int
+	var logCopies, ackedAgain, recDups int
 	lost := map[Cause]int{}    // counted as lost, by cause
 	waiting := map[Cause]int{} // never delivered when the drain gave up: not counted
-	t.each(func(_ int, f *facts) {
+	t.each(func(id int, f *facts) {
 		for _, row := range Table {
 			if row.perIntent != nil {
 				*row.field(&c) += row.perIntent(f)
@@ -269,7 +289,10 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 		if f.has(published) && f.has(copies) {
 			logCopies++
 		}
-		if f.has(recLost) && f.applied > 1 && !f.has(copies) && (f.has(sameCopy) || f.has(flagged)) {
+		if f.has(afterAck) && t.verdict(id, f).Cause == DupAckedAgain {
+			ackedAgain++
+		}
+		if t.recLost[id] && f.applied > 1 && !f.has(copies) && (f.has(sameCopy) || f.has(flagged)) {
 			recDups++
 		}
 		if cause, ok := t.lossCause(f); ok {
@@ -299,6 +322,9 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	}
 	if c.Duplicates > 0 {
 		notes = append(notes, fmt.Sprintf("%d intents had their effect applied more than once: the strategy did not recognise the redelivery", c.Duplicates))
+	}
+	if ackedAgain > 0 {
+		notes = append(notes, fmt.Sprintf("%d of them were delivered again after the consumer had acked them (%s): %s", ackedAgain, DupAckedAgain, DupAckedAgain.Doc()))
 	}
 	if c.Rejected > 0 {
 		notes = append(notes, fmt.Sprintf("%d intents were refused by the consumer and never applied (an out-of-order version, an illegal state transition, a poison message that fails every time): refused and reported, not silently lost", c.Rejected))

@@ -25,16 +25,17 @@ type Cause string
 
 // The causes of duplicates and losses.
 const (
-	DupStoredTwice   Cause = "stored-twice"  // the broker held two copies (producer retry without idempotence)
-	DupRedelivered   Cause = "redelivered"   // redelivered, and the strategy applied it again
-	DupStageRewrite  Cause = "stage-rewrite" // a stage wrote it to its output twice (a crash or rebalance before its offset commit)
-	DupAbortedRead   Cause = "aborted-read"  // read from an aborted transaction's record (read_uncommitted) and from the committed one
-	LostSkipped      Cause = "skipped"       // skipped as already processed, effect never applied
-	LostIDShared     Cause = "id-shared"     // skipped at its first delivery: another intent marked the same id
-	LostUnprocessed  Cause = "unprocessed"   // delivered, never processed, never redelivered
-	LostDeadLettered Cause = "dead-lettered" // dead-lettered without the effect
-	LostUndelivered  Cause = "undelivered"   // confirmed, never delivered
-	LostUnconfirmed  Cause = "unconfirmed"   // never confirmed, never delivered: not known to have reached the broker
+	DupStoredTwice   Cause = "stored-twice"      // the broker held two copies (producer retry without idempotence)
+	DupRedelivered   Cause = "redelivered"       // redelivered, and the strategy applied it again
+	DupAckedAgain    Cause = "acked-redelivered" // redelivered after the consumer had acked it (the broker had not applied the ack), and applied again
+	DupStageRewrite  Cause = "stage-rewrite"     // a stage wrote it to its output twice (a crash or rebalance before its offset commit)
+	DupAbortedRead   Cause = "aborted-read"      // read from an aborted transaction's record (read_uncommitted) and from the committed one
+	LostSkipped      Cause = "skipped"           // skipped as already processed, effect never applied
+	LostIDShared     Cause = "id-shared"         // skipped at its first delivery: another intent marked the same id
+	LostUnprocessed  Cause = "unprocessed"       // delivered, never processed, never redelivered
+	LostDeadLettered Cause = "dead-lettered"     // dead-lettered without the effect
+	LostUndelivered  Cause = "undelivered"       // confirmed, never delivered
+	LostUnconfirmed  Cause = "unconfirmed"       // never confirmed, never delivered: not known to have reached the broker
 )
 
 // lossCauses lists the causes of losses, by where: before the broker (or
@@ -69,6 +70,8 @@ func (c Cause) Doc() string {
 		return "the consumer read the intent from a record of an aborted transaction (isolation read_uncommitted) and again from the committed one, and both were applied"
 	case DupRedelivered:
 		return "redelivered after the effect had applied, and the strategy did not recognise the redelivery"
+	case DupAckedAgain:
+		return "acked, but the queue had not applied the ack when the consumer went away: the broker delivered the message again and the strategy applied it again (a quorum queue holds a channel's acks back once 32 are pending, and a channel that dies drops them: rabbitmq-server #10327; a classic queue drops the acks still unread in a socket that is reset)"
 	case LostSkipped:
 		return "skipped as already processed, but the effect never applied: the dedup marker was committed without the effect"
 	case LostIDShared:
@@ -169,6 +172,8 @@ func (t *tally) verdict(id int, f *facts) IntentVerdict {
 			v.Cause = DupStageRewrite
 		case f.has(copies):
 			v.Cause = DupStoredTwice
+		case f.ackedAgain():
+			v.Cause = DupAckedAgain
 		}
 	default:
 		// Not counted when it may still be on the broker: the drain gave up.
@@ -239,4 +244,4 @@ func sortVerdicts(vs []IntentVerdict) {
 
 // Causes lists every cause in the order reports show them: duplicates,
 // then losses.
-var Causes = []Cause{DupRedelivered, DupStoredTwice, LostSkipped, LostIDShared, LostUnprocessed, LostDeadLettered, LostUndelivered, LostUnconfirmed, DupStageRewrite, DupAbortedRead}
+var Causes = []Cause{DupRedelivered, DupAckedAgain, DupStoredTwice, LostSkipped, LostIDShared, LostUnprocessed, LostDeadLettered, LostUndelivered, LostUnconfirmed, DupStageRewrite, DupAbortedRead}

@@ -1,6 +1,7 @@
 package check_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -14,8 +15,8 @@ import (
 func TestInspect(t *testing.T) {
 	events := join(
 		clean(1),
-		// 2: applied, redelivered, applied again.
-		clean(2), one(delivered(2, 2), effect(2, true)),
+		// 2: applied, redelivered before its ack, applied again.
+		published(2), one(delivered(2, 2), effect(2, true), delivered(2, 2), effect(2, true), ev(history.Ack, 2)),
 		// 3: stored twice (two positions), both applied.
 		published(3), one(delivered(3, 3), effect(3, true), delivered(3, 30), effect(3, true)),
 		// 4, 5, 6: skipped as duplicates, never applied.
@@ -87,4 +88,48 @@ func secondEffect(intent int, applied bool) history.Event {
 	e := effect(intent, applied)
 	e.Attempt = 2
 	return e
+}
+
+// TestInspectAckedRedelivered: a duplicate whose redelivery came after the
+// consumer had acked it is acked-redelivered (the broker had not applied
+// the ack: a quorum queue's pending settles, rabbitmq-server #10327), and
+// the notes say so; one redelivered before any ack, or whose ack a fault
+// lost on purpose (ack-lost names the intent), stays redelivered.
+func TestInspectAckedRedelivered(t *testing.T) {
+	lostAck := ev(history.Fault, 3)
+	lostAck.Fault = "ack-lost"
+	events := join(
+		// 1: applied, acked, delivered again, applied again.
+		clean(1), one(delivered(1, 1), effect(1, true), ev(history.Ack, 1)),
+		// 2: applied, the consumer died before the ack: redelivered.
+		published(2), one(delivered(2, 2), effect(2, true), delivered(2, 2), effect(2, true), ev(history.Ack, 2)),
+		// 3: acked, the fault lost the ack: the fault's redelivery.
+		clean(3), one(lostAck, delivered(3, 3), effect(3, true), ev(history.Ack, 3)),
+		// 4: acked, delivered again, recognised: no duplicate.
+		clean(4), one(delivered(4, 4), effect(4, false), ev(history.Ack, 4)),
+		one(history.Event{Variant: "v", Type: history.Drain, Drained: true}),
+	)
+	audit := applied(map[int]int{1: 2, 2: 2, 3: 2, 4: 1})
+	plan := check.Plan{Variants: []check.PlanVariant{{Name: "v", Strategy: "none"}}}
+	in, err := check.Inspect(plan, check.Meta{}, history.Events(events), map[string]history.Audit{"v": audit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[int]check.Cause{1: check.DupAckedAgain, 2: check.DupRedelivered, 3: check.DupRedelivered, 4: ""} {
+		if got := in.Intent("v", id).Cause; got != want {
+			t.Errorf("intent %d: cause %q, want %q", id, got, want)
+		}
+	}
+	v := in.Variants[0]
+	if v.Duplicates != 3 {
+		t.Errorf("duplicates = %d, want 3", v.Duplicates)
+	}
+	want := "1 of them were delivered again after the consumer had acked them (acked-redelivered): acked, but the queue had not applied the ack when the consumer went away"
+	found := false
+	for _, n := range v.Notes {
+		found = found || strings.HasPrefix(n, want)
+	}
+	if !found {
+		t.Errorf("no note %q in %q", want, v.Notes)
+	}
 }

@@ -1,8 +1,10 @@
 package check
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Legs says on which leg of a two-hop protocol (MQTT: publisher → broker,
@@ -89,4 +91,26 @@ func QoSLevels(m map[string]int) []string {
 		return x - y
 	})
 	return out
+}
+
+// LegsText says on which MQTT leg duplicates and losses arose, and the QoS
+// levels deliveries arrived with; empty without legs.
+func (v Variant) LegsText() string {
+	if v.Legs == nil {
+		return ""
+	}
+	l := v.Legs
+	text := fmt.Sprintf("publisher→broker %d duplicated · broker→subscriber %d duplicated, %d lost",
+		l.Publisher.Duplicates, l.Subscriber.Duplicates, l.Subscriber.Lost)
+	if l.UnconfirmedLost > 0 {
+		text += fmt.Sprintf(" · %d lost unconfirmed (before the broker or unseen in it)", l.UnconfirmedLost)
+	}
+	var qos []string
+	for _, q := range QoSLevels(v.DeliveredQoS) {
+		qos = append(qos, fmt.Sprintf("%d at QoS %s", v.DeliveredQoS[q], q))
+	}
+	if len(qos) > 0 {
+		text += " · deliveries " + strings.Join(qos, ", ")
+	}
+	return text
 }

@@ -102,6 +102,9 @@ func brokersDown(_ *cobra.Command, s Streams) error {
 }
 
 func brokersStatus(_ *cobra.Command, s Streams) error {
+	for _, dir := range rabbitmq.OrphanClusters() {
+		fmt.Fprintf(s.Out, "rabbitmq: a managed cluster of a run that was killed is left in %s; stop it with \"dqbench clean\"\n", dir)
+	}
 	cl, err := rabbitmq.Status()
 	if errors.Is(err, rabbitmq.ErrNoCluster) {
 		fmt.Fprintln(s.Out, "rabbitmq: no managed cluster is running; start one with \"dqbench brokers up rabbitmq\"")

@@ -45,6 +45,8 @@ codes as run. DIR may be one run's directory or the --out directory.`,
 		},
 	}
 	addOutputFlags(c.Flags(), &o)
+	c.ValidArgsFunction = completeDirs
+	_ = c.RegisterFlagCompletionFunc("output", completeFormats)
 	return c
 }
 

@@ -27,13 +27,15 @@ Colour on a terminal; none when piped or with NO_COLOR set.`,
   dqbench explain runs/quickstart
   dqbench explain runs/quickstart --variant dedup-table-split
   dqbench explain runs/quickstart --variant none --intent 8`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeDirs,
 		RunE: func(_ *cobra.Command, args []string) error {
 			dirs, err := savedrun.Find(args[0])
 			if err != nil {
 				return withCode(ExitUsage, err)
 			}
 			o.Color = s.color()
+			o.Width = s.Width
 			for i, dir := range dirs {
 				r, err := savedrun.Load(dir)
 				if err != nil {

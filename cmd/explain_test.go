@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dqbench/dqbench/internal/ansi"
 )
 
 // runStreams is run with the terminal given by s (Width, NoColor).
@@ -82,5 +84,22 @@ func TestMalformedHistory(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestExplainFitsTerminal: explain wraps to the terminal's width.
+func TestExplainFitsTerminal(t *testing.T) {
+	for _, width := range []int{80, 100} {
+		for _, args := range [][]string{{}, {"--variant", "dedup-table-split", "--intent", "35"}} {
+			r := runStreams(t, Streams{Width: width}, append([]string{"explain", "../explain/testdata/quickstart"}, args...)...)
+			if r.code != ExitPass {
+				t.Fatalf("exit %d: %s", r.code, r.err)
+			}
+			for _, l := range strings.Split(r.out, "\n") {
+				if w := ansi.Width(l); w > width {
+					t.Errorf("explain %v at %d columns: a line is %d wide:\n%s", args, width, w, l)
+				}
+			}
+		}
 	}
 }

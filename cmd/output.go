@@ -29,6 +29,9 @@ type outputOptions struct {
 	output string
 	html   string // --html FILE
 	wide   bool
+	// quiet (run --quiet) writes the verdict lines instead of the table
+	// and no notices.
+	quiet bool
 }
 
 // addOutputFlags registers -o/--output, --html and --wide.
@@ -124,11 +127,17 @@ func writeReports(s Streams, o outputOptions, all []judged) error {
 		if err := os.WriteFile(o.html, []byte(catalog.MaskURLs(page.String())), 0o644); err != nil {
 			return fmt.Errorf("--html: %w", err)
 		}
-		fmt.Fprintf(s.Err, "wrote the HTML report to %s\n", o.html)
+		if !o.quiet {
+			fmt.Fprintf(s.Err, "wrote the HTML report to %s\n", o.html)
+		}
 	}
 	if o.output == "html" {
 		_, err := masked(s.Out).Write(page.Bytes())
 		return err
 	}
-	return report.Write(s.Out, o.output, runs, report.Options{Width: s.Width, Wide: o.wide, Color: s.color()})
+	opts := report.Options{Width: s.Width, Wide: o.wide, Color: s.color()}
+	if o.quiet && o.output == "table" {
+		return report.Verdicts(s.Out, runs, opts)
+	}
+	return report.Write(s.Out, o.output, runs, opts)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dqbench/dqbench/leftover"
 	"github.com/dqbench/dqbench/runner"
 )
 
@@ -59,6 +60,9 @@ type Streams struct {
 	Width int
 	// NoColor is set when the NO_COLOR environment variable is.
 	NoColor bool
+	// LookupEnv reads the environment (DQBENCH_STORE...); nil reads the
+	// process's (os.LookupEnv).
+	LookupEnv func(string) (string, bool)
 }
 
 // color says whether to colour what goes to Out: a terminal, no NO_COLOR.
@@ -97,12 +101,13 @@ without each consumer idempotency strategy.
 		return withCode(ExitUsage, fmt.Errorf("%v\nSee '%s --help'.", err, c.CommandPath()))
 	})
 	root.AddCommand(newRunCmd(s, runF), newListCmd(s), newValidateCmd(s), newCheckCmd(s), newExplainCmd(s), newSchemaCmd(s))
-	root.AddCommand(newBrokersCmd(s), newVersionCmd(s))
+	root.AddCommand(newBrokersCmd(s), newVersionCmd(s), newCleanCmd(s))
 	return root
 }
 
 // Execute runs dqbench with args and returns the process exit code.
 func Execute(ctx context.Context, args []string, s Streams) int {
+	defer leftover.Close() // what this process noted and removed: its ledger goes
 	return execute(ctx, args, s, runner.Run)
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/clipperhouse/displaywidth"
 	"github.com/spf13/cobra"
 
 	"github.com/dqbench/dqbench/brokers"
@@ -40,6 +41,13 @@ type runOptions struct {
 	// toxiproxy routes the broker's client connections through an
 	// external toxiproxy.
 	toxiproxy string
+	// variants, when set, are the only variants of each scenario to run.
+	variants []string
+	// quiet prints one verdict line per scenario instead of the table.
+	quiet bool
+	// fromEnv names, per connection flag set from the environment, its
+	// variable (for messages).
+	fromEnv map[string]string
 
 	run runFunc
 }
@@ -53,17 +61,27 @@ func newRunCmd(s Streams, runF runFunc) *cobra.Command {
 it publishes the intents, injects the faults on a schedule fixed by the seed,
 drains, audits each variant's store and prints one row per variant with the
 counts, then a verdict line per expectation. On a terminal narrower than the
-table, only the columns that carry the lesson are shown (--wide for all);
-piped output keeps every column. -o junit writes JUnit XML for CI (one
+table, only the columns that carry the lesson are shown, split into tables one
+under the other if need be, and long lines wrap (--wide for every column);
+piped output keeps every column and whole lines. -o junit writes JUnit XML for CI (one
 testcase per expectation); -o html or --html FILE a self-contained HTML page
 with the counts, a timeline per variant and the stories of duplicated and
-lost intents.
+lost intents. --quiet prints only each scenario's verdict line (the word the
+exit code agrees with, the scenario, seed, messages, broker); the other -o
+formats are written whole.
+
+--variant runs only the variants named (repeat it or separate with commas),
+in each scenario given.
 
 A run cut short (deadline, Ctrl-C, a drain that gives up) still prints and,
 with --out, saves what it recorded, marked incomplete, and exits 3.
 
+` + envHelp() + `
+
 ` + exitCodesHelp,
 		Example: `  dqbench run quickstart
+  dqbench run quickstart --variant none,dedup-table
+  dqbench run quickstart --quiet
   dqbench run quickstart --html report.html
   dqbench run quickstart -o junit > dqbench-junit.xml
   dqbench run quickstart --wide
@@ -71,9 +89,16 @@ with --out, saves what it recorded, marked incomplete, and exits 3.
   dqbench run my-scenario.yaml --messages 10000 --out runs/
   dqbench run strategies-matrix --store postgres://postgres@127.0.0.1:5432/test
   dqbench run quickstart --addresses 127.0.0.1:9092
+  DQBENCH_STORE=postgres://postgres@127.0.0.1:5432/test dqbench run strategies-matrix
   dqbench run quickstart kafka-idempotent-producer -o markdown >> "$GITHUB_STEP_SUMMARY"`,
-		Args: cobra.MinimumNArgs(1),
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: completeScenarios,
 		RunE: func(c *cobra.Command, args []string) error {
+			from, err := applyEnv(c.Flags(), s.lookupEnv)
+			if err != nil {
+				return err
+			}
+			o.fromEnv = from
 			o.seedSet = c.Flags().Changed("seed")
 			o.messagesSet = c.Flags().Changed("messages")
 			o.timeoutSet = c.Flags().Changed("timeout")
@@ -87,11 +112,32 @@ with --out, saves what it recorded, marked incomplete, and exits 3.
 	f.StringVar(&o.out, "out", "", "directory to save each run in, as DIR/<scenario>/ (for \"dqbench check\")")
 	f.BoolVar(&o.force, "force", false, "with --out: overwrite a saved run of the same name")
 	f.DurationVar(&o.timeout, "timeout", 0, "deadline of each run, e.g. 90s (default: the scenario's deadline)")
-	f.StringVar(&o.store, "store", "", "business store of every variant: sqlite or postgres://USER@HOST:PORT/DATABASE (default: the scenario's store)")
-	f.StringVar(&o.redis, "redis", "", "Redis for strategies that need one, e.g. redis://127.0.0.1:6379 (default: the scenario's redis)")
-	f.StringVar(&o.toxiproxy, "toxiproxy", "", "API URL of an external toxiproxy (http://HOST:8474) for the broker's client connections, instead of the in-process one (RabbitMQ)")
-	f.StringSliceVar(&o.addresses, "addresses", nil, "run against an external broker of the scenario's kind at these addresses (comma-separated; host:port for Kafka, amqp:// URLs for RabbitMQ), instead of the scenario's broker")
+	f.StringVar(&o.store, "store", "", "business store of every variant: sqlite or postgres://USER@HOST:PORT/DATABASE (default: the scenario's store; env DQBENCH_STORE)")
+	f.StringVar(&o.redis, "redis", "", "Redis for strategies that need one, e.g. redis://127.0.0.1:6379 (default: the scenario's redis; env DQBENCH_REDIS)")
+	f.StringVar(&o.toxiproxy, "toxiproxy", "", "API URL of an external toxiproxy (http://HOST:8474) for the broker's client connections, instead of the in-process one (RabbitMQ; env DQBENCH_TOXIPROXY)")
+	f.StringSliceVar(&o.addresses, "addresses", nil, "run against an external broker of the scenario's kind at these addresses (comma-separated; host:port for Kafka, amqp:// URLs for RabbitMQ, tcp://HOST:PORT for MQTT), instead of the scenario's broker (env DQBENCH_ADDRESSES)")
+	f.StringSliceVar(&o.variants, "variant", nil, "run only these variants of each scenario (repeat the flag or separate with commas)")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "print only each scenario's verdict line (PASS, FAIL, INVALID, INCOMPLETE or ERROR, with the scenario's name), no table and no notices")
+	_ = c.RegisterFlagCompletionFunc("output", completeFormats)
+	_ = c.RegisterFlagCompletionFunc("variant", completeVariants)
 	return c
+}
+
+// named says where a connection setting came from, for messages: "--store
+// VALUE", or "DQBENCH_STORE=VALUE" when the environment gave it.
+func (o runOptions) named(flag, value string) string {
+	if env := o.fromEnv[flag]; env != "" {
+		return env + "=" + value
+	}
+	return "--" + flag + " " + value
+}
+
+// flagName is "--addresses", or its variable when the environment gave it.
+func (o runOptions) flagName(flag string) string {
+	if env := o.fromEnv[flag]; env != "" {
+		return env
+	}
+	return "--" + flag
 }
 
 func runScenarios(ctx context.Context, s Streams, o runOptions, args []string) error {
@@ -111,12 +157,12 @@ func runScenarios(ctx context.Context, s Streams, o runOptions, args []string) e
 	}
 	if o.store != "" {
 		if _, err := catalog.ParseStore(o.store); err != nil {
-			return withCode(ExitUsage, fmt.Errorf("--store %s: %w", o.store, err))
+			return withCode(ExitUsage, fmt.Errorf("%s: %w", o.named("store", o.store), err))
 		}
 	}
 	if o.redis != "" {
 		if err := catalog.ParseRedis(o.redis); err != nil {
-			return withCode(ExitUsage, fmt.Errorf("--redis %s: %w", o.redis, err))
+			return withCode(ExitUsage, fmt.Errorf("%s: %w", o.named("redis", o.redis), err))
 		}
 	}
 	// Every scenario must be valid before anything runs.
@@ -131,6 +177,12 @@ func runScenarios(ctx context.Context, s Streams, o runOptions, args []string) e
 			problems = append(problems, err.Error())
 			continue
 		}
+		if len(o.variants) > 0 {
+			if err := sc.OnlyVariants(o.variants); err != nil {
+				problems = append(problems, fmt.Sprintf("%s: --variant: %v", sc.File, err))
+				continue
+			}
+		}
 		if o.seedSet {
 			sc.Seed = o.seed
 		}
@@ -143,13 +195,13 @@ func runScenarios(ctx context.Context, s Streams, o runOptions, args []string) e
 		}
 		if len(o.addresses) > 0 {
 			if err := sc.UseExternalBroker(o.addresses); err != nil {
-				problems = append(problems, fmt.Sprintf("%s: --addresses: %v", sc.File, err))
+				problems = append(problems, fmt.Sprintf("%s: %s: %v", sc.File, o.flagName("addresses"), err))
 				continue
 			}
 		}
 		if o.toxiproxy != "" {
 			if err := sc.UseToxiproxy(o.toxiproxy); err != nil {
-				problems = append(problems, fmt.Sprintf("%s: --toxiproxy: %v", sc.File, err))
+				problems = append(problems, fmt.Sprintf("%s: %s: %v", sc.File, o.flagName("toxiproxy"), err))
 				continue
 			}
 		}
@@ -172,6 +224,9 @@ func runScenarios(ctx context.Context, s Streams, o runOptions, args []string) e
 			return withCode(ExitUsage, err)
 		}
 	}
+
+	// What killed runs left is removed before this one adds its own.
+	sweep(ctx, s.Err, false)
 
 	var runs []judged
 	var failures []error
@@ -197,7 +252,9 @@ func runScenarios(ctx context.Context, s Streams, o runOptions, args []string) e
 		}
 	}
 	if len(runs) > 0 {
-		if err := writeReports(s, o.outputOptions, runs); err != nil {
+		oo := o.outputOptions
+		oo.quiet = o.quiet
+		if err := writeReports(s, oo, runs); err != nil {
 			return withCode(ExitIncomplete, err)
 		}
 	}
@@ -228,7 +285,7 @@ func runOne(ctx context.Context, s Streams, o runOptions, sc *scenario.Scenario,
 
 	progress := &runner.Progress{}
 	done := make(chan struct{})
-	if s.Terminal {
+	if s.Terminal && !o.quiet {
 		go showProgress(s, sc.Name, progress, done)
 	}
 	res, runErr := o.run(ctx, sc, runner.Options{History: hist, Progress: progress})
@@ -256,7 +313,9 @@ func runOne(ctx context.Context, s Streams, o runOptions, sc *scenario.Scenario,
 		if err := dir.Finish(sc, res.Meta, res.Audits, &j.run); err != nil {
 			return &j, errors.Join(runErr, fmt.Errorf("save run to %s: %w", dir.Path, err))
 		}
-		fmt.Fprintf(s.Err, "saved run to %s (re-judge with \"dqbench check %s\")\n", dir.Path, dir.Path)
+		if !o.quiet {
+			fmt.Fprintf(s.Err, "saved run to %s (re-judge with \"dqbench check %s\")\n", dir.Path, dir.Path)
+		}
 	}
 	return &j, runErr
 }
@@ -315,8 +374,7 @@ func showProgress(s Streams, name string, p *runner.Progress, done <-chan struct
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
 	for {
-		fmt.Fprintf(s.Err, "\r\033[K%s: published %d/%d · consumed %d · faults %d",
-			name, p.Published.Load(), p.Total.Load(), p.Consumed.Load(), p.Faults.Load())
+		fmt.Fprint(s.Err, "\r\033[K"+progressLine(name, p, s.Width))
 		select {
 		case <-done:
 			fmt.Fprint(s.Err, "\r\033[K")
@@ -324,6 +382,18 @@ func showProgress(s Streams, name string, p *runner.Progress, done <-chan struct
 		case <-t.C:
 		}
 	}
+}
+
+// progressLine is the progress line, cut to a terminal of width columns
+// (0: whole) so that it never wraps: a wrapped line would not be
+// overwritten.
+func progressLine(name string, p *runner.Progress, width int) string {
+	l := fmt.Sprintf("%s: published %d/%d · consumed %d · faults %d",
+		name, p.Published.Load(), p.Total.Load(), p.Consumed.Load(), p.Faults.Load())
+	if width > 1 {
+		l = displaywidth.TruncateString(l, width-1, "…")
+	}
+	return l
 }
 
 // exitCodeFor maps why a run could not be judged or completed to an exit

@@ -15,8 +15,9 @@ func newValidateCmd(s Streams) *cobra.Command {
 		Long: `Validate parses each scenario file strictly: an unknown key, a wrong type or a
 bad value is reported as FILE:LINE:COL with what is allowed. Built-in names
 are accepted too. Exit code 2 if any file is invalid.`,
-		Example: "  dqbench validate my-scenario.yaml\n  dqbench validate scenarios/*.yaml",
-		Args:    cobra.MinimumNArgs(1),
+		Example:           "  dqbench validate my-scenario.yaml\n  dqbench validate scenarios/*.yaml",
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: completeScenarios,
 		RunE: func(c *cobra.Command, args []string) error {
 			bad := 0
 			for _, arg := range args {

@@ -31,6 +31,9 @@ type Options struct {
 	Limit int
 	// Color adds ANSI colours (a terminal without NO_COLOR).
 	Color bool
+	// Width is the terminal's width: longer lines are wrapped to it. 0
+	// (piped) keeps them whole.
+	Width int
 }
 
 // ErrUsage marks a bad --variant or --intent.
@@ -61,17 +64,53 @@ func Write(w io.Writer, r savedrun.Run, o Options) error {
 		return err
 	}
 	p := ansi.Paint(o.Color)
-	fmt.Fprintf(w, "%s · seed %d · %d messages per variant · %s\n", p.Bold(r.Meta.Scenario), r.Meta.Seed, r.Meta.Messages, r.Meta.Broker)
+	out := lines{w: w, width: o.Width}
+	out.say("    ", "%s · seed %d · %d messages per variant · %s", p.Bold(r.Meta.Scenario), r.Meta.Seed, r.Meta.Messages, r.Meta.Broker)
 	if in.Incomplete != "" {
-		fmt.Fprintf(w, "%s: %s\n", p.Red("INCOMPLETE"), in.Incomplete)
+		out.say("    ", "%s: %s", p.Red("INCOMPLETE"), in.Incomplete)
 	}
 	if o.Intent == 0 {
 		for _, name := range names {
-			writeAnomalies(w, p, in, name, o.Limit, filepath.Dir(r.HistoryPath))
+			writeAnomalies(out, p, in, name, o.Limit, filepath.Dir(r.HistoryPath))
 		}
 		return nil
 	}
-	return writeStories(w, p, r, in, names, o.Intent)
+	return writeStories(out, p, r, in, names, o.Intent)
+}
+
+// lines writes lines wrapped to width (0: whole), each wrapped line's
+// continuation starting with the indent given.
+type lines struct {
+	w     io.Writer
+	width int
+}
+
+func (l lines) say(indent, format string, args ...any) {
+	for _, s := range ansi.Wrap(fmt.Sprintf(format, args...), l.width, indent) {
+		fmt.Fprintln(l.w, s)
+	}
+}
+
+// command writes a command to copy after prefix on one line, or, when it
+// does not fit, on lines of its own ending in " \" so that a shell still
+// reads them as one.
+func (l lines) command(prefix, cmd string) {
+	if l.width <= 0 || ansi.Width(prefix+cmd) <= l.width {
+		fmt.Fprintln(l.w, prefix+cmd)
+		return
+	}
+	fmt.Fprintln(l.w, strings.TrimRight(prefix, " "))
+	line := "    "
+	for i, word := range strings.Fields(cmd) {
+		if i > 0 && ansi.Width(line+" "+word+" \\") > l.width {
+			fmt.Fprintln(l.w, line+" \\")
+			line = "      "
+		} else if i > 0 {
+			line += " "
+		}
+		line += word
+	}
+	fmt.Fprintln(l.w, line)
 }
 
 func inspect(r savedrun.Run) (*check.Inspection, error) {
@@ -87,7 +126,7 @@ func inspect(r savedrun.Run) (*check.Inspection, error) {
 	return in, nil
 }
 
-func writeAnomalies(w io.Writer, p ansi.Paint, in *check.Inspection, name string, limit int, dir string) {
+func writeAnomalies(w lines, p ansi.Paint, in *check.Inspection, name string, limit int, dir string) {
 	var v check.Variant
 	for _, x := range in.Variants {
 		if x.Name == name {
@@ -95,10 +134,9 @@ func writeAnomalies(w io.Writer, p ansi.Paint, in *check.Inspection, name string
 		}
 	}
 	a := in.Anomalies(name, limit)
-	fmt.Fprintf(w, "\n%s (%s): ", p.Bold(name), v.Strategy)
-	if a.Total() == 0 {
-		fmt.Fprintln(w, p.Green("no duplicates, nothing lost"))
-	} else {
+	fmt.Fprintln(w.w)
+	summary := p.Green("no duplicates, nothing lost")
+	if a.Total() > 0 {
 		var parts []string
 		if v.Duplicates > 0 {
 			parts = append(parts, p.Yellow(plural(v.Duplicates, "duplicate", "duplicates")))
@@ -106,10 +144,11 @@ func writeAnomalies(w io.Writer, p ansi.Paint, in *check.Inspection, name string
 		if v.Lost > 0 {
 			parts = append(parts, p.Red(strconv.Itoa(v.Lost)+" lost"))
 		}
-		fmt.Fprintln(w, strings.Join(parts, ", "))
+		summary = strings.Join(parts, ", ")
 	}
+	w.say("    ", "%s (%s): %s", p.Bold(name), v.Strategy, summary)
 	for _, inv := range v.Invalid {
-		fmt.Fprintf(w, "  %s %s\n", p.Red("INVALID"), inv)
+		w.say("    ", "  %s %s", p.Red("INVALID"), inv)
 	}
 	for _, c := range check.Causes {
 		n := a.ByCause[c]
@@ -121,7 +160,7 @@ func writeAnomalies(w io.Writer, p ansi.Paint, in *check.Inspection, name string
 		if where := c.Where(); where != "" {
 			kind += " " + where
 		}
-		fmt.Fprintf(w, "  %s, %s: %s\n", kind, plural(n, "intent", "intents"), c.Doc())
+		w.say("    ", "  %s, %s: %s", kind, plural(n, "intent", "intents"), c.Doc())
 		ids := make([]string, len(sample))
 		for i, s := range sample {
 			ids[i] = strconv.Itoa(s.Intent)
@@ -130,8 +169,8 @@ func writeAnomalies(w io.Writer, p ansi.Paint, in *check.Inspection, name string
 		if n > len(sample) {
 			list += fmt.Sprintf(" … and %d more", n-len(sample))
 		}
-		for _, line := range wrap(list, 74) {
-			fmt.Fprintf(w, "    %s\n", line)
+		for _, line := range wrap(list, idsWidth(w.width)) {
+			fmt.Fprintf(w.w, "    %s\n", line)
 		}
 	}
 	if a.Total() > 0 {
@@ -142,11 +181,11 @@ func writeAnomalies(w io.Writer, p ansi.Paint, in *check.Inspection, name string
 				break
 			}
 		}
-		fmt.Fprintf(w, "  one intent's story: dqbench explain %s --variant %s --intent %d\n", dir, name, first)
+		w.command("  one intent's story: ", fmt.Sprintf("dqbench explain %s --variant %s --intent %d", dir, name, first))
 	}
 }
 
-func writeStories(w io.Writer, p ansi.Paint, r savedrun.Run, in *check.Inspection, names []string, id int) error {
+func writeStories(w lines, p ansi.Paint, r savedrun.Run, in *check.Inspection, names []string, id int) error {
 	var want []story.Want
 	for _, name := range names {
 		want = append(want, story.Want{Variant: name, IntentVerdict: in.Intent(name, id)})
@@ -173,8 +212,9 @@ func writeStories(w io.Writer, p ansi.Paint, r savedrun.Run, in *check.Inspectio
 	return nil
 }
 
-func writeStory(w io.Writer, p ansi.Paint, s *story.Story) {
-	fmt.Fprintf(w, "\n%s · intent %d\n", p.Bold(s.Variant), s.Intent)
+func writeStory(w lines, p ansi.Paint, s *story.Story) {
+	fmt.Fprintln(w.w)
+	w.say("    ", "%s · intent %d", p.Bold(s.Variant), s.Intent)
 	steps := s.Steps()
 	lane := 0
 	for _, st := range steps {
@@ -186,18 +226,19 @@ func writeStory(w io.Writer, p ansi.Paint, s *story.Story) {
 		case history.Fault, history.Crash:
 			text = p.Red(text)
 		}
-		fmt.Fprintf(w, "  %s  %-*s  %s\n", seconds(st.T), lane, st.Lane, text)
+		// A long step goes on under its text, past the time and lane.
+		w.say(strings.Repeat(" ", 2+len(seconds(st.T))+2+lane+2), "  %s  %-*s  %s", seconds(st.T), lane, st.Lane, text)
 	}
 	if s.Truncated {
-		fmt.Fprintf(w, "  … (more events; only the first %d are kept)\n", story.MaxStoryEvents)
+		w.say("    ", "  … (more events; only the first %d are kept)", story.MaxStoryEvents)
 	}
 	switch s.Verdict {
 	case check.OK:
-		fmt.Fprintf(w, "  effect applied %s\n", plural(s.Applied, "time", "times"))
+		w.say("    ", "  effect applied %s", plural(s.Applied, "time", "times"))
 	default:
-		fmt.Fprintf(w, "  why: %s\n", s.Cause.Why())
+		w.say("    ", "  why: %s", s.Cause.Why())
 	}
-	fmt.Fprintf(w, "  → %s\n", verdict(p, s.Verdict))
+	w.say("    ", "  → %s", verdict(p, s.Verdict))
 }
 
 // seconds formats an offset from the run's start, aligned: "  1.234567s".
@@ -210,6 +251,15 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return strconv.Itoa(n) + " " + many
+}
+
+// idsWidth is how wide a list of intent ids may be, after its 4-space
+// indent: 74 piped, less on a terminal narrower than 78 columns.
+func idsWidth(width int) int {
+	if width <= 0 {
+		return 74
+	}
+	return max(10, min(74, width-4))
 }
 
 // wrap breaks a comma-separated list into lines of at most width.

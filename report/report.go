@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,8 +15,6 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
-
-	"github.com/clipperhouse/displaywidth"
 
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/internal/ansi"
@@ -160,14 +157,22 @@ func telling(r check.Run) []column {
 }
 
 // withoutStrategy drops the strategy column when every variant is named
-// after its strategy: it would repeat the first column.
-func withoutStrategy(r check.Run, cols []column) []column {
+// after its strategy (it would repeat the first column) or every variant
+// has the same one; shared is then that one strategy, for the note under
+// the table, or "" when the names say it.
+func withoutStrategy(r check.Run, cols []column) (narrow []column, shared string) {
+	named, same := true, true
 	for _, v := range r.Variants {
-		if v.Name != v.Strategy {
-			return cols
-		}
+		named = named && v.Name == v.Strategy
+		same = same && v.Strategy == r.Variants[0].Strategy
 	}
-	return slices.DeleteFunc(slices.Clone(cols), func(c column) bool { return c.header == "strategy" })
+	if !named && !same {
+		return cols, ""
+	}
+	if !named {
+		shared = r.Variants[0].Strategy
+	}
+	return slices.DeleteFunc(slices.Clone(cols), func(c column) bool { return c.header == "strategy" }), shared
 }
 
 // Table writes the table for people: on a terminal narrower than the full
@@ -209,13 +214,18 @@ func text(w io.Writer, runs []check.Run, markdown bool, opts Options) error {
 			line("%s%s  seed %d · %d messages per variant · %s", bullet, runVerdict(p, r), r.Seed, r.Messages, r.Broker)
 			continue
 		}
-		table, hidden, err := fitTable(r, markdown, opts, p)
+		table, hidden, shared, err := fitTable(r, markdown, opts, p)
 		if err != nil {
 			return err
 		}
 		io.WriteString(w, table)
-		if hidden > 0 {
-			fmt.Fprintf(w, "(%d columns that are the same in every variant hidden; --wide shows them)\n", hidden)
+		switch {
+		case shared != "" && hidden > 0:
+			line("(every variant's strategy is %s; %d columns that are the same in every variant hidden; --wide shows them)", shared, hidden)
+		case shared != "":
+			line("(every variant's strategy is %s; --wide shows the column)", shared)
+		case hidden > 0:
+			line("(%d columns that are the same in every variant hidden; --wide shows them)", hidden)
 		}
 		if markdown {
 			fmt.Fprintln(w)
@@ -235,7 +245,7 @@ func text(w io.Writer, runs []check.Run, markdown bool, opts Options) error {
 		}
 		for _, v := range r.Variants {
 			if v.Legs != nil {
-				line("%slegs %s: %s", bullet, v.Name, legsText(v))
+				line("%slegs %s: %s", bullet, v.Name, v.LegsText())
 			}
 			if len(v.KilledPIDs) > 0 {
 				line("%skilled %s: %d consumer processes (SIGKILL), pids %s", bullet, v.Name, len(v.KilledPIDs), joinInts(v.KilledPIDs))
@@ -257,25 +267,31 @@ func text(w io.Writer, runs []check.Run, markdown bool, opts Options) error {
 }
 
 // fitTable renders r's table with every column, or, on a terminal too
-// narrow for it, with fewer: it returns the table and how many count
-// columns it left out.
-func fitTable(r check.Run, markdown bool, opts Options, p ansi.Paint) (string, int, error) {
+// narrow for it, with fewer: the columns that carry the lesson, then
+// without the strategy column when it repeats the names, then without the
+// cells' padding, then as several tables one under the other, each with
+// the variant names and the next count columns. It returns the table, how
+// many count columns it left out and, when it left out the strategy column
+// because every variant has the same strategy, that strategy.
+func fitTable(r check.Run, markdown bool, opts Options, p ansi.Paint) (table string, hidden int, shared string, err error) {
 	full, err := render(r, columns, markdown, p, true)
 	if err != nil || markdown || opts.Wide || opts.Width <= 0 || len(r.Variants) == 0 || width(full) <= opts.Width {
-		return full, 0, err
+		return full, 0, "", err
 	}
 	cols := telling(r)
-	hidden := counts(columns) - counts(cols)
-	var out string
+	hidden = counts(columns) - counts(cols)
+	narrow, shared := withoutStrategy(r, cols)
 	for _, try := range []struct {
 		cols    []column
 		padding bool
-	}{{cols, true}, {withoutStrategy(r, cols), true}, {withoutStrategy(r, cols), false}} {
-		if out, err = render(r, try.cols, false, p, try.padding); err != nil || width(out) <= opts.Width {
-			break
+		shared  string
+	}{{cols, true, ""}, {narrow, true, shared}, {narrow, false, shared}} {
+		if out, err := render(r, try.cols, false, p, try.padding); err != nil || width(out) <= opts.Width {
+			return out, hidden, try.shared, err
 		}
 	}
-	return out, hidden, err // as narrow as it gets
+	out, err := stacked(r, narrow, opts.Width, p)
+	return out, hidden, shared, err
 }
 
 // counts is how many of cols are counts.
@@ -332,36 +348,11 @@ func render(r check.Run, cols []column, markdown bool, p ansi.Paint, padding boo
 }
 
 // width is the widest line of s on a terminal, colour codes left out.
-func width(s string) int {
-	n := 0
-	for _, l := range strings.Split(s, "\n") {
-		n = max(n, displaywidth.String(ansiCode.ReplaceAllString(l, "")))
-	}
-	return n
-}
-
-var ansiCode = regexp.MustCompile("\x1b\\[[0-9;]*m")
+func width(s string) int { return ansi.Width(s) }
 
 // wrap breaks a line at spaces to fit width columns, indenting the rest;
 // width 0 keeps it whole.
-func wrap(s string, width int) []string {
-	if width <= 0 || len(s) <= width {
-		return []string{s}
-	}
-	var lines []string
-	indent := ""
-	for displaywidth.String(ansiCode.ReplaceAllString(indent+s, "")) > width {
-		limit := width - len(indent)
-		cut := strings.LastIndex(s[:min(len(s), limit)], " ")
-		if cut <= 0 {
-			break
-		}
-		lines = append(lines, indent+s[:cut])
-		s = s[cut+1:]
-		indent = "    "
-	}
-	return append(lines, indent+s)
-}
+func wrap(s string, width int) []string { return ansi.Wrap(s, width, "    ") }
 
 // runVerdict is a run's last word, the one its exit code says: ERROR for a
 // run that could not start, INCOMPLETE for a run cut short, INVALID for an experiment that does not count (exit
@@ -383,25 +374,6 @@ func verdict(p ansi.Paint, ok bool) string {
 		return p.Green("PASS")
 	}
 	return p.Red("FAIL")
-}
-
-// legsText says on which MQTT leg duplicates and losses arose, and the QoS
-// levels deliveries arrived with.
-func legsText(v check.Variant) string {
-	l := v.Legs
-	text := fmt.Sprintf("publisher→broker %d duplicated · broker→subscriber %d duplicated, %d lost",
-		l.Publisher.Duplicates, l.Subscriber.Duplicates, l.Subscriber.Lost)
-	if l.UnconfirmedLost > 0 {
-		text += fmt.Sprintf(" · %d lost unconfirmed (before the broker or unseen in it)", l.UnconfirmedLost)
-	}
-	var qos []string
-	for _, q := range check.QoSLevels(v.DeliveredQoS) {
-		qos = append(qos, fmt.Sprintf("%d at QoS %s", v.DeliveredQoS[q], q))
-	}
-	if len(qos) > 0 {
-		text += " · deliveries " + strings.Join(qos, ", ")
-	}
-	return text
 }
 
 func joinInts(xs []int) string {

@@ -345,3 +345,42 @@ variants:
 		t.Errorf("counts %+v (valid %v): want a duplicate per lost confirm, every intent acknowledged", v.Counts, res.Run.Valid())
 	}
 }
+
+// TestQuorumAckedRedelivery runs the built-in rabbitmq-quorum-acked-
+// redelivery: the quorum queue at prefetch 100 delivers acked messages
+// again and none applies them twice, each such duplicate explained as
+// acked-redelivered (the crash comes before processing, so no other
+// duplicate arises); prefetch 1 and every classic queue give none.
+func TestQuorumAckedRedelivery(t *testing.T) {
+	if raceEnabled {
+		t.Skip("its count depends on how fast the consumer acks: not under -race")
+	}
+	s, err := scenario.Resolve("rabbitmq-quorum-acked-redelivery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := runJudged(t, context.Background(), s)
+	if errors.Is(err, brokers.ErrUnreachable) && os.Getenv("DQBENCH_REQUIRE_BROKERS") != "1" {
+		t.Skipf("no RabbitMQ at the default address: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Run.Passed || !res.Run.Valid() {
+		t.Errorf("run did not pass: %+v", res.Run)
+	}
+	in, err := check.Inspect(s.Plan(), res.Meta, history.Scan(bytes.NewReader(res.History)), res.Audits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range in.Variants {
+		a := in.Anomalies(v.Name, 3)
+		if v.FaultsInjected != 20 {
+			t.Errorf("%s: %d crashes, want 20", v.Name, v.FaultsInjected)
+		}
+		if n := a.ByCause[check.DupAckedAgain]; n != v.Duplicates || a.Total() != v.Duplicates {
+			t.Errorf("%s: %d duplicates, %d of them acked-redelivered (all: %v); want every one", v.Name, v.Duplicates, n, a.ByCause)
+		}
+		t.Logf("%s: %d duplicates for %d crashes", v.Name, v.Duplicates, v.FaultsInjected)
+	}
+}

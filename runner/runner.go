@@ -20,6 +20,7 @@ import (
 	"github.com/dqbench/dqbench/brokers/all"
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/history"
+	"github.com/dqbench/dqbench/leftover"
 	"github.com/dqbench/dqbench/scenario"
 )
 
@@ -112,7 +113,12 @@ func Run(ctx context.Context, s *scenario.Scenario, opts Options) (*Result, erro
 	if err != nil {
 		return notStarted(b.Name(), fmt.Errorf("temporary directory for the stores: %w", err))
 	}
-	defer os.RemoveAll(dir)
+	leftover.Note(leftover.Entry{Kind: leftover.Dir, Name: dir})
+	defer func() {
+		if os.RemoveAll(dir) == nil {
+			leftover.Forget(leftover.Entry{Kind: leftover.Dir, Name: dir})
+		}
+	}()
 
 	rec := history.NewRecorder(start, opts.History)
 	runID := fmt.Sprintf("%s-%d", s.Name, start.UnixNano()%1e9)

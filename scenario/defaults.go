@@ -179,10 +179,15 @@ func (s *Scenario) ConsumerFor(v Variant) Consumer {
 }
 
 // BrokerSettingsFor returns the broker kind's settings for variant v:
-// the scenario's, with the variant's mqtt overrides applied (a copy).
+// the scenario's, with the variant's mqtt or rabbitmq overrides applied
+// (a copy).
 func (s *Scenario) BrokerSettingsFor(v Variant) any {
-	if m, ok := s.Broker.Settings.(*catalog.MQTTSettings); ok {
+	switch m := s.Broker.Settings.(type) {
+	case *catalog.MQTTSettings:
 		merged := m.With(v.MQTT)
+		return &merged
+	case *catalog.RabbitMQSettings:
+		merged := m.With(v.RabbitMQ)
 		return &merged
 	}
 	return s.Broker.Settings

@@ -74,6 +74,9 @@ func (c *checker) mqtt() {
 	}
 	for i, v := range c.s.Variants {
 		vp := fmt.Sprintf("variants[%d]", i)
+		if v.RabbitMQ != nil && c.s.Broker.Kind != catalog.RabbitMQ {
+			c.errorf(vp+".rabbitmq", "%s.rabbitmq: only for broker kind rabbitmq, not %s; remove it", vp, c.s.Broker.Kind)
+		}
 		if v.MQTT != nil && !isMQTT {
 			c.errorf(vp+".mqtt", "%s.mqtt: only for broker kind mqtt, not %s; remove it", vp, c.s.Broker.Kind)
 			continue

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/dqbench/dqbench/catalog"
+	"github.com/dqbench/dqbench/internal/strictyaml"
 )
 
 // UseExternalBroker points s at a running broker of its kind at addrs (the
@@ -74,5 +75,31 @@ func (s *Scenario) UseToxiproxy(url string) error {
 		}
 	}
 	settings.UseToxiproxy(url)
+	return nil
+}
+
+// OnlyVariants keeps the variants of s named in names (the run's
+// --variant), in the scenario's order, and drops the others. A name the
+// scenario does not have is an error listing its variants.
+func (s *Scenario) OnlyVariants(names []string) error {
+	all := make([]string, len(s.Variants))
+	for i, v := range s.Variants {
+		all[i] = v.Name
+	}
+	var unknown []string
+	for _, n := range names {
+		if slices.Contains(all, n) {
+			continue
+		}
+		u := echo(n)
+		if c, ok := strictyaml.Suggest(n, all); ok {
+			u += fmt.Sprintf(" (did you mean %q?)", c)
+		}
+		unknown = append(unknown, u)
+	}
+	if len(unknown) > 0 {
+		return fmt.Errorf("scenario %s has no variant %s; its variants: %s", s.Name, strings.Join(unknown, ", "), strings.Join(all, ", "))
+	}
+	s.Variants = slices.DeleteFunc(s.Variants, func(v Variant) bool { return !slices.Contains(names, v.Name) })
 	return nil
 }

@@ -49,7 +49,7 @@ var fixtures = []fixture{
 		`5:1: unknown key "varients" at the top level (allowed: version, name, description, seed, messages, deadline, drain, broker, producer, consumer, store, redis, faults, variants, stage); did you mean "variants"?`,
 	}},
 	{"invalid/unknown-nested-key.yaml", []string{
-		`7:5: unknown key "stratgies" in variants[0] (allowed: name, strategy, producer, consumer, store, id, expect, varies, stage, process, audit, mqtt); did you mean "strategy"?`,
+		`7:5: unknown key "stratgies" in variants[0] (allowed: name, strategy, producer, consumer, store, id, expect, varies, stage, process, audit, mqtt, rabbitmq); did you mean "strategy"?`,
 	}},
 	{"invalid/unknown-strategy.yaml", []string{
 		`7:15: variants[0].strategy: "dedup-tabel" is not allowed (allowed: none, dedup-table, dedup-table-split, unique-key, state-machine, version-cas, check-then-act, redis-setnx); did you mean "dedup-table"?`,
@@ -136,7 +136,7 @@ var fixtures = []fixture{
 		`8:11: faults[0]: leader-failover cannot act here: it stops the leader of a quorum queue, and classic queues have none; add queue_type: quorum to the broker`,
 	}},
 	{"invalid/dead-letter-where-none.yaml", []string{
-		`5:19: consumer.delivery_limit: RabbitMQ counts deliveries only on quorum queues (x-delivery-limit); set broker queue_type: quorum`,
+		`5:19: consumer.delivery_limit: RabbitMQ counts deliveries only on quorum queues (x-delivery-limit); set queue_type: quorum on the broker, or in the variant's rabbitmq`,
 		`12:28: variants[0].consumer.on_failure: "drop" is not allowed (allowed: requeue, reject)`,
 	}},
 	{"invalid/poison-on-kafka.yaml", []string{
@@ -285,6 +285,13 @@ var fixtures = []fixture{
 	}},
 	{"invalid/leader-move-one-broker.yaml", []string{
 		`5:12: faults[0].type: leader-move needs at least 2 brokers to move leaders between; add brokers: 3 to the broker`,
+	}},
+	{"invalid/rabbitmq-overrides.yaml", []string{
+		`6:91: variants[1].consumer.delivery_limit: RabbitMQ counts deliveries only on quorum queues (x-delivery-limit); set queue_type: quorum on the broker, or in the variant's rabbitmq`,
+		`7:54: variants[2].rabbitmq.queue_type: "stream" is not allowed (allowed: classic, quorum)`,
+	}},
+	{"invalid/rabbitmq-on-kafka.yaml", []string{
+		`5:41: variants[0].rabbitmq: only for broker kind rabbitmq, not kafka; remove it`,
 	}},
 	{"invalid/stage-on-rabbitmq.yaml", []string{
 		`4:8: stage: a consume-transform-produce stage runs on Kafka only`,

@@ -117,6 +117,8 @@ type Variant struct {
 	// Audit is how a process variant's store is counted.
 	Audit *Audit                `yaml:"audit" json:"audit,omitempty" jsonschema:"description=How dqbench counts the effects in a process variant's store (required with process)."`
 	MQTT  *catalog.MQTTSettings `yaml:"mqtt" json:"mqtt,omitempty" jsonschema:"description=Overrides of the broker's MQTT settings for this variant (qos\\, subscription_qos\\, clean_session\\, client); broker kind mqtt only."`
+	// RabbitMQ overrides the broker's RabbitMQ settings for this variant.
+	RabbitMQ *catalog.RabbitMQOverrides `yaml:"rabbitmq" json:"rabbitmq,omitempty" jsonschema:"description=Overrides of the broker's RabbitMQ settings for this variant (queue_type); broker kind rabbitmq only."`
 	// Params is the strategy's own settings (catalog.Strategy.NewParams),
 	// written beside strategy in the variant.
 	Params any `yaml:",params" json:"-"`

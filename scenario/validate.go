@@ -167,7 +167,7 @@ func (c *checker) deadLetter() {
 	if !ok {
 		return
 	}
-	check := func(path string, cs *Consumer) {
+	check := func(path string, cs *Consumer, settings any) {
 		if cs == nil {
 			return
 		}
@@ -182,14 +182,14 @@ func (c *checker) deadLetter() {
 		case kind.DeliveryLimit == nil:
 			c.errorf(path+".delivery_limit", "%s.delivery_limit: %s has no delivery limit; leave it out", path, kind.Kind)
 		default:
-			if why := kind.DeliveryLimit(c.s.Broker.Settings); why != "" {
+			if why := kind.DeliveryLimit(settings); why != "" {
 				c.errorf(path+".delivery_limit", "%s.delivery_limit: %s", path, why)
 			}
 		}
 	}
-	check("consumer", &c.s.Consumer)
+	check("consumer", &c.s.Consumer, c.s.Broker.Settings)
 	for i, v := range c.s.Variants {
-		check(fmt.Sprintf("variants[%d].consumer", i), v.Consumer)
+		check(fmt.Sprintf("variants[%d].consumer", i), v.Consumer, c.s.BrokerSettingsFor(v))
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/dqbench/dqbench/history"
+	"github.com/dqbench/dqbench/leftover"
 )
 
 // Postgres is a store in its own schema of a PostgreSQL database, created
@@ -33,6 +34,7 @@ type Postgres struct {
 	db     *sql.DB
 	schema string
 	addr   string
+	url    string // with its password: for the leftover ledger only
 	// psql is the command line that reaches the same database, for the
 	// message when a schema is left behind.
 	psql string
@@ -105,7 +107,7 @@ func OpenPostgres(ctx context.Context, url, schema string, conns int) (*Postgres
 		return nil, fmt.Errorf("store URL: %w", err)
 	}
 	db := stdlib.OpenDBFromPool(pool)
-	p := &Postgres{pool: pool, db: db, schema: schema, addr: addr,
+	p := &Postgres{pool: pool, db: db, schema: schema, addr: addr, url: url,
 		psql: fmt.Sprintf("psql -h %s -p %d -U %s -d %s", cfg.Host, cfg.Port, cfg.User, cfg.Database)}
 
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
@@ -123,6 +125,7 @@ func OpenPostgres(ctx context.Context, url, schema string, conns int) (*Postgres
 		pool.Close()
 		return nil, fmt.Errorf("create schema %s on PostgreSQL at %s: %w", schema, addr, err)
 	}
+	leftover.Note(leftover.Entry{Kind: leftover.Schema, Where: url, Name: schema})
 	if err := createBusiness(ctx, p, postgresDialect); err != nil {
 		return nil, errors.Join(fmt.Errorf("create store tables in schema %s: %w", schema, err), p.Close())
 	}
@@ -250,10 +253,32 @@ func (p *Postgres) Close() error {
 	defer cancel()
 	var err error
 	if _, derr := p.db.ExecContext(ctx, `DROP SCHEMA IF EXISTS `+p.schema+` CASCADE`); derr != nil {
-		err = fmt.Errorf("%w: schema %s was left on PostgreSQL at %s (%v); remove it with: %s -c 'DROP SCHEMA %s CASCADE'",
+		err = fmt.Errorf("%w: schema %s was left on PostgreSQL at %s (%v); remove it with: %s -c 'DROP SCHEMA %s CASCADE' (or dqbench clean)",
 			ErrCleanup, p.schema, p.addr, derr, p.psql, p.schema)
+	} else {
+		leftover.Forget(leftover.Entry{Kind: leftover.Schema, Where: p.url, Name: p.schema})
 	}
 	err = errors.Join(err, p.db.Close())
 	p.pool.Close()
+	return err
+}
+
+// DropSchema drops schema from the database at url: what dqbench clean
+// does with a schema a killed run left.
+func DropSchema(ctx context.Context, url, schema string) error {
+	if !schemaName.MatchString(schema) {
+		return fmt.Errorf("schema name %q: not one dqbench makes", schema)
+	}
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return fmt.Errorf("store URL: %w", err)
+	}
+	cfg.ConnectTimeout = pingTimeout
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	_, err = conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+schema+` CASCADE`)
 	return err
 }

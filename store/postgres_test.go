@@ -132,3 +132,22 @@ func TestSchemaFor(t *testing.T) {
 		t.Errorf("SchemaFor = %q", got)
 	}
 }
+
+// DropSchema removes a schema a killed run left (dqbench clean), and a
+// schema already gone is no error.
+func TestDropSchema(t *testing.T) {
+	p := openPostgres(t)
+	schema := p.Schema()
+	if err := store.DropSchema(context.Background(), postgresURL(), schema); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.DropSchema(context.Background(), postgresURL(), schema); err != nil {
+		t.Errorf("second drop: %v", err)
+	}
+	if _, err := p.Audit(context.Background()); err == nil {
+		t.Error("the schema's tables are still there")
+	}
+	if err := store.DropSchema(context.Background(), postgresURL(), "x; DROP TABLE y"); err == nil {
+		t.Error("a name dqbench does not make was accepted")
+	}
+}

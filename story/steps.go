@@ -21,6 +21,10 @@ type Step struct {
 func (s *Story) Steps() []Step {
 	out := make([]Step, 0, len(s.Events))
 	applied, delivered := 0, 0
+	// Since the last delivery: its consumer, whether it acked it, whether
+	// that consumer went away, whether a fault hit it.
+	var lastBy int
+	acked, gone, faulted, pos := false, false, "", ""
 	for _, e := range s.Events {
 		var text string
 		switch e.Type {
@@ -54,6 +58,10 @@ func (s *Story) Steps() []Step {
 			if e.Position != "" {
 				text += " from " + e.Position
 			}
+			if delivered > 1 {
+				text += ": " + redeliveryWhy(e, lastBy, acked, gone, faulted, pos)
+			}
+			lastBy, acked, gone, faulted, pos = e.Consumer, false, false, "", e.Position
 		case history.Effect:
 			switch {
 			case e.Applied && applied > 0:
@@ -70,7 +78,9 @@ func (s *Story) Steps() []Step {
 			}
 		case history.Ack:
 			text = "acked"
+			acked = true
 		case history.Fault:
+			faulted = e.Fault
 			text = "fault " + e.Fault
 			if e.Point != "" && e.Fault != e.Point && !strings.HasSuffix(e.Fault, "@"+e.Point) {
 				text += " at " + e.Point
@@ -79,6 +89,7 @@ func (s *Story) Steps() []Step {
 				text += ": " + e.Reason
 			}
 		case history.Crash:
+			gone = gone || e.Consumer == lastBy || e.Consumer == 0
 			text = "crashed"
 			if e.Reason != "" {
 				text += ": " + e.Reason
@@ -96,4 +107,25 @@ func (s *Story) Steps() []Step {
 		out = append(out, Step{T: e.T, Lane: Lane(e), Type: e.Type, Text: text})
 	}
 	return out
+}
+
+// redeliveryWhy says why e, a second or later delivery of the intent, came:
+// from what happened since the one before (on consumer by, acked or not,
+// the consumer gone, a fault, from position pos).
+func redeliveryWhy(e history.Event, by int, acked, gone bool, fault, pos string) string {
+	switch {
+	case e.Position != "" && pos != "" && e.Position != pos:
+		return "a second copy the broker stored (a publish stored twice)"
+	case acked && fault != "":
+		return fmt.Sprintf("it had been acked, but the ack never took effect at the broker (fault %s: lost on the way, or not yet applied when the connection went away), so the broker delivered it again", fault)
+	case acked:
+		return "it had been acked, but the broker had not applied the ack when the consumer's connection went away, so it delivered it again"
+	case gone && fault != "":
+		return fmt.Sprintf("consumer %d went away (fault %s) before acking it, so the broker delivered it again", by, fault)
+	case gone:
+		return fmt.Sprintf("consumer %d went away before acking it, so the broker delivered it again", by)
+	case fault != "":
+		return fmt.Sprintf("not acked when fault %s hit, so the broker delivered it again", fault)
+	}
+	return "the broker delivered it again before any ack of it reached it"
 }

@@ -1,6 +1,7 @@
 package story_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -60,7 +61,7 @@ func TestCollect(t *testing.T) {
 		"producer: published (attempt 1)", "broker: confirmed",
 		"consumer 1: delivered", "store: effect applied", "consumer 1: fault consumer-crash@after-effect-before-ack",
 		"consumer 1: crashed", "consumer 2: started",
-		"consumer 2: redelivered", "store: effect applied again", "consumer 2: acked",
+		"consumer 2: redelivered: consumer 1 went away (fault consumer-crash@after-effect-before-ack) before acking it, so the broker delivered it again", "store: effect applied again", "consumer 2: acked",
 	}
 	if len(got) != len(wantSteps) {
 		t.Fatalf("steps:\n%q\nwant:\n%q", got, wantSteps)
@@ -85,5 +86,32 @@ func TestStoryBounded(t *testing.T) {
 	}
 	if s := c.Stories[0]; len(s.Events) != story.MaxStoryEvents || !s.Truncated {
 		t.Errorf("kept %d events, truncated %v", len(s.Events), s.Truncated)
+	}
+}
+
+// Every redelivery says why it came: after an ack the broker had not
+// applied, after the consumer went away, or as a second stored copy.
+func TestRedeliveryWhy(t *testing.T) {
+	ev := func(typ history.Type, consumer int, pos string) history.Event {
+		return history.Event{Variant: "v", Type: typ, Intent: 1, Consumer: consumer, Position: pos}
+	}
+	tests := []struct {
+		events []history.Event
+		want   string
+	}{
+		{[]history.Event{ev(history.Deliver, 1, "q/1"), ev(history.Ack, 1, "q/1"), {Variant: "v", Type: history.Fault, Fault: "leader-failover"}, ev(history.Deliver, 2, "q/1")},
+			"it had been acked, but the ack never took effect at the broker (fault leader-failover"},
+		{[]history.Event{ev(history.Deliver, 1, "q/1"), ev(history.Ack, 1, "q/1"), ev(history.Deliver, 2, "q/1")},
+			"it had been acked, but the broker had not applied the ack"},
+		{[]history.Event{ev(history.Deliver, 1, "0@1"), ev(history.Deliver, 1, "0@2")},
+			"a second copy the broker stored"},
+	}
+	for _, tc := range tests {
+		s := &story.Story{Variant: "v", Events: tc.events}
+		steps := s.Steps()
+		last := steps[len(steps)-1].Text
+		if !strings.Contains(last, tc.want) {
+			t.Errorf("%q, want it to say %q", last, tc.want)
+		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
+	"github.com/dqbench/dqbench/leftover"
 )
 
 // mosquitto is a throwaway Mosquitto (mode managed) started from the
@@ -69,6 +70,7 @@ func startMosquitto(ctx context.Context, s catalog.MQTTSettings) (*mosquitto, er
 	if err != nil {
 		return nil, err
 	}
+	leftover.Note(leftover.Entry{Kind: leftover.Dir, Name: dir})
 	port, err := freePort()
 	if err != nil {
 		os.RemoveAll(dir)
@@ -248,5 +250,9 @@ func (m *mosquitto) stop() error {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-exited
 	}
-	return os.RemoveAll(m.dir)
+	if err := os.RemoveAll(m.dir); err != nil {
+		return err
+	}
+	leftover.Forget(leftover.Entry{Kind: leftover.Dir, Name: m.dir})
+	return nil
 }

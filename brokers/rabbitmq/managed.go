@@ -36,7 +36,7 @@ func Acquire(ctx context.Context) (c *cluster.Cluster, owned bool, err error) {
 		return nil, false, ErrNotInstalled
 	}
 	// Clusters of runs that were killed before they could stop them.
-	_ = cluster.Sweep(filepath.Join(os.TempDir(), throwawayPrefix+"*"))
+	_, _ = SweepClusters()
 	dir, err := os.MkdirTemp("", throwawayPrefix)
 	if err != nil {
 		return nil, false, fmt.Errorf("managed RabbitMQ cluster: %w", err)
@@ -79,6 +79,7 @@ func openManaged(ctx context.Context, cfg brokers.Config, settings *catalog.Rabb
 		return nil, err
 	}
 	m := &managed{RabbitMQ: b.(*RabbitMQ), cluster: cl, owned: owned}
+	m.throwaway = owned
 	m.failovers.init()
 	return m, nil
 }
@@ -131,7 +132,7 @@ type managedDest struct {
 var _ brokers.LeaderStopper = (*managedDest)(nil)
 
 func (d *managedDest) JoinFailover(fault string) error {
-	if d.r.queueType != catalog.QuorumQueue {
+	if d.queueType != catalog.QuorumQueue {
 		return fmt.Errorf("fault %s stops the leader of a quorum queue: add queue_type: quorum to the broker", fault)
 	}
 	d.m.failovers.join(fault)
@@ -354,4 +355,17 @@ func (d *managedDest) leaderAnswers() bool {
 	}
 	d.mu.Unlock()
 	return consuming > 0 && q.Consumers >= consuming
+}
+
+// SweepClusters stops the throwaway clusters of runs that were killed
+// before they could stop them (their owner process is gone), and returns
+// their directories: what dqbench clean and the next managed run do.
+func SweepClusters() ([]string, error) {
+	return cluster.Sweep(filepath.Join(os.TempDir(), throwawayPrefix+"*"))
+}
+
+// OrphanClusters lists the directories of throwaway clusters whose run was
+// killed: what SweepClusters would stop.
+func OrphanClusters() []string {
+	return cluster.Orphans(filepath.Join(os.TempDir(), throwawayPrefix+"*"))
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
+	"github.com/dqbench/dqbench/leftover"
 	"github.com/dqbench/dqbench/netfault"
 )
 
@@ -35,7 +36,10 @@ const copyHeader = "dqbench-copy"
 
 // RabbitMQ is a running broker reached at one AMQP URL.
 type RabbitMQ struct {
-	url       string // with the password: only for dialling
+	url string // with the password: only for dialling
+	// throwaway: a cluster started for this run, whose queues go with it:
+	// not noted in the leftover ledger.
+	throwaway bool
 	masked    string // for every message
 	queueType catalog.QueueType
 	// addrs are every address the broker has (a managed cluster's nodes),
@@ -236,12 +240,15 @@ func (r *RabbitMQ) proxy(name, url string) (*netfault.Proxy, error) {
 
 // Open declares the variant's durable queue.
 func (r *RabbitMQ) Open(ctx context.Context, spec brokers.DestinationSpec) (brokers.Destination, error) {
-	d := &queueDest{r: r, spec: spec, queue: "dqbench-" + spec.Name}
+	d := &queueDest{r: r, spec: spec, queue: "dqbench-" + spec.Name, queueType: r.queueType}
+	if s, ok := spec.Settings.(*catalog.RabbitMQSettings); ok && s.QueueType != "" {
+		d.queueType = s.QueueType // the variant's override
+	}
 	ch, err := d.admin()
 	if err != nil {
 		return nil, err
 	}
-	args := amqp.Table{amqp.QueueTypeArg: string(r.queueType)}
+	args := amqp.Table{amqp.QueueTypeArg: string(d.queueType)}
 	if spec.DeadLetter {
 		// Dead-lettered through the default exchange, straight to the
 		// variant's own dead-letter queue.
@@ -249,6 +256,7 @@ func (r *RabbitMQ) Open(ctx context.Context, spec brokers.DestinationSpec) (brok
 		if _, err := ch.QueueDeclare(d.dead.queue, true, false, false, false, amqp.Table{amqp.QueueTypeArg: string(catalog.ClassicQueue)}); err != nil {
 			return nil, fmt.Errorf("declare queue %s on %s: %w", d.dead.queue, r.masked, err)
 		}
+		r.note(d.dead.queue)
 		args["x-dead-letter-exchange"] = ""
 		args["x-dead-letter-routing-key"] = d.dead.queue
 	}
@@ -263,7 +271,7 @@ func (r *RabbitMQ) Open(ctx context.Context, spec brokers.DestinationSpec) (brok
 	switch {
 	case spec.DeliveryLimit > 0:
 		args["x-delivery-limit"] = spec.DeliveryLimit
-	case r.queueType == catalog.QuorumQueue && r.majorVersion() >= 4:
+	case d.queueType == catalog.QuorumQueue && r.majorVersion() >= 4:
 		// RabbitMQ 4 gives quorum queues a delivery limit of 20 unless
 		// told otherwise; -1 is its "no limit", as before 4.0.
 		args["x-delivery-limit"] = -1
@@ -271,14 +279,45 @@ func (r *RabbitMQ) Open(ctx context.Context, spec brokers.DestinationSpec) (brok
 	if _, err := ch.QueueDeclare(d.queue, true, false, false, false, args); err != nil {
 		return nil, fmt.Errorf("declare queue %s on %s: %w", d.queue, r.masked, err)
 	}
+	r.note(d.queue)
 	return d, nil
+}
+
+// note records a queue this run declared in the leftover ledger, so that a
+// killed run's queue is found and deleted later (dqbench clean).
+func (r *RabbitMQ) note(queue string) {
+	if !r.throwaway {
+		leftover.Note(leftover.Entry{Kind: leftover.Queue, Where: r.url, Name: queue})
+	}
+}
+
+// DeleteQueue deletes queue on the RabbitMQ at url: what dqbench clean does
+// with a queue a killed run left.
+func DeleteQueue(ctx context.Context, url, queue string) error {
+	conn, err := dial(ctx, url, "", nil)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		return err
+	}
+	defer ch.Close()
+	_, err = ch.QueueDelete(queue, false, false, false)
+	var ae *amqp.Error
+	if errors.As(err, &ae) && ae.Code == amqp.NotFound {
+		return nil // gone already
+	}
+	return err
 }
 
 // queueDest is one variant's queue.
 type queueDest struct {
-	r     *RabbitMQ
-	spec  brokers.DestinationSpec
-	queue string
+	r         *RabbitMQ
+	spec      brokers.DestinationSpec
+	queue     string
+	queueType catalog.QueueType // the broker's, or the variant's override
 
 	adminMu sync.Mutex
 	adminCh *amqp.Channel // this destination's own: a failed call closes a channel
@@ -403,6 +442,9 @@ func (d *queueDest) Close(ctx context.Context) error {
 	if err == nil {
 		_, err = ch.QueueDelete(d.queue, false, false, false)
 		ch.Close()
+	}
+	if err == nil {
+		leftover.Forget(leftover.Entry{Kind: leftover.Queue, Where: d.r.url, Name: d.queue})
 	}
 	if err != nil {
 		err = fmt.Errorf("%w on %s: delete queue %s: %v", brokers.ErrCleanup, d.r.Name(), d.queue, err)

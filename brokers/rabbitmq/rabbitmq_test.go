@@ -3,6 +3,7 @@ package rabbitmq_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/dqbench/dqbench/brokers/rabbitmq"
 	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/netfault"
+	amqp "github.com/rabbitmq/amqp091-go"
 )
 
 // amqp091 stops every goroutine it starts once a connection is closed;
@@ -157,5 +159,44 @@ func TestRefused(t *testing.T) {
 		if !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "start one") || strings.Contains(err.Error(), ":wrong@") {
 			t.Errorf("%s: error %q, want it to contain %q, mask the password and not say \"start one\"", tc.url, err, tc.want)
 		}
+	}
+}
+
+// TestVariantQueueType: a variant's rabbitmq: {queue_type: ...} override
+// (DestinationSpec.Settings) decides its queue's type, whatever the
+// broker's: the queue exists with that type (declaring it again with the
+// other type is refused, PRECONDITION_FAILED).
+func TestVariantQueueType(t *testing.T) {
+	reachable(t)
+	for _, tc := range []struct{ broker, variant, other catalog.QueueType }{
+		{catalog.ClassicQueue, catalog.QuorumQueue, catalog.ClassicQueue},
+		{catalog.QuorumQueue, catalog.ClassicQueue, catalog.QuorumQueue},
+	} {
+		b := open(tc.broker)(t)
+		name := fmt.Sprintf("qtype-%d-%s", os.Getpid(), tc.variant)
+		s := catalog.RabbitMQSettings{QueueType: tc.broker}.With(&catalog.RabbitMQOverrides{QueueType: tc.variant})
+		d, err := b.Open(t.Context(), brokers.DestinationSpec{Name: name, Prefetch: 1, Settings: &s})
+		if err != nil {
+			b.Close()
+			t.Fatal(err)
+		}
+		conn, err := amqp.Dial(brokerURL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch, err := conn.Channel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = ch.QueueDeclare("dqbench-"+name, true, false, false, false, amqp.Table{amqp.QueueTypeArg: string(tc.other)})
+		var aerr *amqp.Error
+		if !errors.As(err, &aerr) || aerr.Code != amqp.PreconditionFailed {
+			t.Errorf("broker %s, variant %s: declaring it %s gave %v, want PRECONDITION_FAILED (the queue is %s)", tc.broker, tc.variant, tc.other, err, tc.variant)
+		}
+		conn.Close()
+		if err := d.Close(t.Context()); err != nil {
+			t.Error(err)
+		}
+		b.Close()
 	}
 }

@@ -32,7 +32,7 @@ func Up(ctx context.Context, starting func()) (c *cluster.Cluster, running bool,
 	if !cluster.Installed() {
 		return nil, false, ErrNotInstalled
 	}
-	_ = cluster.Sweep(filepath.Join(os.TempDir(), throwawayPrefix+"*"))
+	_, _ = SweepClusters()
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, false, err
 	}

@@ -180,22 +180,29 @@ func newRunView(r Run) runView {
 var barCounts = []string{"duplicates", "lost", "effects", "redelivered"}
 
 func bars(r check.Run) []barGroup {
-	var out []barGroup
+	// One scale for every bar: the intents per variant, or the largest
+	// count when one is larger (effects with duplicates).
+	top := max(r.Messages, 1)
 	for _, name := range barCounts {
-		g := barGroup{Count: name}
-		top := 1
 		for _, v := range r.Variants {
 			n, _ := v.Counts.Get(name)
 			top = max(top, n)
 		}
+	}
+	var out []barGroup
+	for _, name := range barCounts {
+		g := barGroup{Count: name}
 		for i, v := range r.Variants {
 			n, _ := v.Counts.Get(name)
 			class := "bar"
 			if n > 0 && (name == "duplicates" || name == "lost") {
 				class = "bar bad"
 			}
-			g.Bars = append(g.Bars, bar{Variant: v.Name, Value: n, Y: float64(i) * (barH + 4),
-				W: float64(n) / float64(top) * (chartW - labelW - 60), Class: class})
+			w := float64(n) / float64(top) * (chartW - labelW - 60)
+			if n > 0 {
+				w = max(w, 2) // one duplicate of thousands still shows
+			}
+			g.Bars = append(g.Bars, bar{Variant: v.Name, Value: n, Y: float64(i) * (barH + 4), W: w, Class: class})
 		}
 		g.H = float64(len(r.Variants)) * (barH + 4)
 		out = append(out, g)

@@ -287,12 +287,14 @@ func Running(c *Cluster) bool {
 // Sweep stops the throwaway clusters in the directories that match glob
 // (os.TempDir()/dqbench-rabbitmq-*) whose owner process is gone: a run
 // killed with SIGKILL cannot stop its own cluster, so the next one does.
-func Sweep(glob string) error {
+// It returns the directories of the clusters it stopped.
+func Sweep(glob string) ([]string, error) {
 	dirs, err := filepath.Glob(glob)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var errs []error
+	var stopped []string
 	for _, dir := range dirs {
 		c, err := Load(dir)
 		if err != nil || c.Owner <= 0 || ownerAlive(c.Owner) {
@@ -300,9 +302,24 @@ func Sweep(glob string) error {
 		}
 		if err := c.Stop(); err != nil {
 			errs = append(errs, err)
+			continue
+		}
+		stopped = append(stopped, dir)
+	}
+	return stopped, errors.Join(errs...)
+}
+
+// Orphans lists the directories matching glob of throwaway clusters whose
+// owner process is gone: what Sweep would stop.
+func Orphans(glob string) []string {
+	dirs, _ := filepath.Glob(glob)
+	var out []string
+	for _, dir := range dirs {
+		if c, err := Load(dir); err == nil && c.Owner > 0 && !ownerAlive(c.Owner) {
+			out = append(out, dir)
 		}
 	}
-	return errors.Join(errs...)
+	return out
 }
 
 // ownerAlive reports whether process pid runs (a dqbench that owns a

@@ -1,0 +1,91 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dqbench/dqbench/brokers/rabbitmq"
+	"github.com/dqbench/dqbench/leftover"
+	"github.com/dqbench/dqbench/store"
+)
+
+// removers are how each kind of resource a killed run left is removed.
+var removers = map[leftover.Kind]leftover.Remover{
+	leftover.Queue: func(ctx context.Context, e leftover.Entry) error {
+		return rabbitmq.DeleteQueue(ctx, e.Where, e.Name)
+	},
+	leftover.Schema: func(ctx context.Context, e leftover.Entry) error {
+		return store.DropSchema(ctx, e.Where, e.Name)
+	},
+}
+
+// sweepBudget bounds a sweep: an orphan on a broker that no longer
+// answers stays in its ledger for the next one.
+const sweepBudget = 10 * time.Second
+
+// sweep removes what killed dqbench processes left (their ledgers'
+// directories, queues and schemas, and their throwaway RabbitMQ clusters)
+// and says what on w; it returns how many it could not remove.
+func sweep(ctx context.Context, w io.Writer, dryRun bool) int {
+	if dryRun {
+		for _, e := range leftover.Orphans() {
+			fmt.Fprintf(w, "would remove %s (left by a dqbench that was killed)\n", e)
+		}
+		for _, dir := range rabbitmq.OrphanClusters() {
+			fmt.Fprintf(w, "would stop the managed RabbitMQ cluster in %s (its run was killed)\n", dir)
+		}
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(ctx, sweepBudget)
+	defer cancel()
+	removed, failed := leftover.Sweep(ctx, removers)
+	for _, e := range removed {
+		fmt.Fprintf(w, "removed %s (left by a dqbench that was killed)\n", e)
+	}
+	for _, err := range failed {
+		fmt.Fprintf(w, "could not remove %v; it stays listed for the next dqbench clean\n", err)
+	}
+	clusters, err := rabbitmq.SweepClusters()
+	for _, dir := range clusters {
+		fmt.Fprintf(w, "stopped the managed RabbitMQ cluster in %s (its run was killed)\n", dir)
+	}
+	if err != nil {
+		fmt.Fprintf(w, "could not stop a managed RabbitMQ cluster a killed run left: %v\n", err)
+		return len(failed) + 1
+	}
+	return len(failed)
+}
+
+func newCleanCmd(s Streams) *cobra.Command {
+	var dryRun bool
+	c := &cobra.Command{
+		Use:   "clean",
+		Short: "Remove what killed dqbench runs left behind",
+		Long: `Clean removes what dqbench processes that were killed (SIGKILL, a crash, a
+power cut: nothing can clean up after those) left behind: temporary store
+and broker directories, the queues they declared on a RabbitMQ, the schemas
+they created on a PostgreSQL, and the managed RabbitMQ clusters they started.
+
+Every run records what it creates in a ledger of its own (in
+$TMPDIR/dqbench-ledger-UID, readable only by you, or DQBENCH_LEDGER_DIR)
+and deletes the ledger when it has removed everything; a ledger whose
+process is gone is a killed run's. Each run also does this before it
+starts, so clean is for when you want it now. Nothing of a running dqbench
+is touched.`,
+		Example: "  dqbench clean\n  dqbench clean --dry-run",
+		Args:    cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			n := sweep(c.Context(), s.Out, dryRun)
+			if n > 0 {
+				return withCode(ExitIncomplete, fmt.Errorf("%d resources could not be removed (see above)", n))
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&dryRun, "dry-run", false, "list what would be removed, remove nothing")
+	return c
+}

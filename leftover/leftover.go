@@ -1,0 +1,247 @@
+// Package leftover keeps a ledger of what a dqbench process creates
+// outside itself (temporary directories, RabbitMQ queues, PostgreSQL
+// schemas), so that what a killed dqbench leaves behind (SIGKILL, a power
+// cut: no program cleans up after those) can be found and removed later,
+// by `dqbench clean` or by the next run.
+//
+// Each process appends to its own file, DIR/PID-START.jsonl, one line per
+// resource created ("+") and removed ("-"); a process that ends normally
+// removes its file. A file whose process is gone (no such pid, or the pid
+// reused by a process that started at another time) is an orphan's.
+package leftover
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Kind is what a resource is.
+type Kind string
+
+// The kinds of resource the ledger records.
+const (
+	Dir    Kind = "dir"    // a directory: Name is its path
+	Queue  Kind = "queue"  // a RabbitMQ queue: Where is the broker URL, Name the queue
+	Schema Kind = "schema" // a PostgreSQL schema: Where is the database URL, Name the schema
+)
+
+// Entry is one resource. Where holds a URL with its password when the
+// resource needs one to be removed: the ledger is readable by its owner
+// only (0600, in a 0700 directory), like ~/.pgpass.
+type Entry struct {
+	Kind  Kind   `json:"kind"`
+	Where string `json:"where,omitempty"`
+	Name  string `json:"name"`
+}
+
+// String is e as it may be printed: its URL masked.
+func (e Entry) String() string {
+	if e.Where == "" {
+		return fmt.Sprintf("%s %s", e.Kind, e.Name)
+	}
+	return fmt.Sprintf("%s %s on %s", e.Kind, e.Name, mask(e.Where))
+}
+
+type line struct {
+	Op string `json:"op"` // "+" created, "-" removed
+	Entry
+}
+
+// LedgerDir is where the ledgers live: DQBENCH_LEDGER_DIR, else
+// TMPDIR/dqbench-ledger-UID.
+func LedgerDir() string {
+	if d := os.Getenv("DQBENCH_LEDGER_DIR"); d != "" {
+		return d
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("dqbench-ledger-%d", os.Getuid()))
+}
+
+var (
+	mu   sync.Mutex
+	file *os.File // this process's ledger, opened at its first entry
+	live = map[Entry]bool{}
+)
+
+// Note records that e was created. It never fails the caller: a ledger
+// that cannot be written only means a kill could leave e unfound.
+func Note(e Entry) { write(line{Op: "+", Entry: e}) }
+
+// Forget records that e was removed.
+func Forget(e Entry) { write(line{Op: "-", Entry: e}) }
+
+func write(l line) {
+	mu.Lock()
+	defer mu.Unlock()
+	if l.Op == "+" {
+		live[l.Entry] = true
+	} else {
+		delete(live, l.Entry)
+	}
+	if file == nil {
+		dir := LedgerDir()
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return
+		}
+		start, _ := startTime(os.Getpid())
+		f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("%d-%s.jsonl", os.Getpid(), start)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return
+		}
+		file = f
+	}
+	b, _ := json.Marshal(l)
+	_, _ = file.Write(append(b, '\n'))
+}
+
+// Close removes this process's ledger when everything it noted was
+// forgotten, and keeps it otherwise, for the next sweep.
+func Close() {
+	mu.Lock()
+	defer mu.Unlock()
+	if file == nil {
+		return
+	}
+	name := file.Name()
+	file.Close()
+	file = nil
+	if len(live) == 0 {
+		os.Remove(name)
+	}
+}
+
+// Remover removes one resource of its kind.
+type Remover func(ctx context.Context, e Entry) error
+
+// Sweep removes what the ledgers of dead dqbench processes still hold:
+// directories itself, other kinds with remove[kind]. It returns what it
+// removed and what it could not (with why); a ledger whose every entry
+// is gone is deleted.
+func Sweep(ctx context.Context, remove map[Kind]Remover) (removed []Entry, failed []error) {
+	dir := LedgerDir()
+	files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	for _, path := range files {
+		if ctx.Err() != nil {
+			break
+		}
+		if alive(filepath.Base(path)) {
+			continue
+		}
+		left, err := read(path)
+		if err != nil {
+			failed = append(failed, err)
+			continue
+		}
+		var kept []Entry
+		for _, e := range left {
+			var err error
+			switch {
+			case e.Kind == Dir:
+				err = os.RemoveAll(e.Name)
+			case remove[e.Kind] != nil:
+				err = remove[e.Kind](ctx, e)
+			default:
+				err = errors.New("no way to remove it here")
+			}
+			if err != nil {
+				failed = append(failed, fmt.Errorf("%s: %w", e, err))
+				kept = append(kept, e)
+				continue
+			}
+			removed = append(removed, e)
+		}
+		if len(kept) == 0 {
+			os.Remove(path)
+		}
+	}
+	return removed, failed
+}
+
+// Orphans lists what the ledgers of dead dqbench processes still hold,
+// without removing anything.
+func Orphans() []Entry {
+	var out []Entry
+	files, _ := filepath.Glob(filepath.Join(LedgerDir(), "*.jsonl"))
+	for _, path := range files {
+		if alive(filepath.Base(path)) {
+			continue
+		}
+		left, _ := read(path)
+		out = append(out, left...)
+	}
+	return out
+}
+
+// read replays a ledger: what was created and not removed, in order.
+func read(path string) ([]Entry, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var order []Entry
+	live := map[Entry]bool{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 64<<10)
+	for sc.Scan() {
+		var l line
+		if json.Unmarshal(sc.Bytes(), &l) != nil || l.Name == "" {
+			continue // a line cut short by the kill
+		}
+		if l.Op == "+" {
+			if !live[l.Entry] {
+				order = append(order, l.Entry)
+			}
+			live[l.Entry] = true
+		} else {
+			delete(live, l.Entry)
+		}
+	}
+	var out []Entry
+	for _, e := range order {
+		if live[e] {
+			out = append(out, e)
+		}
+	}
+	return out, sc.Err()
+}
+
+// alive reports whether the process that wrote the ledger named name
+// (PID-START.jsonl) is still running: the pid exists and started when the
+// ledger says.
+func alive(name string) bool {
+	pidText, start, ok := strings.Cut(strings.TrimSuffix(name, ".jsonl"), "-")
+	pid, err := strconv.Atoi(pidText)
+	if !ok || err != nil || pid <= 0 {
+		return false
+	}
+	now, err := startTime(pid)
+	if err != nil {
+		return false
+	}
+	return now == start
+}
+
+// mask hides a URL's password.
+func mask(u string) string {
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		return u
+	}
+	userinfo, host, ok := strings.Cut(rest, "@")
+	if !ok {
+		return u
+	}
+	user, _, hasPass := strings.Cut(userinfo, ":")
+	if !hasPass {
+		return u
+	}
+	return scheme + "://" + user + ":***@" + host
+}
