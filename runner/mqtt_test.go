@@ -113,6 +113,57 @@ func TestMQTTQoSLevelsExternal(t *testing.T) {
 	}
 }
 
+// TestMQTTQoS2LostPubrelExternal: on an external broker, a PUBREL lost on
+// the subscriber leg (the toxic drops it and breaks the connection) still
+// counts the copy acked, since the broker sent PUBREL only once it had the
+// PUBREC: before, the consumer's failed ack left it counted as held, and
+// the drain gave up (INVALID) with 10 messages "still on the broker".
+// Skipped when no broker answers, unless DQBENCH_REQUIRE_BROKERS=1.
+func TestMQTTQoS2LostPubrelExternal(t *testing.T) {
+	addr := os.Getenv("DQBENCH_MQTT_ADDR")
+	if addr == "" {
+		addr = "tcp://127.0.0.1:1883"
+	}
+	if c, err := net.DialTimeout("tcp", strings.TrimPrefix(addr, "tcp://"), time.Second); err != nil {
+		if os.Getenv("DQBENCH_REQUIRE_BROKERS") == "1" {
+			t.Fatalf("no MQTT broker at %s: %v", addr, err)
+		}
+		t.Skipf("no MQTT broker at %s (set DQBENCH_MQTT_ADDR, or start one: apt-get install mosquitto): %v", addr, err)
+	} else {
+		c.Close()
+	}
+	s, err := scenario.Parse(t.Name()+".yaml", []byte(`
+version: 1
+name: qos2-lost-pubrel
+seed: 1
+messages: 300
+deadline: 60s
+drain: 5s
+broker: {kind: mqtt, mode: embedded, qos: 2, subscription_qos: 2}
+producer: {window: 1}
+faults:
+  - {type: ack-lost, packet: PUBREL, leg: subscriber, every: 30}
+variants:
+  - name: paho
+    strategy: none
+    mqtt: {client: paho}
+    expect: {duplicates: 0, lost: 0, faults_injected: 10}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UseExternalBroker([]string{addr}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := runJudged(t, context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Run.Passed || !res.Run.Valid() {
+		t.Fatalf("run did not pass: %+v", res.Run)
+	}
+}
+
 // TestMQTTEffectiveQoS: every delivery arrives at min(publish QoS,
 // subscription QoS).
 func TestMQTTEffectiveQoS(t *testing.T) {
