@@ -19,7 +19,7 @@ STRATEGY_ROUNDS ?= 3
 # make bench-scale SCALE_SIZES=10000,100000 skips the 1M run (minutes, ~4 GiB)
 SCALE_SIZES ?= 10000,100000,1000000
 
-.PHONY: help build test race lint bench bench-strategies bench-scale demo schema compose-check repeat quorum-evidence
+.PHONY: help build test race lint bench bench-strategies bench-scale demo schema compose-check repeat quorum-evidence qos2-evidence
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -75,3 +75,7 @@ quorum-evidence: ## acked messages a queue delivers again after its consumer die
 	$(GO) test -count=1 -run '^TestAckedRedelivery$$' -v -timeout 10m ./brokers/rabbitmq/ \
 		-args -ackloss.messages=1600 -ackloss.kills=20 -ackloss.acks=80 -ackloss.concurrent -ackloss.work=$(EVIDENCE_WORK)
 	$(GO) run . run rabbitmq-quorum-acked-redelivery
+
+qos2-evidence: ## raw paho.mqtt.golang and paho.golang on mochi-mqtt, no dqbench code: duplicates per lost PUBREC, PUBREL, PUBCOMP on each leg (QoS 2, one message in flight; ROUNDS=20)
+	@out=$$($(GO) test -count=1 -v -run TestQoS2RawClients ./brokers/mqtt/qos2truth/ -args -qos2.table -qos2.rounds=$(or $(ROUNDS),20) 2>&1); st=$$?; \
+	echo "$$out" | grep -v -E '^(=== RUN|ok|PASS)|--- PASS'; exit $$st

@@ -111,6 +111,7 @@ type tally struct {
 	killed  []int // processes a fault killed (process variants)
 	drain   *history.Event
 	qos     map[string]int // deliveries per QoS level (MQTT)
+	recLost map[int]bool   // intents whose subscriber PUBREC a fault lost (MQTT QoS 2)
 	limits  string         // the broker's limits, when it drops messages past them
 	stage   *stageTally    // nil until a stage instance starts
 	// faultReasons says what some injections did (the moves of a
@@ -225,6 +226,12 @@ func (t *tally) add(e *history.Event) {
 		if e.Intent != 0 {
 			t.get(e.Intent).flags |= faultNamed
 		}
+		if e.Point == "PUBREC/subscriber" && e.Intent > 0 {
+			if t.recLost == nil {
+				t.recLost = map[int]bool{}
+			}
+			t.recLost[e.Intent] = true
+		}
 		if e.Held {
 			for _, in := range e.Intents {
 				t.get(in).flags |= held
@@ -270,7 +277,7 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	t.stage.mark(t)
 	var c Counts
 	c.FaultsInjected = t.faults
-	var logCopies, ackedAgain int
+	var logCopies, ackedAgain, recDups int
 	lost := map[Cause]int{}    // counted as lost, by cause
 	waiting := map[Cause]int{} // never delivered when the drain gave up: not counted
 	t.each(func(id int, f *facts) {
@@ -284,6 +291,9 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 		}
 		if f.has(afterAck) && t.verdict(id, f).Cause == DupAckedAgain {
 			ackedAgain++
+		}
+		if t.recLost[id] && f.applied > 1 && !f.has(copies) && (f.has(sameCopy) || f.has(flagged)) {
+			recDups++
 		}
 		if cause, ok := t.lossCause(f); ok {
 			lost[cause]++
@@ -300,8 +310,11 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	} else if logCopies > 0 {
 		notes = append(notes, fmt.Sprintf("%d intents were stored more than once by the broker (a producer retry after a lost response, without producer idempotence)", logCopies))
 		if len(t.qos) == 1 && t.qos["2"] > 0 {
-			notes = append(notes, fmt.Sprintf("%d intents were stored twice although published and delivered at QoS 2: the publishing client sent a PUBLISH again after the broker had taken it (QoS 2 forbids resending once PUBREC arrived): a client library's violation, on the publisher leg", logCopies))
+			notes = append(notes, fmt.Sprintf("%d intents were stored twice although published and delivered at QoS 2: the publishing client sent a PUBLISH again after the broker had taken it (QoS 2 forbids resending once PUBREC arrived, MQTT-4.3.3-1): a client library's violation, on the publisher leg", logCopies))
 		}
+	}
+	if recDups > 0 && len(t.qos) == 1 && t.qos["2"] > 0 {
+		notes = append(notes, fmt.Sprintf("%d intents were applied twice after the subscriber's PUBREC was lost at QoS 2: the client had taken the PUBLISH and sent PUBREC, then handed the broker's re-sent PUBLISH to the application again before PUBREL (MQTT-4.3.3-2 forbids it): a client library's violation, on the subscriber leg", recDups))
 	}
 	notes = append(notes, t.stage.notes()...)
 	if t.crashes > 0 {

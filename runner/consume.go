@@ -82,7 +82,10 @@ func (e errFatal) Unwrap() error { return e.err }
 // With ack after processing, a delivery's ack runs while the next delivery
 // is processed, and is waited for before anything that depends on it: the
 // next ack, any crash point where a fault is armed, and the end of the
-// instance. So a crash still redelivers exactly what was not acked.
+// instance. So a crash still redelivers exactly what was not acked. A
+// consumer whose client delivers one message at a time (oneInFlight) acks
+// before it takes the next: there a fault that breaks the connection
+// during the ack finds no later effect applied and not acked.
 func (r *variantRun) handle(ctx context.Context, c *recording.Consumer, ackFirst bool) (err error) {
 	var pending pendingAck
 	defer func() {
@@ -224,6 +227,15 @@ func (r *variantRun) deliver(ctx context.Context, c *recording.Consumer, d broke
 	}
 	if err := pending.wait(); err != nil {
 		return err
+	}
+	if oneInFlight(c) {
+		// The client hands over the next delivery only once this one is
+		// acked: nothing overlaps the ack.
+		if err := r.ack(ctx, c, d); err != nil {
+			return err // handle takes d out of flight
+		}
+		r.inflight.Add(-1)
+		return nil
 	}
 	pending.start(ctx, r, c, d) // in flight until its ack is done
 	return nil

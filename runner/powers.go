@@ -51,3 +51,15 @@ func syncAcks(ctx context.Context, c *recording.Consumer) error {
 	}
 	return nil
 }
+
+// oneInFlight reports whether the adapter's consumer hands its application
+// one message at a time, the next once the previous one is acked, as an
+// MQTT client's router does (the handler, then PUBACK or PUBREC, then the
+// next handler). The runner then acks before it takes the next delivery
+// instead of overlapping the two: an ack that breaks the connection (an
+// MQTT ack-lost fault) must not find the next delivery's effect applied,
+// which the client would never have handed over.
+func oneInFlight(c *recording.Consumer) bool {
+	o, ok := c.Inner().(interface{ OneInFlight() bool })
+	return ok && o.OneInFlight()
+}

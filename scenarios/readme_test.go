@@ -71,7 +71,7 @@ var lessons = []lesson{
 	{"MQTT: QoS levels, sessions, the broker's limits and restarts", []timed{
 		{"mqtt-qos-levels", 0.6},
 		{"mqtt-effective-qos", 0.5},
-		{"mqtt-client-qos2", 0.9},
+		{"mqtt-client-qos2", 3.4},
 		{"mqtt-persistent-session", 0.5},
 		{"mqtt-subscriber-offline", 0.7},
 		{"mqtt-broker-queue-limit", 5.2},

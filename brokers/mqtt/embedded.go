@@ -142,6 +142,7 @@ type destState struct {
 	// session; see OnSessionEstablish.
 	takeover chan struct{}
 	acks     map[uint16]chan struct{}
+	comps    map[uint16]chan struct{} // QoS 2: closed once the broker processed PUBCOMP
 	rules    []*rule
 	offline  *offline // subscriber-offline (offline.go)
 }
@@ -180,6 +181,19 @@ func (st *destState) awaitAck(pid uint16) chan struct{} {
 	return ch
 }
 
+// awaitComplete returns a channel closed once the broker has processed the
+// consumer's PUBCOMP of packet id pid: the end of a QoS 2 exchange.
+func (st *destState) awaitComplete(pid uint16) chan struct{} {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	ch := make(chan struct{})
+	if old, ok := st.comps[pid]; ok {
+		close(old)
+	}
+	st.comps[pid] = ch
+	return ch
+}
+
 // faultHook is the mochi hook of the embedded broker.
 type faultHook struct {
 	mochi.HookBase
@@ -189,7 +203,7 @@ type faultHook struct {
 }
 
 func (h *faultHook) add(d *dest) *destState {
-	st := &destState{d: d, pubPIDs: map[uint16]int{}, subPIDs: map[uint16]int{}, acks: map[uint16]chan struct{}{}, takeover: closed()}
+	st := &destState{d: d, pubPIDs: map[uint16]int{}, subPIDs: map[uint16]int{}, acks: map[uint16]chan struct{}{}, comps: map[uint16]chan struct{}{}, takeover: closed()}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.clients[d.pubID] = st
@@ -358,20 +372,25 @@ func (h *faultHook) OnPacketSent(cl *mochi.Client, pk packets.Packet, _ []byte) 
 var errDisconnected = errors.New("dqbench: connection broken by fault")
 
 // OnPacketProcessed tells a consumer waiting for its ack that the broker
-// has it.
+// has it, and at QoS 2 that the exchange has ended.
 func (h *faultHook) OnPacketProcessed(cl *mochi.Client, pk packets.Packet, err error) {
 	st, leg := h.state(cl)
 	if st == nil || leg != catalog.SubscriberLeg || err != nil {
 		return
 	}
-	if t := pk.FixedHeader.Type; t != packets.Puback && t != packets.Pubrec {
+	waiting := st.acks
+	switch pk.FixedHeader.Type {
+	case packets.Puback, packets.Pubrec:
+	case packets.Pubcomp:
+		waiting = st.comps
+	default:
 		return
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if ch, ok := st.acks[pk.PacketID]; ok {
+	if ch, ok := waiting[pk.PacketID]; ok {
 		close(ch)
-		delete(st.acks, pk.PacketID)
+		delete(waiting, pk.PacketID)
 	}
 }
 
@@ -560,3 +579,21 @@ func waitAck(ctx context.Context, ch chan struct{}, lost <-chan struct{}) error 
 }
 
 var errConnectionLost = errors.New("mqtt: connection lost before the broker had the ack")
+
+// waitComplete waits, after the broker has processed a QoS 2 consumer's
+// PUBREC, until the exchange has ended (PUBCOMP processed) or the
+// connection is lost: either way the ack stands (the broker re-sends only
+// PUBREL), and the client would not have handed over the next message
+// before. A nil ch (QoS 1) returns at once.
+func waitComplete(ctx context.Context, ch chan struct{}, lost <-chan struct{}) error {
+	if ch == nil {
+		return nil
+	}
+	select {
+	case <-ch:
+	case <-lost:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}

@@ -29,8 +29,19 @@ func (d *dest) proxy(layer *netfault.Layer) error {
 		rules := func() []*nfmqtt.Rule { return d.legRules(leg) }
 		// The publisher sends PUBLISH and PUBREL upstream and gets
 		// PUBACK, PUBREC, PUBCOMP downstream; the consumer the other way.
-		cfg := nfmqtt.Config{Intent: intent, Table: table, Rules: rules}
 		for _, s := range []netfault.Stream{netfault.Upstream, netfault.Downstream} {
+			cfg := nfmqtt.Config{Intent: intent, Table: table, Rules: rules}
+			if leg == catalog.SubscriberLeg && s == netfault.Downstream {
+				// The broker sends PUBREL once it has processed the
+				// consumer's PUBREC: that copy is acked, even when the
+				// PUBREL or the connection is lost before the consumer
+				// hears of it (the broker then resends only PUBREL).
+				cfg.Sent = func(t byte, id uint16) {
+					if t == nfmqtt.Pubrel {
+						d.ackedPID(id)
+					}
+				}
+			}
 			if err := p.AddFilter("dqbench-mqtt-"+string(s), s, nfmqtt.NewFilter(cfg)); err != nil {
 				return err
 			}

@@ -288,6 +288,19 @@ func (d *dest) ackedCopy(pos string) {
 	}
 }
 
+// ackedPID counts as acked the copy the consumer's packet id pid carries
+// (QoS 2: the broker sent PUBREL for it).
+func (d *dest) ackedPID(pid uint16) {
+	d.mu.Lock()
+	c, ok := d.positions[pid]
+	if ok && !d.acked[c.pos] {
+		d.acked[c.pos] = true
+		d.ackedCopies.Add(1)
+		d.activity.Store(time.Now().UnixNano())
+	}
+	d.mu.Unlock()
+}
+
 func (d *dest) qos0Seen() { d.qos0Last.Store(time.Now().UnixNano()) }
 
 // qos0Backlog is what may still be on its way at QoS 0: the deliveries a

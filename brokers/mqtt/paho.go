@@ -69,6 +69,9 @@ func (p paho) subscribe(ctx context.Context, d *dest) error {
 func (p paho) producer(ctx context.Context, d *dest) (brokers.Producer, error) {
 	opts := p.options(d, d.pubID, d.pubStore).
 		SetAutoReconnect(true).
+		// Set deliberately: paho's backoff doubles for connections lost
+		// within 3s of each other, up to 10 minutes by default, which
+		// under repeated faults looks like a stalled publisher.
 		SetMaxReconnectInterval(20 * time.Millisecond)
 	cl, err := p.connect(ctx, d, opts)
 	if err != nil {
@@ -173,28 +176,50 @@ func (c *pahoConsumer) receive(_ pahomqtt.Client, m pahomqtt.Message) {
 func (c *pahoConsumer) Next(ctx context.Context) (brokers.Delivery, error) { return c.in.next(ctx) }
 
 // Ack sends the PUBACK (QoS 1) or PUBREC (QoS 2) and returns once the
-// broker has processed it.
+// broker has processed it and, at QoS 2, once the PUBREL, PUBCOMP exchange
+// has ended or the connection is lost: the client hands over the next
+// message only then (OneInFlight).
 func (c *pahoConsumer) Ack(ctx context.Context, del brokers.Delivery) error {
 	m := del.Handle.(pahomqtt.Message)
 	if m.Qos() == 0 {
 		return nil
 	}
-	var processed chan struct{}
+	var processed, completed chan struct{}
 	if c.d.state != nil {
 		processed = c.d.state.awaitAck(m.MessageID())
+		if m.Qos() == 2 {
+			completed = c.d.state.awaitComplete(m.MessageID())
+		}
 	}
 	m.Ack()
 	if processed == nil {
 		// MQTT does not answer an ack: a round trip on the same connection
 		// (the broker handles a client's packets in order) says it has it.
-		if err := wait(ctx, c.cl.Unsubscribe(c.d.topic+"ack-barrier"), "ack round trip"); err != nil {
+		if err := c.barrier(ctx); err != nil {
 			return err
 		}
 		c.d.ackedCopy(del.Position)
+		if m.Qos() == 2 {
+			// The PUBREL came before the barrier's answer, and the PUBCOMP
+			// went out before this second one; a lost connection shows at
+			// the next delivery.
+			_ = c.barrier(ctx)
+		}
 		return nil
 	}
-	return waitAck(ctx, processed, c.in.lost)
+	if err := waitAck(ctx, processed, c.in.lost); err != nil {
+		return err
+	}
+	return waitComplete(ctx, completed, c.in.lost)
 }
+
+func (c *pahoConsumer) barrier(ctx context.Context) error {
+	return wait(ctx, c.cl.Unsubscribe(c.d.topic+"ack-barrier"), "ack round trip")
+}
+
+// OneInFlight: like paho's router with auto ack, the consumer hands over
+// one message at a time.
+func (c *pahoConsumer) OneInFlight() bool { return true }
 
 // Abandon drops the connection without acking anything more.
 func (c *pahoConsumer) Abandon() {

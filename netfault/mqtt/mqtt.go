@@ -76,6 +76,9 @@ type Config struct {
 	Table *Table
 	// Rules are the acknowledgements to lose in this direction.
 	Rules func() []*Rule
+	// Sent, when set, is told of each acknowledgement of the variant's
+	// packet ids that the sending side wrote, lost or not.
+	Sent func(t byte, id uint16)
 }
 
 // NewFilter returns the filter factory for one direction.
@@ -154,6 +157,9 @@ func (f *filter) lose(pk []byte) bool {
 		in, ok := f.c.Table.get(id)
 		if !ok {
 			return false
+		}
+		if f.c.Sent != nil {
+			f.c.Sent(t, id)
 		}
 		for _, r := range f.c.Rules() {
 			if r.Type == t && r.hit(in) {
