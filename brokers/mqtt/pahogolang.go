@@ -176,15 +176,18 @@ func (p *v5Producer) Publish(ctx context.Context, m brokers.Message, done func(e
 			return
 		}
 		resp, err := cl.Publish(pctx, &pahov5.Publish{QoS: p.d.pubQoS, Topic: p.d.topicOf(m.Intent), Payload: m.Body})
-		// 0x91 (packet identifier in use) answers a PUBLISH resent while
-		// the broker still holds the first: it has the message, so not a
-		// refusal, only an outcome this attempt does not tell.
-		if resp != nil && resp.ReasonCode >= 0x80 && resp.ReasonCode != 0x91 {
+		// Not refusals: 0x91 (packet identifier in use) answers a PUBLISH
+		// resent while the broker still holds the first, and 0x92 (packet
+		// identifier not found, only in a PUBCOMP) a PUBREL for an exchange
+		// the broker had completed: it has the message either way, and
+		// this attempt does not tell.
+		unknown := resp != nil && (resp.ReasonCode == 0x91 || resp.ReasonCode == 0x92)
+		if resp != nil && resp.ReasonCode >= 0x80 && !unknown {
 			// PUBACK or PUBREC with an error reason code: the broker did
 			// not take it (paho.golang returns no error for a PUBREC's).
 			err = fmt.Errorf("%w: the broker answered reason code 0x%02x", brokers.ErrRefused, resp.ReasonCode)
-		} else if resp != nil && resp.ReasonCode == 0x91 {
-			err = fmt.Errorf("the broker answered reason code 0x91 (packet identifier in use: it holds an earlier send of this message): outcome unknown")
+		} else if unknown {
+			err = fmt.Errorf("the broker answered reason code 0x%02x (packet identifier in use or not found: an earlier send of this message is or was in its hands): outcome unknown", resp.ReasonCode)
 		}
 		if err == nil {
 			p.d.confirm()
