@@ -309,12 +309,12 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 		notes = append(notes, fmt.Sprintf("%d intents were written to the stage's output more than once and read more than once (a stage crash or a rebalance between its write and its offset commit, or an aborted transaction read with read_uncommitted)", logCopies))
 	} else if logCopies > 0 {
 		notes = append(notes, fmt.Sprintf("%d intents were stored more than once by the broker (a producer retry after a lost response, without producer idempotence)", logCopies))
-		if len(t.qos) == 1 && t.qos["2"] > 0 {
-			notes = append(notes, fmt.Sprintf("%d intents were stored twice although published and delivered at QoS 2: the publishing client sent a PUBLISH again after the broker had taken it (QoS 2 forbids resending once PUBREC arrived, MQTT-4.3.3-1): a client library's violation, on the publisher leg", logCopies))
+		if t.onlyQoS2() {
+			notes = append(notes, fmt.Sprintf("%d intents were %s", logCopies, DupQoS2Resent.Doc()))
 		}
 	}
-	if recDups > 0 && len(t.qos) == 1 && t.qos["2"] > 0 {
-		notes = append(notes, fmt.Sprintf("%d intents were applied twice after the subscriber's PUBREC was lost at QoS 2: the client had taken the PUBLISH and sent PUBREC, then handed the broker's re-sent PUBLISH to the application again before PUBREL (MQTT-4.3.3-2 forbids it): a client library's violation, on the subscriber leg", recDups))
+	if recDups > 0 && t.onlyQoS2() {
+		notes = append(notes, fmt.Sprintf("%d intents were %s", recDups, DupQoS2Redeliver.Doc()))
 	}
 	notes = append(notes, t.stage.notes()...)
 	if t.crashes > 0 {

@@ -26,6 +26,8 @@ type Cause string
 // The causes of duplicates and losses.
 const (
 	DupStoredTwice   Cause = "stored-twice"      // the broker held two copies (producer retry without idempotence)
+	DupQoS2Resent    Cause = "qos2-resent"       // QoS 2: the publishing client re-sent a PUBLISH the broker had taken (MQTT-4.3.3-1)
+	DupQoS2Redeliver Cause = "qos2-redelivered"  // QoS 2: the subscribing client delivered a re-sent PUBLISH again before PUBREL (MQTT-4.3.3-2)
 	DupRedelivered   Cause = "redelivered"       // redelivered, and the strategy applied it again
 	DupAckedAgain    Cause = "acked-redelivered" // redelivered after the consumer had acked it (the broker had not applied the ack), and applied again
 	DupStageRewrite  Cause = "stage-rewrite"     // a stage wrote it to its output twice (a crash or rebalance before its offset commit)
@@ -62,6 +64,10 @@ func (c Cause) Where() string {
 // Doc explains the cause in a sentence.
 func (c Cause) Doc() string {
 	switch c {
+	case DupQoS2Resent:
+		return "stored twice although published and delivered at QoS 2: the publishing client sent the PUBLISH again after the broker had taken it (MQTT-4.3.3-1 forbids resending once PUBREC arrived): a client library's violation, on the publisher leg"
+	case DupQoS2Redeliver:
+		return "applied twice after the subscriber's PUBREC was lost at QoS 2: the client had taken the PUBLISH and sent PUBREC, then handed the broker's re-sent PUBLISH to the application again before PUBREL (MQTT-4.3.3-2 forbids it): a client library's violation, on the subscriber leg"
 	case DupStoredTwice:
 		return "the broker stored the intent twice (a producer retry after a lost response, without producer idempotence) and both copies were applied"
 	case DupStageRewrite:
@@ -170,8 +176,12 @@ func (t *tally) verdict(id int, f *facts) IntentVerdict {
 			v.Cause = DupAbortedRead
 		case f.has(copies) && t.stage != nil:
 			v.Cause = DupStageRewrite
+		case f.has(copies) && t.onlyQoS2():
+			v.Cause = DupQoS2Resent
 		case f.has(copies):
 			v.Cause = DupStoredTwice
+		case t.recLost[id] && t.onlyQoS2() && (f.has(sameCopy) || f.has(flagged)):
+			v.Cause = DupQoS2Redeliver
 		case f.ackedAgain():
 			v.Cause = DupAckedAgain
 		}
@@ -244,4 +254,7 @@ func sortVerdicts(vs []IntentVerdict) {
 
 // Causes lists every cause in the order reports show them: duplicates,
 // then losses.
-var Causes = []Cause{DupRedelivered, DupAckedAgain, DupStoredTwice, LostSkipped, LostIDShared, LostUnprocessed, LostDeadLettered, LostUndelivered, LostUnconfirmed, DupStageRewrite, DupAbortedRead}
+var Causes = []Cause{DupRedelivered, DupAckedAgain, DupStoredTwice, DupQoS2Resent, DupQoS2Redeliver, LostSkipped, LostIDShared, LostUnprocessed, LostDeadLettered, LostUndelivered, LostUnconfirmed, DupStageRewrite, DupAbortedRead}
+
+// onlyQoS2 reports whether every delivery of the variant arrived at QoS 2.
+func (t *tally) onlyQoS2() bool { return len(t.qos) == 1 && t.qos["2"] > 0 }

@@ -133,3 +133,34 @@ func TestInspectAckedRedelivered(t *testing.T) {
 		t.Errorf("no note %q in %q", want, v.Notes)
 	}
 }
+
+// TestInspectQoS2Violations: at QoS 2 a second stored copy is the
+// publishing client's violation (MQTT-4.3.3-1), and the same copy applied
+// again after a lost subscriber PUBREC the subscribing client's
+// (MQTT-4.3.3-2); at QoS 1 the same histories keep the generic causes.
+func TestInspectQoS2Violations(t *testing.T) {
+	for _, qos := range []string{"2", "1"} {
+		d := func(intent int, pos string) history.Event {
+			return history.Event{Variant: "v", Type: history.Deliver, Intent: intent, Position: pos, QoS: qos}
+		}
+		events := join(published(1), published(2), one(
+			d(1, "c1/1"), effect(1, true), d(1, "c1/2"), effect(1, true),
+			history.Event{Variant: "v", Type: history.Fault, Fault: "sub-PUBREC", Point: "PUBREC/subscriber", Intent: 2},
+			d(2, "c1/3"), effect(2, true), d(2, "c1/3"), effect(2, true),
+		))
+		plan := check.Plan{Variants: []check.PlanVariant{{Name: "v", Strategy: "none"}}}
+		in, err := check.Inspect(plan, check.Meta{}, history.Events(events), map[string]history.Audit{"v": {Applied: map[int]int{1: 2, 2: 2}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[int]check.Cause{1: check.DupQoS2Resent, 2: check.DupQoS2Redeliver}
+		if qos == "1" {
+			want = map[int]check.Cause{1: check.DupStoredTwice, 2: check.DupRedelivered}
+		}
+		for id, c := range want {
+			if got := in.Intent("v", id); got.Cause != c {
+				t.Errorf("QoS %s, intent %d: cause %s, want %s", qos, id, got.Cause, c)
+			}
+		}
+	}
+}
