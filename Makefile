@@ -22,7 +22,7 @@ SCALE_SIZES ?= 10000,100000,1000000
 .PHONY: help build test race lint bench bench-strategies bench-scale demo schema compose-check repeat quorum-evidence qos2-evidence
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 build: ## build ./dqbench
 	$(GO) build -o dqbench .

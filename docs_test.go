@@ -199,10 +199,10 @@ func TestREADMEMakeTargets(t *testing.T) {
 		t.Fatal(err)
 	}
 	targets := map[string]bool{}
-	for _, m := range regexp.MustCompile(`(?m)^([a-z-]+):.*## `).FindAllStringSubmatch(string(mk), -1) {
+	for _, m := range regexp.MustCompile(`(?m)^([a-z0-9-]+):.*## `).FindAllStringSubmatch(string(mk), -1) {
 		targets[m[1]] = true
 	}
-	named := regexp.MustCompile("(?m)(?:`|^)make ([a-z][a-z-]*)").FindAllStringSubmatch(string(readme), -1)
+	named := regexp.MustCompile("(?m)(?:`|^)make ([a-z][a-z0-9-]*)").FindAllStringSubmatch(string(readme), -1)
 	for _, m := range named {
 		if !targets[m[1]] {
 			t.Errorf("README.md names \"make %s\", which the Makefile has no documented target for", m[1])
