@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -192,7 +193,10 @@ func run(t *testing.T, client, leg, packet string) result {
 		}
 	}
 	res.faults = h.fired()
-	res.got = fmt.Sprint(got, h.trace)
+	h.mu.Lock() // the broker's hook may still be appending
+	trace := slices.Clone(h.trace)
+	h.mu.Unlock()
+	res.got = fmt.Sprint(got, trace)
 	return res
 }
 
