@@ -219,6 +219,11 @@ func runScenarios(ctx context.Context, s Streams, o runOptions, args []string) e
 	if len(problems) > 0 {
 		return withCode(ExitUsage, errors.New(strings.Join(problems, "\n")))
 	}
+	for _, sc := range scs {
+		for _, w := range sc.Warnings {
+			fmt.Fprintln(s.Err, w)
+		}
+	}
 	if o.out != "" {
 		if err := savedrun.CheckOut(o.out); err != nil {
 			return withCode(ExitUsage, err)

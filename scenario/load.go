@@ -126,7 +126,7 @@ func Parse(file string, data []byte) (*Scenario, error) {
 	for i := range s.Variants {
 		s.Variants[i].Line = d.Line(fmt.Sprintf("variants[%d]", i))
 	}
-	s.Warnings = programWarnings(&s, d)
+	s.Warnings = append(programWarnings(&s, d), partitionWarnings(&s, d)...)
 	if !d.Has("seed") {
 		s.Seed = DefaultSeed // seed: 0 is a seed like any other
 	}

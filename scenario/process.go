@@ -162,3 +162,34 @@ func programWarnings(s *Scenario, d *strictyaml.Decoder) []string {
 	}
 	return out
 }
+
+// partitionWarnings says which partitions last at least the drain period:
+// nothing progresses while the consumer is cut off, so a partition near
+// the end of the run can make the drain give up (INVALID). Not an error:
+// one early in a long run is harmless.
+func partitionWarnings(s *Scenario, d *strictyaml.Decoder) []string {
+	var out []string
+	drain := orDefault(s.Drain, DefaultDrain).D()
+	for i, f := range s.Faults {
+		p, ok := f.Params.(*catalog.PartitionParams)
+		if f.Type != catalog.Partition || !ok {
+			continue
+		}
+		dur := p.Duration.D()
+		if dur <= 0 {
+			dur = time.Second
+		}
+		if dur < drain {
+			continue
+		}
+		path := fmt.Sprintf("faults[%d].duration", i)
+		line, col := d.Pos(path)
+		if line == 0 {
+			path = fmt.Sprintf("faults[%d]", i)
+			line, col = d.Pos(path)
+		}
+		out = append(out, fmt.Sprintf("%s:%d:%d: warning: %s: a partition of %s is not shorter than the drain period (%s): nothing progresses while the consumer is cut off, so the drain may give up and make the run INVALID; set drain above %s",
+			s.File, line, col, path, dur, drain, dur))
+	}
+	return out
+}
