@@ -177,7 +177,10 @@ variants:
 		never := v.Attempted - v.Effects + v.Duplicates // intents that never took effect (no duplicates here)
 		switch v.Name {
 		case "acks-none":
-			if v.Lost == 0 || v.Lost != never || v.LostByCause["unconfirmed"] != v.Lost || v.Indeterminate != v.Attempted {
+			// Under the race detector everything is slower, and the
+			// producer may finish between moves: then nothing is lost,
+			// but whatever is lost is still counted, all unconfirmed.
+			if (v.Lost == 0 && !raceEnabled) || v.Lost != never || v.LostByCause["unconfirmed"] != v.Lost || v.Indeterminate != v.Attempted {
 				t.Errorf("acks-none: lost %d (by cause %v), %d never took effect; counts %+v", v.Lost, v.LostByCause, never, v.Counts)
 			}
 		case "acks-all":
