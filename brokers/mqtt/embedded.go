@@ -568,15 +568,24 @@ func (c *faultConn) Write(b []byte) (int, error) {
 // waitAck waits until the embedded broker has processed the consumer's
 // ack, or the connection is lost.
 func waitAck(ctx context.Context, ch chan struct{}, lost <-chan struct{}) error {
+	t := time.NewTimer(ackWaitLimit)
+	defer t.Stop()
 	select {
 	case <-ch:
 		return nil
 	case <-lost:
 		return errConnectionLost
+	case <-t.C:
+		// Never a stall of dqbench's own: a sign that never comes is
+		// handled as a connection that went away.
+		return fmt.Errorf("%w (no sign of it in %s)", errConnectionLost, ackWaitLimit)
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
+
+// ackWaitLimit bounds each wait for a sign from the embedded broker.
+const ackWaitLimit = 5 * time.Second
 
 var errConnectionLost = errors.New("mqtt: connection lost before the broker had the ack")
 
@@ -589,9 +598,12 @@ func waitComplete(ctx context.Context, ch chan struct{}, lost <-chan struct{}) e
 	if ch == nil {
 		return nil
 	}
+	t := time.NewTimer(ackWaitLimit)
+	defer t.Stop()
 	select {
 	case <-ch:
 	case <-lost:
+	case <-t.C: // the ack stands either way: never a stall of dqbench's own
 	case <-ctx.Done():
 		return ctx.Err()
 	}
