@@ -21,6 +21,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/dqbench/dqbench/catalog"
 )
 
 // Kind is what a resource is.
@@ -47,7 +49,7 @@ func (e Entry) String() string {
 	if e.Where == "" {
 		return fmt.Sprintf("%s %s", e.Kind, e.Name)
 	}
-	return fmt.Sprintf("%s %s on %s", e.Kind, e.Name, mask(e.Where))
+	return fmt.Sprintf("%s %s on %s", e.Kind, e.Name, catalog.MaskURL(e.Where))
 }
 
 type line struct {
@@ -227,21 +229,4 @@ func alive(name string) bool {
 		return false
 	}
 	return now == start
-}
-
-// mask hides a URL's password.
-func mask(u string) string {
-	scheme, rest, ok := strings.Cut(u, "://")
-	if !ok {
-		return u
-	}
-	userinfo, host, ok := strings.Cut(rest, "@")
-	if !ok {
-		return u
-	}
-	user, _, hasPass := strings.Cut(userinfo, ":")
-	if !hasPass {
-		return u
-	}
-	return scheme + "://" + user + ":***@" + host
 }
