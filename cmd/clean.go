@@ -21,11 +21,31 @@ var removers = map[leftover.Kind]leftover.Remover{
 	leftover.Schema: func(ctx context.Context, e leftover.Entry) error {
 		return store.DropSchema(ctx, e.Where, e.Name)
 	},
+	leftover.Keys: func(ctx context.Context, e leftover.Entry) error {
+		return store.DeleteKeys(ctx, e.Where, e.Name)
+	},
 }
 
 // sweepBudget bounds a sweep: an orphan on a broker that no longer
-// answers stays in its ledger for the next one.
-const sweepBudget = 10 * time.Second
+// answers stays in its ledger for the next one. The sweep before a run
+// gets less: it must not hold every run up.
+const (
+	sweepBudget    = 10 * time.Second
+	runSweepBudget = 3 * time.Second
+)
+
+// sweepBeforeRun is the sweep each run does first: it says what it
+// removed, and in one line how many it could not (the next dqbench clean
+// says which and why), so that an orphan on a server gone for good does
+// not fill every run's output.
+func sweepBeforeRun(ctx context.Context, w io.Writer) {
+	ctx, cancel := context.WithTimeout(ctx, runSweepBudget)
+	defer cancel()
+	n := sweepWithin(ctx, w, io.Discard)
+	if n > 0 {
+		fmt.Fprintf(w, "%d resources left by killed dqbench runs could not be removed; \"dqbench clean\" says which and why\n", n)
+	}
+}
 
 // sweep removes what killed dqbench processes left (their ledgers'
 // directories, queues and schemas, and their throwaway RabbitMQ clusters)
@@ -42,12 +62,18 @@ func sweep(ctx context.Context, w io.Writer, dryRun bool) int {
 	}
 	ctx, cancel := context.WithTimeout(ctx, sweepBudget)
 	defer cancel()
+	return sweepWithin(ctx, w, w)
+}
+
+// sweepWithin removes what it can by ctx, saying what on w and what it
+// could not on failed; it returns how many it could not remove.
+func sweepWithin(ctx context.Context, w, failedW io.Writer) int {
 	removed, failed := leftover.Sweep(ctx, removers)
 	for _, e := range removed {
 		fmt.Fprintf(w, "removed %s (left by a dqbench that was killed)\n", e)
 	}
 	for _, err := range failed {
-		fmt.Fprintf(w, "could not remove %v; it stays listed for the next dqbench clean\n", err)
+		fmt.Fprintf(failedW, "could not remove %v; it stays listed for the next dqbench clean\n", err)
 	}
 	clusters, err := rabbitmq.SweepClusters()
 	for _, dir := range clusters {
@@ -68,7 +94,8 @@ func newCleanCmd(s Streams) *cobra.Command {
 		Long: `Clean removes what dqbench processes that were killed (SIGKILL, a crash, a
 power cut: nothing can clean up after those) left behind: temporary store
 and broker directories, the queues they declared on a RabbitMQ, the schemas
-they created on a PostgreSQL, and the managed RabbitMQ clusters they started.
+they created on a PostgreSQL, the keys they wrote on a Redis, and the
+managed RabbitMQ clusters they started.
 
 Every run records what it creates in a ledger of its own (in
 $TMPDIR/dqbench-ledger-UID, readable only by you, or DQBENCH_LEDGER_DIR)

@@ -231,7 +231,11 @@ func runScenarios(ctx context.Context, s Streams, o runOptions, args []string) e
 	}
 
 	// What killed runs left is removed before this one adds its own.
-	sweep(ctx, s.Err, false)
+	if o.quiet {
+		sweepBeforeRun(ctx, io.Discard)
+	} else {
+		sweepBeforeRun(ctx, s.Err)
+	}
 
 	var runs []judged
 	var failures []error

@@ -33,6 +33,7 @@ const (
 	Dir    Kind = "dir"    // a directory: Name is its path
 	Queue  Kind = "queue"  // a RabbitMQ queue: Where is the broker URL, Name the queue
 	Schema Kind = "schema" // a PostgreSQL schema: Where is the database URL, Name the schema
+	Keys   Kind = "keys"   // Redis keys: Where is the Redis URL, Name their common prefix
 )
 
 // Entry is one resource. Where holds a URL with its password when the

@@ -22,6 +22,7 @@ import (
 	"github.com/dqbench/dqbench/history"
 	"github.com/dqbench/dqbench/leftover"
 	"github.com/dqbench/dqbench/scenario"
+	"github.com/dqbench/dqbench/store"
 )
 
 // ErrDeadline marks a run that did not finish by its deadline.
@@ -170,7 +171,9 @@ func Run(ctx context.Context, s *scenario.Scenario, opts Options) (*Result, erro
 		}
 		err := fmt.Errorf("%w%s: %d of %d publishes ended, %d deliveries acked, %d faults injected",
 			cause, limit, progress.Published.Load(), progress.Total.Load(), progress.Consumed.Load(), progress.Faults.Load())
-		if errors.Is(cause, ErrDeadline) {
+		if stalled := stalledStore(errs); stalled != nil {
+			err = fmt.Errorf("%w; %w", err, stalled)
+		} else if errors.Is(cause, ErrDeadline) {
 			silent := time.Since(start) - time.Duration(progress.heard.Load())
 			if silent > 2*time.Second && progress.Published.Load() < progress.Total.Load() || silent > 5*time.Second {
 				err = fmt.Errorf("%w; the broker stopped answering: nothing was confirmed, delivered or acked in the last %s", err, silent.Round(100*time.Millisecond))
@@ -213,6 +216,17 @@ func (r *variantRun) runGuarded(ctx context.Context) (audit *history.Audit, clea
 }
 
 // firstError prefers a real cause over the cancellations it caused.
+// stalledStore is the first variant error that says a store stopped
+// answering: then it, not the broker, is why the run did not finish.
+func stalledStore(errs []error) error {
+	for _, err := range errs {
+		if errors.Is(err, store.ErrStalled) {
+			return err
+		}
+	}
+	return nil
+}
+
 func firstError(errs []error) error {
 	var canceled error
 	for _, err := range errs {

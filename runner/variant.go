@@ -133,7 +133,9 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 	}
 	defer func() {
 		// Runs last: a PostgreSQL store drops its schema here.
-		if cerr := st.Close(); errors.Is(cerr, store.ErrCleanup) {
+		cctx, cancel := r.shutdownCtx(ctx)
+		defer cancel()
+		if cerr := store.CloseBy(cctx, st); errors.Is(cerr, store.ErrCleanup) {
 			cleanup = errors.Join(cleanup, cerr)
 		}
 	}()
@@ -144,7 +146,9 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 			return nil, nil, err
 		}
 		defer func() {
-			if cerr := rd.Close(); errors.Is(cerr, store.ErrCleanup) {
+			cctx, cancel := r.shutdownCtx(ctx)
+			defer cancel()
+			if cerr := store.CloseBy(cctx, rd); errors.Is(cerr, store.ErrCleanup) {
 				cleanup = errors.Join(cleanup, cerr)
 			}
 		}()
@@ -222,11 +226,14 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 	}
 	stopConsumers()
 	r.slots.wg.Wait()
-	if runErr == nil {
-		select {
-		case runErr = <-consErr:
-		default:
+	select {
+	case cerr := <-consErr:
+		// A store that stopped answering is why the run did not finish,
+		// rather than the deadline it made the run reach.
+		if runErr == nil || errors.Is(cerr, store.ErrStalled) {
+			runErr = cerr
 		}
+	default:
 	}
 	switch {
 	case ctx.Err() != nil:
@@ -249,7 +256,7 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 	if err != nil {
 		return nil, nil, errors.Join(runErr, err)
 	}
-	if runErr != nil && ctx.Err() != nil {
+	if runErr != nil && ctx.Err() != nil && !errors.Is(runErr, store.ErrStalled) {
 		runErr = ctx.Err()
 	}
 	return &a, nil, runErr

@@ -3,7 +3,9 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -145,4 +147,77 @@ func TestFrozenPostgresEndsByTheDeadline(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFrozenRedisEndsByTheDeadline: a Redis that stops answering in the
+// middle of a run ends each call when the run's context does (its
+// deadline, Ctrl-C) within a moment, with an error that names the server;
+// go-redis used to ignore the context's deadline and wait out its own read
+// timeout, then retry. Closing it, with its keys left, is bounded too and
+// says how to remove them.
+func TestFrozenRedisEndsByTheDeadline(t *testing.T) {
+	addr := "127.0.0.1:6379"
+	if u := os.Getenv("DQBENCH_REDIS"); u != "" {
+		addr = strings.TrimPrefix(strings.TrimPrefix(u, "redis://"), "/")
+	}
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err != nil {
+		t.Skipf("no Redis at %s: %v", addr, err)
+	} else {
+		c.Close()
+	}
+	fz := newFreezer(t, addr)
+	run, interrupt := context.WithCancel(context.Background())
+	defer interrupt()
+	r, err := store.OpenRedis(run, "redis://"+fz.ln.Addr().String(), fmt.Sprintf("dqbench:storetest-frozen-%d:", os.Getpid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Client.Set(context.Background(), r.Key("before"), 1, time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	fz.freeze()
+	for _, tc := range []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+		want error
+	}{
+		{"deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 1200*time.Millisecond)
+		}, context.DeadlineExceeded},
+		{"Ctrl-C", func() (context.Context, context.CancelFunc) {
+			// The run's context, as the runner gives it to OpenRedis.
+			time.AfterFunc(1200*time.Millisecond, interrupt)
+			return run, interrupt
+		}, context.Canceled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := tc.ctx()
+			defer cancel()
+			start := time.Now()
+			err := r.Client.SetNX(ctx, r.Key(tc.name), 1, time.Minute).Err()
+			if took := time.Since(start); took > 4*time.Second {
+				t.Errorf("SetNX on a frozen server took %s, its context ended at 1.2s", took)
+			}
+			if !errors.Is(err, tc.want) || !errors.Is(err, store.ErrStalled) || !strings.Contains(err.Error(), "Redis at "+fz.ln.Addr().String()+" did not answer for") {
+				t.Errorf("SetNX on a frozen server = %v, want %v naming the server", err, tc.want)
+			}
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err = r.CloseBy(ctx)
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("Close on a frozen server took %s, its context ended at 300ms", took)
+	}
+	if !errors.Is(err, store.ErrCleanup) || !strings.Contains(err.Error(), "redis-cli") {
+		t.Errorf("Close on a frozen server = %v, want ErrCleanup saying how to remove the keys", err)
+	}
+	fz.thaw()
+	c, err := store.OpenRedis(context.Background(), "redis://"+addr, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Client.Close()
+	c.Client.Del(context.Background(), r.Key("before"))
 }

@@ -240,8 +240,17 @@ func (p *Postgres) Audit(ctx context.Context) (history.Audit, error) {
 const closeTimeout = 2 * time.Second
 
 // Close drops the store's schema, with everything in it, and closes the
-// connections. A failed drop wraps ErrCleanup. A second Close does nothing.
+// connections, giving the drop closeTimeout. A failed drop wraps
+// ErrCleanup. A second Close does nothing.
 func (p *Postgres) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	return p.CloseBy(ctx)
+}
+
+// CloseBy is Close with the drop bounded by ctx too (the run's hard
+// deadline, Ctrl-C).
+func (p *Postgres) CloseBy(ctx context.Context) error {
 	p.mu.Lock()
 	closed := p.closed
 	p.closed = true
@@ -249,7 +258,7 @@ func (p *Postgres) Close() error {
 	if closed {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, closeTimeout)
 	defer cancel()
 	var err error
 	if _, derr := p.db.ExecContext(ctx, `DROP SCHEMA IF EXISTS `+p.schema+` CASCADE`); derr != nil {

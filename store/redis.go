@@ -4,10 +4,61 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/dqbench/dqbench/leftover"
 )
+
+// redisIOTimeout bounds one read or write of a Redis call, far longer
+// than any of dqbench's calls takes: a Redis that stops answering fails
+// the run this soon, before its deadline.
+const redisIOTimeout = 5 * time.Second
+
+// liveConns are a client's open connections, so that the end of the run
+// can wake the reads that wait on them.
+type liveConns struct {
+	mu sync.Mutex
+	m  map[*liveConn]bool
+}
+
+type liveConn struct {
+	net.Conn
+	of *liveConns
+}
+
+func (l *liveConns) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := (&net.Dialer{Timeout: pingTimeout}).DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	lc := &liveConn{Conn: c, of: l}
+	l.mu.Lock()
+	l.m[lc] = true
+	l.mu.Unlock()
+	return lc, nil
+}
+
+func (c *liveConn) Close() error {
+	c.of.mu.Lock()
+	delete(c.of.m, c)
+	c.of.mu.Unlock()
+	return c.Conn.Close()
+}
+
+// wake ends every read and write in flight with a timeout; the next call
+// on a connection sets its own deadline again.
+func (l *liveConns) wake() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for c := range l.m {
+		c.SetDeadline(time.Now())
+	}
+}
 
 // Redis is a Redis client for strategies that keep markers there, with a
 // key prefix of the variant's own; Close deletes every key under it.
@@ -15,6 +66,24 @@ type Redis struct {
 	Client *redis.Client
 	prefix string
 	addr   string
+	url    string
+}
+
+func (r *Redis) host() string { h, _, _ := net.SplitHostPort(r.addr); return h }
+func (r *Redis) port() string { _, p, _ := net.SplitHostPort(r.addr); return p }
+
+// DeleteKeys deletes the keys under prefix on the Redis at url: what
+// dqbench clean does with the keys a killed run left.
+func DeleteKeys(ctx context.Context, url, prefix string) error {
+	if !strings.HasPrefix(prefix, "dqbench:") {
+		return fmt.Errorf("key prefix %q: not one dqbench makes", prefix)
+	}
+	r, err := OpenRedis(ctx, url, "")
+	if err != nil {
+		return err
+	}
+	r.prefix = prefix
+	return r.CloseBy(ctx)
 }
 
 // quiet drops go-redis's own log lines (a dial failure is logged once per
@@ -34,8 +103,24 @@ func OpenRedis(ctx context.Context, url, prefix string) (*Redis, error) {
 		return nil, fmt.Errorf("redis URL %s: %w", url, err)
 	}
 	opt.DialTimeout = pingTimeout
-	opt.MaxRetries = 1
+	// No retry: a SET NX that timed out may have been applied, and its
+	// retry would then read as a duplicate, skipping an effect: a loss
+	// of dqbench's own. A failed call is the store's failure, reported.
+	opt.MaxRetries = -1
+	// Every call ends with the run's deadline (by default go-redis waits
+	// out its own read timeout instead); go-redis does not watch a
+	// cancellation (Ctrl-C) during a read, so a read gives up after
+	// redisIOTimeout, far longer than any of dqbench's calls takes.
+	opt.ContextTimeoutEnabled = true
+	opt.ReadTimeout, opt.WriteTimeout = redisIOTimeout, redisIOTimeout
+	conns := &liveConns{m: map[*liveConn]bool{}}
+	opt.Dialer = conns.dial
+	// go-redis does not watch a cancellation during a read: when the run
+	// ends (Ctrl-C, its deadline, another variant failed), every read in
+	// flight is woken here instead.
+	context.AfterFunc(ctx, conns.wake)
 	c := redis.NewClient(opt)
+	c.AddHook(stallHook{addr: opt.Addr})
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
 	if err := c.Ping(pctx).Err(); err != nil {
@@ -45,16 +130,77 @@ func OpenRedis(ctx context.Context, url, prefix string) (*Redis, error) {
 		}
 		return nil, Unreachable("Redis", opt.Addr, err, `start one with "docker compose up -d redis" (or "service redis-server start"), or give another with --redis URL`)
 	}
-	return &Redis{Client: c, prefix: prefix, addr: opt.Addr}, nil
+	r := &Redis{Client: c, prefix: prefix, addr: opt.Addr, url: url}
+	if prefix != "" {
+		leftover.Note(r.keys())
+	}
+	return r, nil
+}
+
+// keys is the ledger entry of the keys under the prefix.
+func (r *Redis) keys() leftover.Entry {
+	return leftover.Entry{Kind: leftover.Keys, Where: r.url, Name: r.prefix}
+}
+
+// stallHook names the server when the run's context ended a call: the
+// store is what stopped answering, not the broker.
+type stallHook struct{ addr string }
+
+func (stallHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h stallHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		start := time.Now()
+		return h.stalled(ctx, start, next(ctx, cmd))
+	}
+}
+
+func (h stallHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		start := time.Now()
+		return h.stalled(ctx, start, next(ctx, cmds))
+	}
+}
+
+// stallAfter is how long a call must have waited, when the run ended, for
+// its server to be called stopped: a call the end of the run only
+// interrupted is not the store's fault.
+const stallAfter = time.Second
+
+func (h stallHook) stalled(ctx context.Context, start time.Time, err error) error {
+	if err == nil || errors.Is(err, ErrStalled) {
+		return err
+	}
+	var nerr net.Error
+	timeout := errors.As(err, &nerr) && nerr.Timeout()
+	waited := time.Since(start)
+	switch {
+	case waited >= stallAfter && ctx.Err() != nil:
+		return fmt.Errorf("%w: %w: Redis at %s did not answer for %s (%v)", ErrStalled, ctx.Err(), h.addr, waited.Round(100*time.Millisecond), err)
+	case waited >= stallAfter && timeout:
+		return fmt.Errorf("%w: Redis at %s did not answer for %s (%v)", ErrStalled, h.addr, waited.Round(100*time.Millisecond), err)
+	case ctx.Err() != nil:
+		return fmt.Errorf("%w (%v)", ctx.Err(), err)
+	}
+	return err
 }
 
 // Key is the Redis key of a message id.
 func (r *Redis) Key(id string) string { return r.prefix + id }
 
-// Close deletes the keys under the prefix and closes the client; a failed
-// delete wraps ErrCleanup.
+// Close deletes the keys under the prefix and closes the client, giving
+// the delete closeTimeout; a failed delete wraps ErrCleanup.
 func (r *Redis) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	return r.CloseBy(ctx)
+}
+
+// CloseBy is Close with the delete bounded by ctx (the run's hard
+// deadline, Ctrl-C): a failed delete wraps ErrCleanup and says how to
+// remove what was left.
+func (r *Redis) CloseBy(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, closeTimeout)
 	defer cancel()
 	var derr error
 	iter := r.Client.Scan(ctx, 0, r.prefix+"*", 1000).Iterator()
@@ -76,7 +222,10 @@ func (r *Redis) Close() error {
 		derr = err
 	}
 	if derr != nil {
-		derr = fmt.Errorf("%w: delete keys %s* on Redis at %s: %v", ErrCleanup, r.prefix, r.addr, derr)
+		derr = fmt.Errorf("%w: keys %s* were left on Redis at %s (%v); remove them with: redis-cli -h %s -p %s --scan --pattern '%s*' | xargs -r redis-cli -h %s -p %s del (or dqbench clean)",
+			ErrCleanup, r.prefix, r.addr, derr, r.host(), r.port(), r.prefix, r.host(), r.port())
+	} else if r.prefix != "" {
+		leftover.Forget(r.keys())
 	}
 	return errors.Join(derr, r.Client.Close())
 }

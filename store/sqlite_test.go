@@ -17,7 +17,19 @@ import (
 )
 
 // modernc's SQLite starts no goroutine that outlives Close.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain keeps the tests' ledger entries (schemas, keys a frozen server
+// kept) out of the user's ledger, which the next dqbench run sweeps.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "storetest-ledger-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("DQBENCH_LEDGER_DIR", dir)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}))
+}
 
 func open(t testing.TB) (*store.SQLite, string) {
 	t.Helper()

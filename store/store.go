@@ -63,3 +63,12 @@ type Tx interface {
 	// row. It is not idempotent: every call adds the amount again.
 	Apply(e Effect) error
 }
+
+// CloseBy closes s, bounding what it removes from its server by ctx (the
+// run's hard deadline, Ctrl-C) when it has a server.
+func CloseBy(ctx context.Context, s interface{ Close() error }) error {
+	if b, ok := s.(interface{ CloseBy(context.Context) error }); ok {
+		return b.CloseBy(ctx)
+	}
+	return s.Close()
+}
