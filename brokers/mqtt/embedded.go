@@ -64,7 +64,13 @@ func (e *embedded) close() error { return e.srv.Close() }
 // a subscriber-offline window, one while the subscriber is away, and messages in
 // the consumer session not yet acknowledged (PUBACK for QoS 1, PUBREC for
 // QoS 2).
-func (e *embedded) backlog(d *dest) int64 {
+//
+// While a replacement consumer takes the session over, what it holds is
+// not known: mochi-mqtt moves the old connection's messages to the new one
+// and empties the old one before it lists the new one, so for a moment the
+// session it lists is the old, empty one. Counted then, a drain could end
+// with the messages still in the session, never delivered.
+func (e *embedded) backlog(d *dest) (int64, error) {
 	st := d.state
 	st.mu.Lock()
 	n := int64(st.routing + st.gated)
@@ -73,11 +79,14 @@ func (e *embedded) backlog(d *dest) int64 {
 	}
 	st.mu.Unlock()
 	if cl, ok := e.srv.Clients.Get(d.subID); ok {
+		if cl.IsTakenOver() {
+			return 0, errTakeover
+		}
 		if d.legQoS(catalog.SubscriberLeg) < 2 {
 			// Only PUBLISHes wait for a QoS 1 subscriber's ack: count them
 			// without GetAll, which copies and sorts them all (the drain
 			// asks every 20 ms, while thousands may be queued).
-			return n + int64(cl.State.Inflight.Len())
+			return n + int64(cl.State.Inflight.Len()), nil
 		}
 		for _, pk := range cl.State.Inflight.GetAll(false) {
 			if pk.FixedHeader.Type == packets.Publish {
@@ -85,8 +94,11 @@ func (e *embedded) backlog(d *dest) int64 {
 			}
 		}
 	}
-	return n
+	return n, nil
 }
+
+// errTakeover says the consumer's session is being taken over.
+var errTakeover = errors.New("a replacement consumer is taking the session over")
 
 // embeddedDest is a destination on the embedded broker, which can also
 // lose packets and break connections.

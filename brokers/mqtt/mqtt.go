@@ -446,7 +446,8 @@ func (d *dest) Consumer(ctx context.Context, gen int) (brokers.Consumer, error) 
 func (d *dest) Backlog(ctx context.Context) (int64, error) {
 	switch {
 	case d.state != nil:
-		return d.b.embedded.backlog(d) + d.qos0Backlog(), nil
+		n, err := d.b.embedded.backlog(d)
+		return n + d.qos0Backlog(), err
 	default:
 		// Counted on the clients: every confirmed QoS 1 or 2 publish is
 		// one stored message (the variant's broker serves nothing else),
