@@ -208,9 +208,11 @@ func (r *variantRun) deliver(ctx context.Context, c *recording.Consumer, d broke
 	}
 	out, err := r.strat.Process(ctx, r.env, m, crash)
 	if err != nil {
-		if errors.Is(err, errCrash) || ctx.Err() != nil {
+		if errors.Is(err, errCrash) || ctx.Err() != nil && !errors.Is(err, store.ErrStalled) {
 			return err
 		}
+		// A store that stopped answering is why the run ends, even when
+		// the end of the run is what cut the call short.
 		return errFatal{fmt.Errorf("strategy %s on intent %d: %w", r.v.Strategy, d.Intent, err)}
 	}
 	r.rec.Record(history.Event{Type: history.Effect, Intent: d.Intent, Attempt: d.Attempt, Consumer: c.Gen(), Applied: out.Applied, Rejected: out.Rejected, Reason: out.Reason})

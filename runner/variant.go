@@ -486,7 +486,7 @@ func (r *variantRun) progressOn(intent int, what uint8) {
 
 // interruptBudget is what cleaning up and reading the store may take,
 // in all, after Ctrl-C.
-const interruptBudget = 1500 * time.Millisecond
+const interruptBudget = time.Second
 
 // shutdownCtx bounds a shutdown step by the run's hard deadline; it is not
 // cancelled with ctx, so a run cut short still cleans up and reads its

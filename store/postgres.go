@@ -268,7 +268,20 @@ func (p *Postgres) CloseBy(ctx context.Context) error {
 		leftover.Forget(leftover.Entry{Kind: leftover.Schema, Where: p.url, Name: p.schema})
 	}
 	err = errors.Join(err, p.db.Close())
-	p.pool.Close()
+	// Closing the pool waits for every connection's cleanup, which, after
+	// a query the end of the run cut short, sends the server a cancel
+	// request and gives it 15 s: a server that stopped answering would
+	// hold the run that long past its deadline. It is left to finish on
+	// its own then.
+	poolClosed := make(chan struct{})
+	go func() {
+		p.pool.Close()
+		close(poolClosed)
+	}()
+	select {
+	case <-poolClosed:
+	case <-ctx.Done():
+	}
 	return err
 }
 
