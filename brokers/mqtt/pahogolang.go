@@ -10,6 +10,7 @@ import (
 
 	"github.com/eclipse/paho.golang/packets"
 	pahov5 "github.com/eclipse/paho.golang/paho"
+	"github.com/eclipse/paho.golang/paho/session"
 	"github.com/eclipse/paho.golang/paho/session/state"
 
 	"github.com/dqbench/dqbench/brokers"
@@ -170,12 +171,7 @@ func (p *v5Producer) Publish(ctx context.Context, m brokers.Message, done func(e
 			case <-pctx.Done():
 			}
 		}()
-		cl, err := p.current(pctx)
-		if err != nil {
-			done(err)
-			return
-		}
-		resp, err := cl.Publish(pctx, &pahov5.Publish{QoS: p.d.pubQoS, Topic: p.d.topicOf(m.Intent), Payload: m.Body})
+		resp, err := p.publish(pctx, m)
 		// Not refusals: 0x91 (packet identifier in use) answers a PUBLISH
 		// resent while the broker still holds the first, and 0x92 (packet
 		// identifier not found, only in a PUBCOMP) a PUBREL for an exchange
@@ -204,6 +200,69 @@ func (p *v5Producer) Publish(ctx context.Context, m brokers.Message, done func(e
 		}
 		done(err)
 	})
+}
+
+// stuckAfter is how long a publish may wait, once the client instance it
+// went out on has gone, before the current instance is made to reconnect.
+const stuckAfter = 2 * time.Second
+
+// publish publishes m on the current client instance. A publish the
+// session refused for want of a connection (the instance was going down:
+// nothing stored, nothing sent) goes out again on the next instance; it is
+// not a retry of the application's. A publish that went out on an instance
+// already replaced is in the session but was written to a dead connection,
+// and the session resends only at a connect: if it is still waiting
+// stuckAfter after its instance went, the current instance is made to
+// reconnect, so the session resends it. Without these, one fault breaking
+// the connection right after another (seed 3 of mqtt-client-qos2) ended
+// 277 publishes with "no connection available" in 3 ms and left the last
+// one waiting until the run's deadline.
+func (p *v5Producer) publish(ctx context.Context, m brokers.Message) (*pahov5.PublishResponse, error) {
+	for {
+		cl, err := p.current(ctx)
+		if err != nil {
+			return nil, err
+		}
+		finished := make(chan struct{})
+		go p.unstick(cl, finished)
+		resp, err := cl.Publish(ctx, &pahov5.Publish{QoS: p.d.pubQoS, Topic: p.d.topicOf(m.Intent), Payload: m.Body})
+		close(finished)
+		if !errors.Is(err, session.ErrNoConnection) || ctx.Err() != nil {
+			return resp, err
+		}
+		select {
+		case <-cl.Done():
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(stuckAfter):
+			_ = cl.Disconnect(&pahov5.Disconnect{ReasonCode: 0})
+		}
+	}
+}
+
+// unstick makes the current instance reconnect when a publish that went
+// out on cl is still waiting stuckAfter after cl went.
+func (p *v5Producer) unstick(cl *pahov5.Client, finished <-chan struct{}) {
+	select {
+	case <-cl.Done():
+	case <-finished:
+		return
+	}
+	select {
+	case <-time.After(stuckAfter):
+	case <-finished:
+		return
+	}
+	p.mu.Lock()
+	cur, up := p.cl, p.up
+	p.mu.Unlock()
+	select {
+	case <-up:
+		if cur != cl {
+			_ = cur.Disconnect(&pahov5.Disconnect{ReasonCode: 0})
+		}
+	default: // a reconnect is under way: it resends
+	}
 }
 
 func (p *v5Producer) Close(ctx context.Context) {
