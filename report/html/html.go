@@ -69,6 +69,7 @@ type runView struct {
 	Bars         []barGroup
 	Timelines    []timeline
 	Axis         []tick
+	YAxis        []ytick
 	Bin          time.Duration
 	Stories      []storyView
 	Shown        map[string]string // per variant: "10 of 42 duplicates shown"
@@ -125,6 +126,12 @@ type tick struct {
 	Label string
 }
 
+// ytick is a mark of the timelines' vertical scale: events per bin.
+type ytick struct {
+	Y     float64
+	Label string
+}
+
 type storyView struct {
 	Variant string
 	Intent  int
@@ -156,7 +163,7 @@ func newRunView(r Run) runView {
 		rv.Rows = append(rv.Rows, row)
 	}
 	if r.Story != nil {
-		rv.Timelines, rv.Axis = timelines(r.Story.Timeline)
+		rv.Timelines, rv.Axis, rv.YAxis = timelines(r.Story.Timeline)
 		rv.Bin = r.Story.Timeline.Bin
 		for _, s := range r.Story.Stories {
 			rv.Stories = append(rv.Stories, newStoryView(s))
@@ -210,7 +217,7 @@ func bars(r check.Run) []barGroup {
 	return out
 }
 
-func timelines(tl story.Timeline) ([]timeline, []tick) {
+func timelines(tl story.Timeline) ([]timeline, []tick, []ytick) {
 	x := func(t time.Duration) float64 {
 		return labelW + float64(t)/float64(tl.End)*(chartW-labelW-10)
 	}
@@ -220,6 +227,16 @@ func timelines(tl story.Timeline) ([]timeline, []tick) {
 			top = max(top, slices.Max(b))
 		}
 	}
+	// One scale for every variant: n events in a bin stand sqrt(n/top)
+	// of the way up.
+	y := func(n int) float64 {
+		return timelineH - 10 - math.Sqrt(float64(n)/float64(top))*(timelineH-25)
+	}
+	yaxis := []ytick{{Y: y(0), Label: "0"}}
+	if q := top / 4; q > 0 && q < top {
+		yaxis = append(yaxis, ytick{Y: y(q), Label: fmt.Sprint(q)})
+	}
+	yaxis = append(yaxis, ytick{Y: y(top), Label: fmt.Sprint(top)})
 	var out []timeline
 	for _, s := range tl.Variants {
 		t := timeline{Variant: s.Variant}
@@ -233,7 +250,7 @@ func timelines(tl story.Timeline) ([]timeline, []tick) {
 			var pts strings.Builder
 			for i, n := range line.bins {
 				mid := tl.Bin*time.Duration(i) + tl.Bin/2
-				fmt.Fprintf(&pts, "%.1f,%.1f ", x(mid), timelineH-10-math.Sqrt(float64(n)/float64(top))*(timelineH-25))
+				fmt.Fprintf(&pts, "%.1f,%.1f ", x(mid), y(n))
 			}
 			t.Lines = append(t.Lines, series{Name: line.name, Class: line.class, Points: pts.String()})
 		}
@@ -260,7 +277,7 @@ func timelines(tl story.Timeline) ([]timeline, []tick) {
 		at := tl.End * time.Duration(i) / 5
 		axis = append(axis, tick{X: x(at), Label: fmt.Sprintf("%.2fs", at.Seconds())})
 	}
-	return out, axis
+	return out, axis, yaxis
 }
 
 func newStoryView(s *story.Story) storyView {
