@@ -11,10 +11,10 @@ import (
 )
 
 func newListCmd(s Streams) *cobra.Command {
-	return &cobra.Command{
+	c := &cobra.Command{
 		Use:     "list",
-		Short:   "List the built-in scenarios",
-		Example: "  dqbench list",
+		Short:   "List the built-in scenarios (list faults: the fault types)",
+		Example: "  dqbench list\n  dqbench list faults\n  dqbench list faults ack-lost",
 		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			w := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
@@ -31,4 +31,6 @@ func newListCmd(s Streams) *cobra.Command {
 			return w.Flush()
 		},
 	}
+	c.AddCommand(newListFaultsCmd(s))
+	return c
 }
