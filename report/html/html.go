@@ -69,7 +69,6 @@ type runView struct {
 	Bars         []barGroup
 	Timelines    []timeline
 	Axis         []tick
-	YAxis        []ytick
 	Bin          time.Duration
 	Stories      []storyView
 	Shown        map[string]string // per variant: "10 of 42 duplicates shown"
@@ -101,6 +100,7 @@ type bar struct {
 
 type timeline struct {
 	Variant string
+	YAxis   []ytick // the vertical scale, the same in every timeline
 	Lines   []series
 	Faults  []faultMark
 	Down    []rect
@@ -163,7 +163,7 @@ func newRunView(r Run) runView {
 		rv.Rows = append(rv.Rows, row)
 	}
 	if r.Story != nil {
-		rv.Timelines, rv.Axis, rv.YAxis = timelines(r.Story.Timeline)
+		rv.Timelines, rv.Axis = timelines(r.Story.Timeline)
 		rv.Bin = r.Story.Timeline.Bin
 		for _, s := range r.Story.Stories {
 			rv.Stories = append(rv.Stories, newStoryView(s))
@@ -217,7 +217,7 @@ func bars(r check.Run) []barGroup {
 	return out
 }
 
-func timelines(tl story.Timeline) ([]timeline, []tick, []ytick) {
+func timelines(tl story.Timeline) ([]timeline, []tick) {
 	x := func(t time.Duration) float64 {
 		return labelW + float64(t)/float64(tl.End)*(chartW-labelW-10)
 	}
@@ -239,7 +239,7 @@ func timelines(tl story.Timeline) ([]timeline, []tick, []ytick) {
 	yaxis = append(yaxis, ytick{Y: y(top), Label: fmt.Sprint(top)})
 	var out []timeline
 	for _, s := range tl.Variants {
-		t := timeline{Variant: s.Variant}
+		t := timeline{Variant: s.Variant, YAxis: yaxis}
 		for _, line := range []struct {
 			name, class string
 			bins        []int
@@ -277,7 +277,7 @@ func timelines(tl story.Timeline) ([]timeline, []tick, []ytick) {
 		at := tl.End * time.Duration(i) / 5
 		axis = append(axis, tick{X: x(at), Label: fmt.Sprintf("%.2fs", at.Seconds())})
 	}
-	return out, axis, yaxis
+	return out, axis
 }
 
 func newStoryView(s *story.Story) storyView {
