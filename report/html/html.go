@@ -122,8 +122,9 @@ type rect struct {
 }
 
 type tick struct {
-	X     float64
-	Label string
+	X      float64
+	Label  string
+	Anchor string // text-anchor: the last tick ends at its mark, inside the chart
 }
 
 // ytick is a mark of the timelines' vertical scale: events per bin.
@@ -275,7 +276,11 @@ func timelines(tl story.Timeline) ([]timeline, []tick) {
 	var axis []tick
 	for i := range 6 {
 		at := tl.End * time.Duration(i) / 5
-		axis = append(axis, tick{X: x(at), Label: fmt.Sprintf("%.2fs", at.Seconds())})
+		anchor := "middle"
+		if i == 5 {
+			anchor = "end"
+		}
+		axis = append(axis, tick{X: x(at), Label: fmt.Sprintf("%.2fs", at.Seconds()), Anchor: anchor})
 	}
 	return out, axis
 }
