@@ -4,17 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/dqbench/dqbench/brokers/mqtt"
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/cmd"
 )
@@ -38,7 +41,32 @@ func TestScripts(t *testing.T) {
 			"samecounts": cmdSameCounts,
 			"waitfor":    cmdWaitFor,
 		},
+		Condition: func(cond string) (bool, error) {
+			if cond == "mosquitto" { // the mosquitto binary is installed
+				err := mqtt.Installed()
+				return err == nil, nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
+		Setup: func(env *testscript.Env) error {
+			// A standing broker a failed script left ("dqbench brokers up
+			// mosquitto" outlives the command) is stopped with the script.
+			env.Setenv("XDG_RUNTIME_DIR", filepath.Join(env.WorkDir, "run"))
+			env.Defer(func() { stopStanding(filepath.Join(env.WorkDir, "run", "dqbench-brokers", "mqtt", "state.json")) })
+			return nil
+		},
 	})
+}
+
+// stopStanding kills the process group of the standing broker whose
+// state file is at path, if there is one.
+func stopStanding(path string) {
+	var st struct {
+		PID int `json:"pid"`
+	}
+	if b, err := os.ReadFile(path); err == nil && json.Unmarshal(b, &st) == nil && st.PID > 0 {
+		_ = syscall.Kill(-st.PID, syscall.SIGKILL)
+	}
 }
 
 // exits N PROGRAM ARGS...: run PROGRAM and require exit code N.

@@ -10,26 +10,54 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dqbench/dqbench/brokers"
-	"github.com/dqbench/dqbench/brokers/rabbitmq"
-	"github.com/dqbench/dqbench/brokers/rabbitmq/cluster"
+	"github.com/dqbench/dqbench/brokers/all"
 	"github.com/dqbench/dqbench/catalog"
+	"github.com/dqbench/dqbench/internal/ansi"
 )
 
-// managedKinds are the broker kinds "dqbench brokers" can start.
-var managedKinds = []string{string(catalog.RabbitMQ)}
+// managedKinds are the names "dqbench brokers" takes: every broker kind
+// with a managed mode in the catalog, and its standing broker's own name
+// when that differs (mqtt, mosquitto).
+func managedKinds() []string {
+	var out []string
+	for _, k := range all.ManagedKinds() {
+		out = append(out, string(k))
+		if s, ok := all.Standing[k]; ok && s.Name != string(k) {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
+// brokersLong is the help of "dqbench brokers": one paragraph per kind
+// with a managed mode, from its standing broker's Doc.
+func brokersLong() string {
+	var b strings.Builder
+	b.WriteString("Brokers starts a local broker from the installed server and leaves it running,\nfor every broker kind with a managed mode:\n")
+	for _, k := range all.ManagedKinds() {
+		st := all.Standing[k]
+		name := string(k)
+		if st.Name != name {
+			name += " (or " + st.Name + ")"
+		}
+		fmt.Fprintf(&b, "\n  %s\n", name)
+		for _, l := range ansi.Wrap("      "+st.Doc, 80, "      ") {
+			fmt.Fprintf(&b, "%s\n", l)
+		}
+	}
+	b.WriteString("\n\"dqbench brokers down KIND\" stops it and removes its files; without KIND, each\ncommand says which kinds it takes.")
+	return b.String()
+}
 
 func newBrokersCmd(s Streams) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "brokers",
-		Short: "Start, stop or show a local broker cluster that runs with mode: managed reuse",
-		Long: `Brokers starts a throwaway local RabbitMQ cluster (3 nodes, from the installed
-rabbitmq-server, with its own node names, ports and Erlang cookie; a RabbitMQ
-already running on the machine is not touched) and leaves it running, so that
-repeated runs with mode: managed skip the cluster's start. Stop it with
-"dqbench brokers down rabbitmq".`,
+		Short: "Start, stop or show a local broker that dqbench leaves running (RabbitMQ, Mosquitto)",
+		Long:  brokersLong(),
 		Example: `  dqbench brokers up rabbitmq
   dqbench brokers status rabbitmq
-  dqbench brokers down rabbitmq`,
+  dqbench brokers down rabbitmq
+  dqbench brokers up mosquitto`,
 		Args: cobra.ArbitraryArgs,
 		// Without a RunE, cobra prints the help and exits 0 for an unknown
 		// verb ("brokers stop"): a typo must fail.
@@ -45,95 +73,118 @@ repeated runs with mode: managed skip the cluster's start. Stop it with
 		},
 	}
 	c.SuggestionsMinimumDistance = 2
-	up := brokersSub(s, "up", "Start the managed cluster (or show the running one) and print its URLs", brokersUp)
+	up := brokersSub(s, "up", "Start the broker of KIND (or show the running one) and print its URLs", brokersUp)
 	up.SuggestFor = []string{"start", "run"}
-	down := brokersSub(s, "down", "Stop the managed cluster and remove its files", brokersDown)
+	down := brokersSub(s, "down", "Stop the broker of KIND that brokers up started and remove its files", brokersDown)
 	down.SuggestFor = []string{"stop", "kill", "halt"}
-	status := brokersSub(s, "status", "Show whether the managed cluster's nodes run, with their URLs", brokersStatus)
+	status := brokersSub(s, "status", "Show whether the broker of KIND runs, with its nodes and URLs", brokersStatus)
 	status.SuggestFor = []string{"show", "ps", "list"}
 	c.AddCommand(up, down, status)
 	return c
 }
 
-func brokersSub(s Streams, verb, short string, do func(c *cobra.Command, s Streams) error) *cobra.Command {
+// standingArgs is what every brokers subcommand works on: the name the
+// user gave (it starts each line printed) and its standing broker.
+type standingArgs struct {
+	name     string
+	standing brokers.Standing
+}
+
+func brokersSub(s Streams, verb, short string, do func(c *cobra.Command, s Streams, a standingArgs) error) *cobra.Command {
+	kinds := managedKinds()
 	return &cobra.Command{
 		Use:       verb + " KIND",
 		Short:     short,
-		Example:   "  dqbench brokers " + verb + " rabbitmq",
-		ValidArgs: managedKinds,
+		Example:   fmt.Sprintf("  dqbench brokers %s rabbitmq\n  dqbench brokers %s mosquitto", verb, verb),
+		ValidArgs: kinds,
 		Args: func(c *cobra.Command, args []string) error {
-			if len(args) != 1 || args[0] != string(catalog.RabbitMQ) {
-				return withCode(ExitUsage, fmt.Errorf("dqbench brokers %s takes one broker kind (allowed: %s)", verb, strings.Join(managedKinds, ", ")))
+			if len(args) == 1 {
+				if _, _, ok := all.LookupStanding(args[0]); ok {
+					return nil
+				}
 			}
-			return nil
+			return withCode(ExitUsage, fmt.Errorf("dqbench brokers %s takes one broker kind (allowed: %s)", verb, strings.Join(kinds, ", ")))
 		},
-		RunE: func(c *cobra.Command, _ []string) error { return do(c, s) },
+		RunE: func(c *cobra.Command, args []string) error {
+			_, st, _ := all.LookupStanding(args[0])
+			return do(c, s, standingArgs{name: args[0], standing: st})
+		},
 	}
 }
 
-func brokersUp(c *cobra.Command, s Streams) error {
-	cl, running, err := rabbitmq.Up(c.Context(), func() {
-		fmt.Fprintln(s.Err, "starting a 3-node RabbitMQ cluster from rabbitmq-server (about 20-30 s)...")
-	})
+func brokersUp(c *cobra.Command, s Streams, a standingArgs) error {
+	st, running, err := a.standing.Up(c.Context(), func() { fmt.Fprintln(s.Err, a.standing.Starting) })
 	if err != nil {
 		return withCode(ExitIncomplete, err)
 	}
 	if running {
-		fmt.Fprintf(s.Out, "rabbitmq: the managed cluster already runs (up since %s)\n", cl.Started.Format(time.RFC3339))
+		fmt.Fprintf(s.Out, "%s: the managed %s already runs (up since %s)\n", a.name, a.standing.Noun, st.Started.Format(time.RFC3339))
 	} else {
-		fmt.Fprintf(s.Out, "rabbitmq: managed cluster up in %s\n", cl.StartDur.Round(100*time.Millisecond))
+		took := st.StartDur.Round(100 * time.Millisecond)
+		if st.StartDur < time.Second {
+			took = st.StartDur.Round(time.Millisecond)
+		}
+		fmt.Fprintf(s.Out, "%s: managed %s up in %s\n", a.name, a.standing.Noun, took)
 	}
-	printNodes(s.Out, cl, cl.Status())
-	fmt.Fprintf(s.Out, "Runs with mode: managed use it until \"dqbench brokers down rabbitmq\" (user and password: guest).\n")
+	printNodes(s.Out, st)
+	fmt.Fprintln(s.Out, a.standing.Use(st, "dqbench brokers down "+a.name))
 	return nil
 }
 
-func brokersDown(_ *cobra.Command, s Streams) error {
-	cl, err := rabbitmq.Down()
-	if errors.Is(err, rabbitmq.ErrNoCluster) {
-		fmt.Fprintln(s.Out, "rabbitmq: no managed cluster is running")
+func brokersDown(_ *cobra.Command, s Streams, a standingArgs) error {
+	st, err := a.standing.Down()
+	if errors.Is(err, brokers.ErrNoStanding) {
+		fmt.Fprintf(s.Out, "%s: no managed %s is running\n", a.name, a.standing.Noun)
 		return nil
 	}
 	if err != nil {
 		return withCode(ExitIncomplete, fmt.Errorf("%w: %v", brokers.ErrCleanup, err))
 	}
-	fmt.Fprintf(s.Out, "rabbitmq: stopped the managed cluster (%d nodes) and removed %s\n", len(cl.Nodes), cl.Dir)
+	nodes := ""
+	if len(st.Nodes) > 1 {
+		nodes = fmt.Sprintf(" (%d nodes)", len(st.Nodes))
+	}
+	fmt.Fprintf(s.Out, "%s: stopped the managed %s%s and removed %s\n", a.name, a.standing.Noun, nodes, st.Dir)
 	return nil
 }
 
-func brokersStatus(_ *cobra.Command, s Streams) error {
-	for _, dir := range rabbitmq.OrphanClusters() {
-		fmt.Fprintf(s.Out, "rabbitmq: a managed cluster of a run that was killed is left in %s; stop it with \"dqbench clean\"\n", dir)
+func brokersStatus(_ *cobra.Command, s Streams, a standingArgs) error {
+	if a.standing.Orphans != nil {
+		for _, dir := range a.standing.Orphans() {
+			fmt.Fprintf(s.Out, "%s: a managed %s of a run that was killed is left in %s; stop it with \"dqbench clean\"\n", a.name, a.standing.Noun, dir)
+		}
 	}
-	cl, err := rabbitmq.Status()
-	if errors.Is(err, rabbitmq.ErrNoCluster) {
-		fmt.Fprintln(s.Out, "rabbitmq: no managed cluster is running; start one with \"dqbench brokers up rabbitmq\"")
+	st, err := a.standing.Status()
+	if errors.Is(err, brokers.ErrNoStanding) {
+		fmt.Fprintf(s.Out, "%s: no managed %s is running; start one with \"dqbench brokers up %s\"\n", a.name, a.standing.Noun, a.name)
 		return withCode(ExitIncomplete, errSilent)
 	}
 	if err != nil {
 		return withCode(ExitIncomplete, err)
 	}
-	st := cl.Status()
-	up := 0
-	for _, n := range st {
-		if n.Running {
-			up++
+	up := st.Running()
+	if len(st.Nodes) == 1 {
+		state := "running"
+		if up == 0 {
+			state = "not running"
 		}
+		fmt.Fprintf(s.Out, "%s: managed %s in %s, %s\n", a.name, a.standing.Noun, st.Dir, state)
+	} else {
+		fmt.Fprintf(s.Out, "%s: managed %s in %s, %d of %d nodes running\n", a.name, a.standing.Noun, st.Dir, up, len(st.Nodes))
 	}
-	fmt.Fprintf(s.Out, "rabbitmq: managed cluster in %s, %d of %d nodes running\n", cl.Dir, up, len(st))
-	printNodes(s.Out, cl, st)
-	if up < len(st) {
+	printNodes(s.Out, st)
+	if up < len(st.Nodes) {
 		return withCode(ExitIncomplete, errSilent)
 	}
 	return nil
 }
 
-func printNodes(w io.Writer, _ *cluster.Cluster, st []cluster.NodeStatus) {
-	for _, n := range st {
+func printNodes(w io.Writer, st brokers.StandingState) {
+	for _, n := range st.Nodes {
 		state := "running"
 		if !n.Running {
 			state = "stopped"
 		}
-		fmt.Fprintf(w, "  %-32s %-8s %s\n", n.Name, state, catalog.MaskURL(n.URL()))
+		fmt.Fprintf(w, "  %-32s %-8s %s\n", n.Name, state, catalog.MaskURL(n.URL))
 	}
 }

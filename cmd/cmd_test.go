@@ -15,6 +15,7 @@ import (
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/check"
+	"github.com/dqbench/dqbench/check/checktest"
 	"github.com/dqbench/dqbench/history"
 	"github.com/dqbench/dqbench/runner"
 	"github.com/dqbench/dqbench/scenario"
@@ -217,10 +218,9 @@ func TestRunFlags(t *testing.T) {
 			if !got.Passed || len(got.Runs) != 1 || got.Runs[0].Seed != 9 || len(got.Runs[0].Variants) != 1 {
 				t.Fatalf("JSON %+v, want one passed run with seed 9 and one variant", got)
 			}
-			want := check.Counts{Attempted: 3, Acknowledged: 3, Delivered: 3, Redelivered: 1, Effects: 4, Duplicates: 1}
-			if c := got.Runs[0].Variants[0].Counts; c != want {
-				t.Errorf("JSON counts %+v, want %+v", c, want)
-			}
+			checktest.WantCounts(t, got.Runs[0].Variants[0].Counts, map[string]int{
+				"attempted": 3, "acknowledged": 3, "delivered": 3, "redelivered": 1, "effects": 4, "duplicates": 1, "lost": 0,
+			})
 		}},
 		{name: "failed expectation", args: []string{"run", failing}, code: ExitFail, test: func(t *testing.T, r result) {
 			if !strings.Contains(r.out, "FAIL none: duplicates == 0 (got 1)") {

@@ -119,25 +119,36 @@ func TestBuiltinsWidths(t *testing.T) {
 	}
 }
 
-// TestREADME holds the README to the table: its sentence listing what a
-// piped table prints names every column, in order, and its 80-column
-// quickstart example is what Table prints for the saved quickstart run at
-// 80 columns, down to the line saying what it hid.
+// TestREADME holds the README to the count table: its sentence listing
+// what a piped table prints names every column in order, its list of the
+// counts every name, and its 80-column quickstart example is what Table
+// prints for the saved quickstart run at 80 columns, down to the line
+// saying what it hid. With -update it rewrites the three (go test ./report
+// -update, after adding a count).
 func TestREADME(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
+	const path = "../README.md"
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme := strings.Join(strings.Fields(string(b)), " ")
-	var names []string
+	raw := string(b)
+	var columns []string
 	for _, c := range check.Table {
-		names = append(names, c.Column)
+		columns = append(columns, c.Column)
 	}
-	if want := "Piped (or with `--wide`) it prints every count: " + strings.Join(names, ", ") + "."; !strings.Contains(readme, want) {
-		t.Errorf("README.md does not say %q", want)
+	lists := []struct{ prefix, list, end string }{
+		{"Piped (or with `--wide`) it prints every count: ", strings.Join(columns, ", "), "."},
+		{"- **Counts** per variant: `", strings.Join(check.CountNames(), ", "), "`."},
+	}
+	for _, l := range lists {
+		if *update {
+			raw = rewrap(t, raw, l.prefix, l.list+l.end, l.end)
+		}
+		if want := l.prefix + l.list + l.end; !strings.Contains(strings.Join(strings.Fields(raw), " "), want) {
+			t.Errorf("README.md does not say %q (go test ./report -update rewrites it)", want)
+		}
 	}
 
-	raw := string(b)
 	start := strings.Index(raw, "\nscenario quickstart\n")
 	if start < 0 {
 		t.Fatal("README.md has no quickstart example")
@@ -153,8 +164,59 @@ func TestREADME(t *testing.T) {
 		}
 		got := buf.String()
 		table := got[:strings.Index(got, "\nPASS ")+1]
+		if *update {
+			if end := strings.Index(example, "\nPASS "); end >= 0 {
+				example = table + example[end+1:]
+				raw = raw[:start+1] + example
+			}
+		}
 		if !strings.HasPrefix(example, table) {
-			t.Errorf("README.md's quickstart example does not begin as the table prints at 80 columns:\n%s", table)
+			t.Errorf("README.md's quickstart example does not begin as the table prints at 80 columns (go test ./report -update rewrites it):\n%s", table)
 		}
 	}
+	if *update && raw != string(b) {
+		if err := os.WriteFile(path, []byte(raw), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// rewrap replaces the text in raw from prefix to the first end after it
+// with prefix+text, wrapped at spaces to 100 columns; continuation lines
+// take the indent of the line prefix starts on.
+func rewrap(t *testing.T, raw, prefix, text, end string) string {
+	t.Helper()
+	i := strings.Index(raw, prefix)
+	if i < 0 {
+		t.Errorf("README.md has no %q to rewrite", prefix)
+		return raw
+	}
+	j := strings.Index(raw[i+len(prefix):], end)
+	if j < 0 {
+		t.Errorf("README.md: no %q after %q", end, prefix)
+		return raw
+	}
+	lineStart := strings.LastIndex(raw[:i], "\n") + 1
+	indent := raw[lineStart:i]
+	indent = indent[:len(indent)-len(strings.TrimLeft(indent, " "))]
+	if indent == "" && strings.HasPrefix(prefix, "- ") {
+		indent = "  "
+	}
+	const width = 100
+	var out strings.Builder
+	col := i - lineStart
+	for k, w := range strings.Fields(prefix + text) {
+		switch {
+		case k == 0:
+		case col+1+len(w) > width:
+			out.WriteString("\n" + indent)
+			col = len(indent)
+		default:
+			out.WriteByte(' ')
+			col++
+		}
+		out.WriteString(w)
+		col += len(w)
+	}
+	return raw[:i] + out.String() + raw[i+len(prefix)+j+len(end):]
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dqbench/dqbench/check"
+	"github.com/dqbench/dqbench/check/checktest"
 	"github.com/dqbench/dqbench/history"
 	"github.com/dqbench/dqbench/savedrun"
 	"github.com/dqbench/dqbench/scenario"
@@ -207,16 +208,16 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]check.Counts{
-		"none":  {Attempted: 3, Acknowledged: 3, Delivered: 3, Redelivered: 1, Effects: 4, Duplicates: 1},
-		"dedup": {Attempted: 3, Acknowledged: 3, Delivered: 3, Redelivered: 1, Effects: 3},
+	want := map[string]map[string]int{
+		"none":  {"attempted": 3, "acknowledged": 3, "delivered": 3, "redelivered": 1, "effects": 4, "duplicates": 1, "lost": 0},
+		"dedup": {"attempted": 3, "acknowledged": 3, "delivered": 3, "redelivered": 1, "effects": 3, "duplicates": 0, "lost": 0},
 	}
 	if len(run.Variants) != 2 {
 		t.Fatalf("judged %d variants, want 2", len(run.Variants))
 	}
 	for _, v := range run.Variants {
-		if v.Counts != want[v.Name] {
-			t.Errorf("variant %s: counts %+v, want %+v", v.Name, v.Counts, want[v.Name])
+		if diff := checktest.DiffCounts(v.Counts, want[v.Name]); diff != "" {
+			t.Errorf("variant %s: %s", v.Name, diff)
 		}
 		if !v.Passed || len(v.Invalid) > 0 {
 			t.Errorf("variant %s: passed %v, invalid %v; want a pass", v.Name, v.Passed, v.Invalid)

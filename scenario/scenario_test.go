@@ -110,7 +110,7 @@ var fixtures = []fixture{
 		`7:9: faults[0].at: no variant's strategy has the crash point between-dedup-and-effect, so the fault never fires; add a variant with strategy dedup-table-split`,
 	}},
 	{"invalid/unknown-expect-key.yaml", []string{
-		`9:7: unknown key "duplicate" in variants[0].expect (allowed: attempted, acknowledged, indeterminate, delivered, redelivered, effects, duplicates, lost, refused, rejected, unexpected, dead_lettered, starved, faults_injected, aborted_seen, aborted_written); did you mean "duplicates"?`,
+		`9:7: unknown key "duplicate" in variants[0].expect (allowed: ` + strings.Join(check.CountNames(), ", ") + `); did you mean "duplicates"?`,
 	}},
 	{"invalid/bad-expectation.yaml", []string{
 		`9:13: variants[0].expect.lost: bad expectation "about 3": write a count like 0, or a comparison like ">0"`,

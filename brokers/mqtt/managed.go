@@ -76,10 +76,24 @@ func startMosquitto(ctx context.Context, s catalog.MQTTSettings) (*mosquitto, er
 		os.RemoveAll(dir)
 		return nil, err
 	}
+	m := &mosquitto{bin: bin, dir: dir, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+	if m.limits, err = writeConf(dir, port, s); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	if err := m.launch(ctx); err != nil {
+		m.stop()
+		return nil, err
+	}
+	return m, nil
+}
+
+// writeConf writes the configuration of a Mosquitto listening on port of
+// 127.0.0.1 with its persistence and log in dir and the settings' limits,
+// and returns the limits as the report names them.
+func writeConf(dir string, port int, s catalog.MQTTSettings) (limits string, err error) {
 	queued, inflight := s.Limits()
 	persistence := s.Persistence == nil || *s.Persistence
-	m := &mosquitto{bin: bin, dir: dir, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		limits: fmt.Sprintf("max_queued_messages %d, max_inflight_messages %d, persistence %v", queued, inflight, persistence)}
 	// Started as root, Mosquitto switches to the user "mosquitto", which
 	// cannot write the temporary directory: it stays the user dqbench runs
 	// as (ignored when not root).
@@ -98,22 +112,33 @@ sys_interval 1
 log_dest file %s
 `, me, port, persistence, dir, queued, inflight, filepath.Join(dir, "mosquitto.log"))
 	if err := os.WriteFile(filepath.Join(dir, "mosquitto.conf"), []byte(conf), 0o600); err != nil {
-		os.RemoveAll(dir)
-		return nil, err
+		return "", err
 	}
-	if err := m.launch(ctx); err != nil {
-		m.stop()
-		return nil, err
-	}
-	return m, nil
+	return fmt.Sprintf("max_queued_messages %d, max_inflight_messages %d, persistence %v", queued, inflight, persistence), nil
 }
 
 // launch starts the process on the configuration in m.dir and waits until
 // it answers.
 func (m *mosquitto) launch(ctx context.Context) error {
+	if err := m.spawn(false); err != nil {
+		return err
+	}
+	if err := m.waitReady(ctx); err != nil {
+		return err
+	}
+	return m.watchStore(ctx)
+}
+
+// spawn starts the process on the configuration in m.dir. A variant's
+// Mosquitto has its own process group, killed with dqbench if dqbench
+// dies; a standing one ("dqbench brokers up mqtt") has its own session
+// and outlives dqbench.
+func (m *mosquitto) spawn(standing bool) error {
 	cmd := exec.Command(m.bin, "-c", filepath.Join(m.dir, "mosquitto.conf"))
-	// Its own process group, killed with dqbench if dqbench dies.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if standing {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("%w: start %s: %v", brokers.ErrUnreachable, m.bin, err)
 	}
@@ -122,10 +147,7 @@ func (m *mosquitto) launch(ctx context.Context) error {
 	m.pmu.Lock()
 	m.cmd, m.exited = cmd, exited
 	m.pmu.Unlock()
-	if err := m.waitReady(ctx); err != nil {
-		return err
-	}
-	return m.watchStore(ctx)
+	return nil
 }
 
 // restart stops the broker as an operator would (SIGTERM: Mosquitto

@@ -74,3 +74,61 @@ func Status() (*cluster.Cluster, error) {
 	}
 	return c, err
 }
+
+// Standing is the cluster "dqbench brokers up rabbitmq" leaves running for
+// runs with mode: managed.
+var Standing = brokers.Standing{
+	Name: "rabbitmq",
+	Noun: "cluster",
+	Doc: "a throwaway 3-node cluster from rabbitmq-server (own node names, ports and Erlang cookie; " +
+		"a RabbitMQ already running on the machine is not touched): runs with mode: managed reuse it " +
+		"and skip the cluster's start.",
+	Starting: "starting a 3-node RabbitMQ cluster from rabbitmq-server (about 20-30 s)...",
+	Use: func(_ brokers.StandingState, down string) string {
+		return fmt.Sprintf("Runs with mode: managed use it until %q (user and password: guest).", down)
+	},
+	Up: func(ctx context.Context, starting func()) (brokers.StandingState, bool, error) {
+		c, running, err := Up(ctx, starting)
+		if err != nil {
+			return brokers.StandingState{}, false, err
+		}
+		return standingState(c, true), running, nil
+	},
+	Down: func() (brokers.StandingState, error) {
+		c, err := Down()
+		if errors.Is(err, ErrNoCluster) {
+			return brokers.StandingState{}, brokers.ErrNoStanding
+		}
+		if c == nil {
+			return brokers.StandingState{}, err
+		}
+		return standingState(c, false), err
+	},
+	Status: func() (brokers.StandingState, error) {
+		c, err := Status()
+		if errors.Is(err, ErrNoCluster) {
+			return brokers.StandingState{}, brokers.ErrNoStanding
+		}
+		if err != nil {
+			return brokers.StandingState{}, err
+		}
+		return standingState(c, true), nil
+	},
+	Orphans: OrphanClusters,
+}
+
+// standingState describes c; probe: ask each node whether it runs (else
+// every node counts as stopped).
+func standingState(c *cluster.Cluster, probe bool) brokers.StandingState {
+	st := brokers.StandingState{Dir: c.Dir, Started: c.Started, StartDur: c.StartDur}
+	if !probe {
+		for _, n := range c.Nodes {
+			st.Nodes = append(st.Nodes, brokers.StandingNode{Name: n.Name, URL: n.URL()})
+		}
+		return st
+	}
+	for _, n := range c.Status() {
+		st.Nodes = append(st.Nodes, brokers.StandingNode{Name: n.Name, Running: n.Running, URL: n.URL()})
+	}
+	return st
+}
