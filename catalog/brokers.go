@@ -240,6 +240,16 @@ var Brokers = []Broker{
 		ValidAddress:   MQTTURL,
 		NewSettings:    func() any { return new(MQTTSettings) },
 	},
+	{
+		Kind:           NATS,
+		Doc:            "NATS JetStream: nats-server in-process (embedded) or a running server with JetStream (external), with nats.go's jetstream client; a stream and a durable pull consumer per variant, publish acks, explicit acks that wait for the server (ack: auto is the AckNone policy), Nats-Msg-Id from the intent",
+		Modes:          []Mode{Embedded, External},
+		ExampleAddress: "nats://127.0.0.1:4222",
+		DefaultAddress: "nats://127.0.0.1:4222",
+		ValidAddress:   NATSURL,
+		AutoAck:        true,
+		NewSettings:    func() any { return new(NATSSettings) },
+	},
 }
 
 // LookupBroker returns the broker kind k.

@@ -148,8 +148,20 @@ var fixtures = []fixture{
 		`9:26: variants[0].producer.overflow: "drop-tail" is not allowed (allowed: drop-head, reject-publish); did you mean "drop-head"?`,
 	}},
 	{"invalid/auto-ack-on-kafka.yaml", []string{
-		`5:8: consumer.ack: auto (the broker acks on delivery) is only for rabbitmq, not kafka; use before-process`,
-		`9:21: variants[0].consumer.ack: auto (the broker acks on delivery) is only for rabbitmq, not kafka`,
+		`5:8: consumer.ack: auto (the broker acks on delivery) is only for rabbitmq, nats, not kafka; use before-process`,
+		`9:21: variants[0].consumer.ack: auto (the broker acks on delivery) is only for rabbitmq, nats, not kafka`,
+	}},
+	{"invalid/nats-settings.yaml", []string{
+		`5:12: broker.storage: "disk" is not allowed (allowed: file, memory)`,
+		`6:13: broker.replicas: must be from 1 to 5, got 0`,
+		`7:13: broker.ack_wait: must be a duration such as "30s", "2m" or "1m30s" (units: ms, s, m, h), got integer 30; add a unit, e.g. 30s`,
+		`8:11: broker.msg_id: "uuid" is not allowed (allowed: none, business, per-send-uuid)`,
+		`9:16: broker.max_deliver: must be from -1 to 1,000, got -2`,
+		`10:21: broker.duplicate_window: must be more than 0s, got -1s`,
+	}},
+	{"invalid/nats-address.yaml", []string{
+		`6:15: broker.addresses[0]: "tcp://127.0.0.1:4222" is not a NATS URL (nats://HOST:PORT) (e.g. "nats://127.0.0.1:4222")`,
+		`6:39: broker.addresses[1]: "nats://127.0.0.1" is not a NATS URL (nats://HOST:PORT): no port`,
 	}},
 	{"invalid/addresses-without-external.yaml", []string{
 		`5:14: broker.addresses: only used with mode: external`,
@@ -171,7 +183,7 @@ var fixtures = []fixture{
 		`7:37: variants[0].mqtt: only for broker kind mqtt, not kafka; remove it`,
 	}},
 	{"invalid/bad-broker-kind.yaml", []string{
-		`4:9: broker.kind: "kafak" is not allowed (allowed: kafka, rabbitmq, mqtt); did you mean "kafka"?`,
+		`4:9: broker.kind: "kafak" is not allowed (allowed: kafka, rabbitmq, mqtt, nats); did you mean "kafka"?`,
 	}},
 	{"invalid/acks-need-non-idempotent.yaml", []string{
 		`6:9: producer.acks: acks leader needs idempotent: false (Kafka's idempotent producer requires acks all, and idempotent defaults to true)`,
@@ -203,7 +215,7 @@ var fixtures = []fixture{
 	{"invalid/many-problems.yaml", []string{
 		`1:10: version: 2 is not supported; this dqbench reads version 1`,
 		`2:7: name: must not be empty`,
-		`4:9: broker.kind: "rabbit" is not allowed (allowed: kafka, rabbitmq, mqtt)`,
+		`4:9: broker.kind: "rabbit" is not allowed (allowed: kafka, rabbitmq, mqtt, nats)`,
 		`6:15: broker.addresses[0]: "localhost" is not host:port`,
 		`8:15: producer.idempotent: must be true or false, got string "no"`,
 		`10:8: consumer.ack: "before" is not allowed (allowed: after-process, before-process, auto)`,
@@ -220,7 +232,7 @@ var fixtures = []fixture{
 		`9:1: a second YAML document (after ---): a file holds one scenario`,
 	}},
 	{"invalid/two-documents-and-more.yaml", []string{
-		`4:9: broker.kind: "kafak" is not allowed (allowed: kafka, rabbitmq, mqtt); did you mean "kafka"?`,
+		`4:9: broker.kind: "kafak" is not allowed (allowed: kafka, rabbitmq, mqtt, nats); did you mean "kafka"?`,
 		`9:1: a second YAML document (after ---): a file holds one scenario`,
 	}},
 	{"invalid/duplicate-keys.yaml", []string{

@@ -77,6 +77,9 @@ var lessons = []lesson{
 		{"mqtt-broker-queue-limit", 5.2},
 		{"mqtt-broker-restart", 4.5},
 	}},
+	{"NATS JetStream: ack policies, ack_wait", []timed{
+		{"nats-ack-none", 4.6},
+	}},
 }
 
 // measuredHow says where the seconds in lessons come from (measure says
