@@ -159,12 +159,9 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 	spec := brokers.DestinationSpec{
 		Name: r.name, Idempotent: *prod.Idempotent, Acks: prod.Acks, Window: prod.Window,
 		Retries:  prod.RetryCount(),
-		Prefetch: cons.Prefetch, AutoAck: cons.Ack == catalog.AckAuto, Isolation: cons.Isolation,
-		Client:        prod.Client,
-		Settings:      r.s.BrokerSettingsFor(r.v),
-		DeadLetter:    cons.OnFailure == catalog.FailReject || cons.DeliveryLimit > 0,
-		DeliveryLimit: cons.DeliveryLimit,
-		MaxLength:     prod.MaxLength, Overflow: prod.Overflow,
+		Prefetch: cons.Prefetch, AutoAck: cons.Ack == catalog.AckAuto,
+		Settings:   r.s.BrokerSettingsFor(r.v),
+		DeadLetter: cons.OnFailure == catalog.FailReject || cons.DeliveryLimit > 0,
 	}
 	if r.stage = r.s.StageFor(r.v); r.stage != nil {
 		spec.Stage = &brokers.StageSpec{Transactional: r.stage.IsTransactional()}
