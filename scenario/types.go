@@ -97,7 +97,7 @@ type Fault struct {
 // optional setting overrides and its expectations.
 type Variant struct {
 	Name     string                 `yaml:"name" json:"name" jsonschema:"required,description=Name used in reports and JSON output."`
-	Strategy string                 `yaml:"strategy" json:"strategy,omitempty" jsonschema:"description=Consumer idempotency strategy (a built-in consumer). Exactly one of strategy and process."`
+	Strategy catalog.StrategyName   `yaml:"strategy" json:"strategy,omitempty" jsonschema:"description=Consumer idempotency strategy (a built-in consumer). Exactly one of strategy and process."`
 	Producer *Producer              `yaml:"producer" json:"producer,omitempty" jsonschema:"description=Overrides of the scenario's producer settings."`
 	Consumer *Consumer              `yaml:"consumer" json:"consumer,omitempty" jsonschema:"description=Overrides of the scenario's consumer settings."`
 	Store    string                 `yaml:"store" json:"store,omitempty" jsonschema:"description=This variant's business store (overrides the scenario's store)."`
