@@ -51,7 +51,10 @@ func BenchmarkStrategies(b *testing.B) {
 	} else {
 		b.Logf("PostgreSQL at %s is not reachable: SQLite only", catalog.MaskURL(*postgresURL))
 	}
-	type cell struct{ strategy, store string }
+	type cell struct {
+		strategy catalog.StrategyName
+		store    string
+	}
 	var cells []cell
 	for _, st := range catalog.Strategies {
 		if st.NeedsRedis && !reachable(*redisURL) {
@@ -88,9 +91,9 @@ func BenchmarkStrategies(b *testing.B) {
 		fmt.Fprintf(tw, "%s\t", st.Name)
 		for _, ref := range stores {
 			r := spreadOf(rates[cell{st.Name, ref}]).median
-			base := spreadOf(rates[cell{"dedup-table", ref}]).median
+			base := spreadOf(rates[cell{catalog.DedupTable, ref}]).median
 			fmt.Fprintf(tw, "%.0f\t%.2f\t", r, r/base)
-			b.ReportMetric(r, st.Name+"@"+storeLabel(ref)+"-intents/s")
+			b.ReportMetric(r, string(st.Name)+"@"+storeLabel(ref)+"-intents/s")
 		}
 		fmt.Fprintln(tw)
 	}
@@ -107,7 +110,7 @@ func storeLabel(ref string) string {
 
 // runStrategy runs the pipeline on n intents with one variant of strategy
 // on store, judges it, and requires every intent applied exactly once.
-func runStrategy(n int, strategy, store string) (time.Duration, error) {
+func runStrategy(n int, strategy catalog.StrategyName, store string) (time.Duration, error) {
 	return runScenario("bench-strategies.yaml", fmt.Appendf(nil, strategyScenario, n, store, *redisURL, strategy), n)
 }
 

@@ -76,33 +76,20 @@ type DestinationSpec struct {
 	// (consumer ack: auto, only for kinds with catalog.Broker.AutoAck);
 	// Consumer.Ack is then a no-op.
 	AutoAck bool
-	// Settings is the kind's own settings for this variant (the broker's,
-	// with the variant's overrides: scenario.BrokerSettingsFor); nil
-	// means the broker's.
+	// Settings is the kind's own settings for this variant
+	// (scenario.BrokerSettingsFor: the broker's, with the variant's
+	// overrides and its kind-only producer and consumer keys, such as
+	// Kafka's client and isolation or RabbitMQ's max_length); nil means
+	// the broker's.
 	Settings any
-	// Isolation is which records a Kafka consumer reads (read_uncommitted
-	// when empty).
-	Isolation catalog.Isolation
 	// Stage, when set, puts a consume-transform-produce stage between the
 	// producer and the consumers; only a destination with the Stager power
 	// can run one.
 	Stage *StageSpec
-	// Client is the Kafka producer's client library (franz-go when
-	// empty).
-	Client catalog.Client
-	// DeadLetter: the destination moves refused messages (and, with
-	// DeliveryLimit, over-delivered ones) to a dead-letter queue, read
-	// through DeadLetterer.
+	// DeadLetter: the destination moves refused messages (and, with a
+	// delivery limit in its settings, over-delivered ones) to a
+	// dead-letter queue, read through DeadLetterer.
 	DeadLetter bool
-	// MaxLength bounds the queue's ready messages (0: no bound), and
-	// Overflow says what a full queue does with a publish (only kinds with
-	// catalog.Broker.MaxLength).
-	MaxLength int
-	Overflow  catalog.Overflow
-	// DeliveryLimit: the broker dead-letters a message delivered this many
-	// times without an ack (0: no limit; only kinds with
-	// catalog.Broker.DeliveryLimit).
-	DeliveryLimit int
 }
 
 // Message is one publish.

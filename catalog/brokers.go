@@ -56,59 +56,61 @@ type Broker struct {
 	NewSettings func() any
 }
 
-// KafkaSettings are the broker settings of kind kafka.
-type KafkaSettings struct {
-	Partitions int `yaml:"partitions" json:"partitions,omitempty" jsonschema:"minimum=1,maximum=1000,description=Partitions of each variant's topic (default 1)."`
-	Brokers    int `yaml:"brokers" json:"brokers,omitempty" jsonschema:"minimum=1,maximum=9,description=Brokers of the embedded cluster (kfake; default 1). leader-move needs at least 2. Embedded only."`
+// VariantSettings is a kind's settings type (Broker.NewSettings) whose
+// value may differ per variant.
+type VariantSettings interface {
+	// ForVariant returns a copy of the broker's settings for one variant.
+	ForVariant(v VariantKeys) any
 }
 
-// Defaults fills in what the scenario leaves out.
-func (s *KafkaSettings) Defaults() {
-	if s.Partitions == 0 {
-		s.Partitions = 1
-	}
+// VariantKeys is what one variant says that only some broker kinds take:
+// the kind-only producer and consumer keys (the scenario's, with the
+// variant's overrides) and the variant's override mappings. A kind's
+// ForVariant picks its own parts.
+type VariantKeys struct {
+	Producer  ProducerKeys
+	Consumer  ConsumerKeys
+	Overrides BrokerOverrides
 }
 
-// QueueType is the kind of RabbitMQ queue each variant declares.
-type QueueType string
-
-// RabbitMQ queue types.
-const (
-	ClassicQueue QueueType = "classic"
-	QuorumQueue  QueueType = "quorum"
-)
-
-// Allowed lists the valid values, for strict decoding and the schema.
-func (QueueType) Allowed() []string { return []string{string(ClassicQueue), string(QuorumQueue)} }
-
-// RabbitMQSettings are the broker settings of kind rabbitmq.
-type RabbitMQSettings struct {
-	QueueType QueueType `yaml:"queue_type" json:"queue_type,omitempty" jsonschema:"description=Type of each variant's durable queue: classic (default) or quorum."`
-	Toxiproxy string    `yaml:"toxiproxy" json:"toxiproxy,omitempty" jsonschema:"description=API URL of an external toxiproxy (http://HOST:8474) that every producer and consumer connection goes through (--toxiproxy overrides); default: an in-process toxiproxy. The AMQP-aware faults (ack-lost\\, confirm-lost) need the in-process one."`
+// ProducerKeys are the producer keys only some broker kinds take, one
+// group per kind, written among the common producer keys
+// (scenario.Producer embeds it).
+type ProducerKeys struct {
+	KafkaProducer    `yaml:",inline"`
+	RabbitMQProducer `yaml:",inline"`
 }
 
-// RabbitMQOverrides are the broker settings one variant may change
-// (rabbitmq: in a variant), so one run can compare queue types.
-type RabbitMQOverrides struct {
-	QueueType QueueType `yaml:"queue_type" json:"queue_type,omitempty" jsonschema:"description=Type of this variant's durable queue: classic or quorum (overrides the broker's queue_type)."`
+// With returns k overridden by what o sets (a variant's producer).
+func (k ProducerKeys) With(o ProducerKeys) ProducerKeys {
+	return ProducerKeys{k.KafkaProducer.With(o.KafkaProducer), k.RabbitMQProducer.With(o.RabbitMQProducer)}
 }
 
-// With returns s with the variant's overrides o applied.
-func (s RabbitMQSettings) With(o *RabbitMQOverrides) RabbitMQSettings {
-	if o != nil && o.QueueType != "" {
-		s.QueueType = o.QueueType
-	}
-	return s
+// ConsumerKeys are the consumer keys only some broker kinds take, one
+// group per kind, written among the common consumer keys
+// (scenario.Consumer embeds it).
+type ConsumerKeys struct {
+	KafkaConsumer    `yaml:",inline"`
+	RabbitMQConsumer `yaml:",inline"`
 }
 
-// UseToxiproxy routes the kind's client connections through the external
-// toxiproxy at url (the run's --toxiproxy).
-func (s *RabbitMQSettings) UseToxiproxy(url string) { s.Toxiproxy = url }
+// With returns k overridden by what o sets (a variant's consumer).
+func (k ConsumerKeys) With(o ConsumerKeys) ConsumerKeys {
+	return ConsumerKeys{k.KafkaConsumer.With(o.KafkaConsumer), k.RabbitMQConsumer.With(o.RabbitMQConsumer)}
+}
 
-// Defaults fills in what the scenario leaves out.
-func (s *RabbitMQSettings) Defaults() {
-	if s.QueueType == "" {
-		s.QueueType = ClassicQueue
+// BrokerOverrides are a variant's own mappings of broker settings, one key
+// per kind that has them, written among the variant's keys
+// (scenario.Variant embeds it).
+type BrokerOverrides struct {
+	MQTT     *MQTTSettings      `yaml:"mqtt" json:"mqtt,omitempty" jsonschema:"description=Overrides of the broker's MQTT settings for this variant (qos\\, subscription_qos\\, clean_session\\, client); broker kind mqtt only."`
+	RabbitMQ *RabbitMQOverrides `yaml:"rabbitmq" json:"rabbitmq,omitempty" jsonschema:"description=Overrides of the broker's RabbitMQ settings for this variant (queue_type); broker kind rabbitmq only."`
+}
+
+func setIfNonZero[T comparable](p *T, v T) {
+	var zero T
+	if v != zero {
+		*p = v
 	}
 }
 

@@ -65,6 +65,12 @@ func (s *MQTTSettings) Defaults() {
 	}
 }
 
+// ForVariant returns a copy of s with the variant's mqtt overrides.
+func (s MQTTSettings) ForVariant(v VariantKeys) any {
+	merged := s.With(v.Overrides.MQTT)
+	return &merged
+}
+
 // With returns s overridden by what o sets (a variant's mqtt mapping).
 func (s MQTTSettings) With(o *MQTTSettings) MQTTSettings {
 	if o == nil {

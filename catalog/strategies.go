@@ -1,8 +1,23 @@
 package catalog
 
+// StrategyName names a consumer idempotency strategy.
+type StrategyName string
+
+// The strategies' names.
+const (
+	NoStrategy      StrategyName = "none"
+	DedupTable      StrategyName = "dedup-table"
+	DedupTableSplit StrategyName = "dedup-table-split"
+	UniqueKey       StrategyName = "unique-key"
+	StateMachine    StrategyName = "state-machine"
+	VersionCAS      StrategyName = "version-cas"
+	CheckThenAct    StrategyName = "check-then-act"
+	RedisSetNX      StrategyName = "redis-setnx"
+)
+
 // Strategy describes one consumer idempotency strategy.
 type Strategy struct {
-	Name string
+	Name StrategyName
 	// Doc is one line for docs, the schema and --help.
 	Doc string
 	// CrashPoints are the strategy's own crash points, besides the loop's.
@@ -63,39 +78,39 @@ func (p *RedisSetNXParams) Defaults() {
 // in strategy/ under the same name.
 var Strategies = []Strategy{
 	{
-		Name: "none",
+		Name: NoStrategy,
 		Doc:  "apply the effect on every delivery (no idempotency)",
 	},
 	{
-		Name:      "dedup-table",
+		Name:      DedupTable,
 		Doc:       "dedup row and business update in one transaction; a conflict means already done",
 		NewParams: func() any { return new(DedupTableParams) },
 	},
 	{
-		Name:        "dedup-table-split",
+		Name:        DedupTableSplit,
 		Doc:         "dedup row committed in its own transaction before the business update (fake idempotency)",
 		CrashPoints: []CrashPoint{BetweenDedupAndEffect},
 	},
 	{
-		Name:      "unique-key",
+		Name:      UniqueKey,
 		Doc:       "the business row's primary key is the business id; a conflict means already done (only a create-type effect has such a row)",
 		NewParams: func() any { return new(UniqueKeyParams) },
 	},
 	{
-		Name: "state-machine",
+		Name: StateMachine,
 		Doc:  "UPDATE orders SET status = 'PAID' WHERE id = ? AND status = 'PENDING'; 0 rows: already paid, or an illegal transition (rejected)",
 	},
 	{
-		Name: "version-cas",
+		Name: VersionCAS,
 		Doc:  "UPDATE ... SET version = version + 1 WHERE id = ? AND version = ? with the expected version from the message; an earlier version is already done, a later one is rejected (out of order)",
 	},
 	{
-		Name:        "check-then-act",
+		Name:        CheckThenAct,
 		Doc:         "SELECT \"processed?\", then apply and mark in another transaction, with no lock and no constraint: two instances handling one intent at once both apply it",
 		CrashPoints: []CrashPoint{BetweenCheckAndAct},
 	},
 	{
-		Name:        "redis-setnx",
+		Name:        RedisSetNX,
 		Doc:         "SET key NX PX ttl in Redis before processing, not atomic with the business write: a crash between loses the effect, an expired key lets a redelivery apply it again",
 		CrashPoints: []CrashPoint{BetweenSetnxAndEffect},
 		NewParams:   func() any { return new(RedisSetNXParams) },
@@ -104,7 +119,7 @@ var Strategies = []Strategy{
 }
 
 // LookupStrategy returns the strategy named name.
-func LookupStrategy(name string) (Strategy, bool) {
+func LookupStrategy(name StrategyName) (Strategy, bool) {
 	for _, s := range Strategies {
 		if s.Name == name {
 			return s, true
@@ -117,7 +132,7 @@ func LookupStrategy(name string) (Strategy, bool) {
 func StrategyNames() []string {
 	out := make([]string, len(Strategies))
 	for i, s := range Strategies {
-		out[i] = s.Name
+		out[i] = string(s.Name)
 	}
 	return out
 }

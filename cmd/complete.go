@@ -111,7 +111,7 @@ func completeVariants(_ *cobra.Command, args []string, toComplete string) ([]cob
 				continue
 			}
 			seen = append(seen, v.Name)
-			desc := v.Strategy
+			desc := string(v.Strategy)
 			if v.Process != nil {
 				desc = v.Process.Label()
 			}

@@ -44,6 +44,7 @@ func (r *variantRun) consume(ctx context.Context, dest brokers.Destination, ackF
 		}
 		c := recording.NewConsumer(raw, gen, r.seen, r.rec)
 		err = r.handle(ctx, c, ackFirst)
+		r.consumerEnded(ctx, gen, err)
 		var fatal errFatal
 		switch {
 		case errors.As(err, &fatal):

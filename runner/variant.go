@@ -37,7 +37,7 @@ type variantRun struct {
 	start    time.Time // the run's start
 	hard     time.Time // the run's hard deadline: shutdown ends by then
 
-	strat    strategy.Strategy
+	strat    strategy.Instance // the variant's (runner/strategy.go)
 	env      strategy.Env
 	crashes  faults.Crashes
 	failures faults.Failures
@@ -123,10 +123,6 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 		return r.runProcess(ctx)
 	}
 	prod, cons := r.s.ProducerFor(r.v), r.s.ConsumerFor(r.v)
-	var ok bool
-	if r.strat, ok = strategy.All[r.v.Strategy]; !ok {
-		return nil, nil, fmt.Errorf("strategy %q is not supported by this build", r.v.Strategy)
-	}
 	st, err := store.Open(ctx, store.Where{Ref: r.s.StoreFor(r.v), Dir: r.storeDir, Name: r.name, Conns: cons.Instances})
 	if err != nil {
 		return nil, nil, err
@@ -154,21 +150,19 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 		}()
 		r.env.Redis = rd
 	}
-	if err := r.strat.Setup(ctx, r.env); err != nil {
-		return nil, nil, fmt.Errorf("set up strategy %s: %w", r.v.Strategy, err)
+	if r.strat, err = strategy.Open(ctx, r.v.Strategy, r.env); err != nil {
+		return nil, nil, err
 	}
+	defer func() { err = errors.Join(err, r.closeStrategy()) }() // after the consumers stop
 	r.seen = recording.NewDeliveries(r.s.Messages)
 	r.done = make([]uint8, r.s.Messages+1)
 
 	spec := brokers.DestinationSpec{
 		Name: r.name, Idempotent: *prod.Idempotent, Acks: prod.Acks, Window: prod.Window,
 		Retries:  prod.RetryCount(),
-		Prefetch: cons.Prefetch, AutoAck: cons.Ack == catalog.AckAuto, Isolation: cons.Isolation,
-		Client:        prod.Client,
-		Settings:      r.s.BrokerSettingsFor(r.v),
-		DeadLetter:    cons.OnFailure == catalog.FailReject || cons.DeliveryLimit > 0,
-		DeliveryLimit: cons.DeliveryLimit,
-		MaxLength:     prod.MaxLength, Overflow: prod.Overflow,
+		Prefetch: cons.Prefetch, AutoAck: cons.Ack == catalog.AckAuto,
+		Settings:   r.s.BrokerSettingsFor(r.v),
+		DeadLetter: cons.OnFailure == catalog.FailReject || cons.DeliveryLimit > 0,
 	}
 	if r.stage = r.s.StageFor(r.v); r.stage != nil {
 		spec.Stage = &brokers.StageSpec{Transactional: r.stage.IsTransactional()}

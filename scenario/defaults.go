@@ -156,9 +156,7 @@ func (s *Scenario) ProducerFor(v Variant) Producer {
 			p.Retries = new(*o.Retries)
 		}
 		setIfNonZero(&p.ConfirmTimeout, o.ConfirmTimeout)
-		setIfNonZero(&p.Client, o.Client)
-		setIfNonZero(&p.MaxLength, o.MaxLength)
-		setIfNonZero(&p.Overflow, o.Overflow)
+		p.ProducerKeys = p.ProducerKeys.With(o.ProducerKeys)
 	}
 	return p
 }
@@ -171,26 +169,25 @@ func (s *Scenario) ConsumerFor(v Variant) Consumer {
 		setIfNonZero(&c.Instances, o.Instances)
 		setIfNonZero(&c.Ack, o.Ack)
 		setIfNonZero(&c.Prefetch, o.Prefetch)
-		setIfNonZero(&c.Isolation, o.Isolation)
-		setIfNonZero(&c.OnFailure, o.OnFailure)
-		setIfNonZero(&c.DeliveryLimit, o.DeliveryLimit)
+		c.ConsumerKeys = c.ConsumerKeys.With(o.ConsumerKeys)
 	}
 	return c
 }
 
-// BrokerSettingsFor returns the broker kind's settings for variant v:
-// the scenario's, with the variant's mqtt or rabbitmq overrides applied
-// (a copy).
+// BrokerSettingsFor returns the broker kind's settings for variant v (a
+// copy where the kind's settings differ per variant: catalog.VariantSettings):
+// the scenario's, with the variant's kind-only producer and consumer keys
+// and its override mapping (mqtt, rabbitmq) applied.
 func (s *Scenario) BrokerSettingsFor(v Variant) any {
-	switch m := s.Broker.Settings.(type) {
-	case *catalog.MQTTSettings:
-		merged := m.With(v.MQTT)
-		return &merged
-	case *catalog.RabbitMQSettings:
-		merged := m.With(v.RabbitMQ)
-		return &merged
+	vs, ok := s.Broker.Settings.(catalog.VariantSettings)
+	if !ok {
+		return s.Broker.Settings
 	}
-	return s.Broker.Settings
+	return vs.ForVariant(catalog.VariantKeys{
+		Producer:  s.ProducerFor(v).ProducerKeys,
+		Consumer:  s.ConsumerFor(v).ConsumerKeys,
+		Overrides: v.BrokerOverrides,
+	})
 }
 
 // StoreFor returns the store variant v runs on: its own, else the

@@ -145,7 +145,7 @@ func (Expectation) JSONSchema() *jsonschema.Schema {
 func (s *Scenario) Plan() check.Plan {
 	var p check.Plan
 	for _, v := range s.Variants {
-		pv := check.PlanVariant{Name: v.Name, Strategy: v.Strategy}
+		pv := check.PlanVariant{Name: v.Name, Strategy: string(v.Strategy)}
 		if v.Process != nil {
 			pv.Strategy = v.Process.Label()
 		}

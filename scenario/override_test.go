@@ -1,9 +1,11 @@
 package scenario_test
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/scenario"
 )
 
@@ -40,6 +42,78 @@ func TestOnlyVariants(t *testing.T) {
 		}
 		if err != nil || strings.Join(got, ",") != tc.want {
 			t.Errorf("%v: variants %v (err %v), want %s", tc.names, got, err, tc.want)
+		}
+	}
+}
+
+// TestBrokerSettingsFor: each variant gets its kind's own settings, with
+// its kind-only producer and consumer keys (the scenario's, overridden by
+// the variant's) and its override mapping applied, without changing the
+// broker's.
+func TestBrokerSettingsFor(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		want       []any // per variant
+		broker     any
+	}{
+		{
+			name: "kafka",
+			yaml: `
+broker: {kind: kafka, partitions: 2}
+producer: {client: kafka-go, idempotent: false}
+consumer: {isolation: read_committed}
+variants:
+  - {name: a, strategy: none}
+  - {name: b, strategy: none, producer: {client: franz-go}, consumer: {isolation: read_uncommitted}}
+`,
+			want: []any{
+				&catalog.KafkaSettings{Partitions: 2, KafkaProducer: catalog.KafkaProducer{Client: catalog.KafkaGo}, KafkaConsumer: catalog.KafkaConsumer{Isolation: catalog.ReadCommitted}},
+				&catalog.KafkaSettings{Partitions: 2, KafkaProducer: catalog.KafkaProducer{Client: catalog.FranzGo}, KafkaConsumer: catalog.KafkaConsumer{Isolation: catalog.ReadUncommitted}},
+			},
+			broker: &catalog.KafkaSettings{Partitions: 2},
+		},
+		{
+			name: "rabbitmq",
+			yaml: `
+broker: {kind: rabbitmq, queue_type: quorum}
+producer: {max_length: 10}
+consumer: {on_failure: reject}
+variants:
+  - {name: a, strategy: none, consumer: {delivery_limit: 3}}
+  - {name: b, strategy: none, rabbitmq: {queue_type: classic}, producer: {overflow: reject-publish}}
+`,
+			want: []any{
+				&catalog.RabbitMQSettings{QueueType: catalog.QuorumQueue, RabbitMQProducer: catalog.RabbitMQProducer{MaxLength: 10}, RabbitMQConsumer: catalog.RabbitMQConsumer{OnFailure: catalog.FailReject, DeliveryLimit: 3}},
+				&catalog.RabbitMQSettings{QueueType: catalog.ClassicQueue, RabbitMQProducer: catalog.RabbitMQProducer{MaxLength: 10, Overflow: catalog.RejectPublish}, RabbitMQConsumer: catalog.RabbitMQConsumer{OnFailure: catalog.FailReject}},
+			},
+			broker: &catalog.RabbitMQSettings{QueueType: catalog.QuorumQueue},
+		},
+		{
+			name: "mqtt",
+			yaml: `
+broker: {kind: mqtt, qos: 2}
+variants:
+  - {name: a, strategy: none}
+  - {name: b, strategy: none, mqtt: {client: paho.golang, qos: 0}}
+`,
+			want: []any{
+				&catalog.MQTTSettings{QoS: new(2), SubscriptionQoS: new(2), CleanSession: new(false), Client: catalog.Paho},
+				&catalog.MQTTSettings{QoS: new(0), SubscriptionQoS: new(2), CleanSession: new(false), Client: catalog.PahoGolang},
+			},
+			broker: &catalog.MQTTSettings{QoS: new(2), SubscriptionQoS: new(2), CleanSession: new(false), Client: catalog.Paho},
+		},
+	} {
+		s, err := scenario.Parse(tc.name+".yaml", []byte("version: 1\nname: t\n"+strings.TrimPrefix(tc.yaml, "\n")))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		for i, v := range s.Variants {
+			if got := s.BrokerSettingsFor(v); !reflect.DeepEqual(got, tc.want[i]) {
+				t.Errorf("%s: variant %s: settings %+v, want %+v", tc.name, v.Name, got, tc.want[i])
+			}
+		}
+		if !reflect.DeepEqual(s.Broker.Settings, tc.broker) {
+			t.Errorf("%s: broker settings became %+v, want %+v", tc.name, s.Broker.Settings, tc.broker)
 		}
 	}
 }

@@ -70,7 +70,7 @@ func (b *Broker) ParamOwners(key string) []string {
 func (v *Variant) KindName() string {
 	switch {
 	case v.Strategy != "":
-		return v.Strategy
+		return string(v.Strategy)
 	case v.Process != nil:
 		return "a process variant"
 	}
@@ -97,7 +97,7 @@ func (v *Variant) ParamOwners(key string) []string {
 	var out []string
 	for _, st := range catalog.Strategies {
 		if st.NewParams != nil && slices.Contains(yamlNames(st.NewParams()), key) {
-			out = append(out, st.Name)
+			out = append(out, string(st.Name))
 		}
 	}
 	return out

@@ -26,7 +26,8 @@ func (s *Scenario) YAML() ([]byte, error) {
 }
 
 // render turns v into YAML-ready values: structs become ordered mappings of
-// their non-zero yaml fields, a `yaml:",params"` field is inlined.
+// their non-zero yaml fields, a `yaml:",params"` or `yaml:",inline"` field is
+// inlined.
 func render(v reflect.Value) any {
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
@@ -48,7 +49,7 @@ func render(v reflect.Value) any {
 				continue
 			}
 			fv := v.Field(i)
-			if opts == "params" {
+			if opts == "params" || opts == "inline" {
 				if inner, ok := render(fv).(yaml.MapSlice); ok {
 					out = append(out, inner...)
 				}

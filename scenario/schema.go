@@ -140,7 +140,7 @@ func (Variant) JSONSchemaExtend(s *jsonschema.Schema) {
 	}
 	defer func() {
 		withParams(s, "strategy", catalog.StrategyNames(), func(name string) any {
-			st, _ := catalog.LookupStrategy(name)
+			st, _ := catalog.LookupStrategy(catalog.StrategyName(name))
 			if st.NewParams == nil {
 				return nil
 			}

@@ -60,25 +60,21 @@ type Producer struct {
 	Acks       catalog.Acks `yaml:"acks" json:"acks,omitempty" jsonschema:"description=Broker acknowledgement the producer waits for (default all; leader and none need idempotent: false)."`
 	Window     int          `yaml:"window" json:"window,omitempty" jsonschema:"minimum=1,maximum=100000,description=Most unacknowledged publishes in flight (default 256; 1 makes every request carry one intent)."`
 	// Retries and ConfirmTimeout are the application's publish policy.
-	Retries        *int           `yaml:"retries" json:"retries,omitempty" jsonschema:"minimum=0,maximum=100,description=How many times the application publishes an intent again when a send ends without a confirm (an unknown outcome) or none came within confirm_timeout (default 0: the client's own retries only)."`
-	ConfirmTimeout Duration       `yaml:"confirm_timeout" json:"confirm_timeout,omitempty" jsonschema:"description=How long the application waits for a confirm before it gives the send up as unknown (and retries\\, with retries > 0); default: as long as the client takes to answer (5s with a confirm-lost fault\\, whose withheld confirms never come)."`
-	Client         catalog.Client `yaml:"client" json:"client,omitempty" jsonschema:"description=Kafka client library of the producer: franz-go (default) or kafka-go (segmentio/kafka-go: no idempotent producer and no transactions\\, so it needs idempotent: false)."`
-	// MaxLength and Overflow bound the variant's queue (a broker limit as
-	// a loss source). An empty Overflow is drop-head.
-	MaxLength int              `yaml:"max_length" json:"max_length,omitempty" jsonschema:"minimum=0,maximum=10000000,description=The queue holds at most this many ready messages (RabbitMQ x-max-length); 0 (default): no limit. rabbitmq only."`
-	Overflow  catalog.Overflow `yaml:"overflow" json:"overflow,omitempty" jsonschema:"description=What a full queue (max_length) does with a publish: drop-head (default: the oldest message is dropped after it was confirmed\\, a loss no client sees) or reject-publish (the new publish is refused with a basic.nack the producer sees). rabbitmq only."`
+	Retries        *int     `yaml:"retries" json:"retries,omitempty" jsonschema:"minimum=0,maximum=100,description=How many times the application publishes an intent again when a send ends without a confirm (an unknown outcome) or none came within confirm_timeout (default 0: the client's own retries only)."`
+	ConfirmTimeout Duration `yaml:"confirm_timeout" json:"confirm_timeout,omitempty" jsonschema:"description=How long the application waits for a confirm before it gives the send up as unknown (and retries\\, with retries > 0); default: as long as the client takes to answer (5s with a confirm-lost fault\\, whose withheld confirms never come)."`
+	// The producer keys only some broker kinds take (Kafka's client,
+	// RabbitMQ's max_length and overflow).
+	catalog.ProducerKeys `yaml:",inline"`
 }
 
 // Consumer holds consumer settings; a variant may override each one.
 type Consumer struct {
-	Instances int               `yaml:"instances" json:"instances,omitempty" jsonschema:"minimum=1,maximum=64,description=Consumer processes sharing the subscription (default 1)."`
-	Ack       catalog.AckMode   `yaml:"ack" json:"ack,omitempty" jsonschema:"description=When the consumer acks/commits: after-process (at-least-once\\, default) or before-process (at-most-once) or auto (the broker acks on delivery\\, at-most-once: RabbitMQ autoAck\\, NATS JetStream AckNone; rabbitmq and nats only)."`
-	Prefetch  int               `yaml:"prefetch" json:"prefetch,omitempty" jsonschema:"minimum=1,maximum=100000,description=Messages fetched per poll / prefetch count (default 100)."`
-	Isolation catalog.Isolation `yaml:"isolation" json:"isolation,omitempty" jsonschema:"description=Which records a Kafka consumer reads: read_uncommitted (Kafka's default: also records of aborted transactions) or read_committed (only committed ones); kafka only."`
-	// OnFailure and DeliveryLimit: what happens to a delivery whose
-	// processing failed (poison-message). An empty OnFailure is requeue.
-	OnFailure     catalog.FailureMode `yaml:"on_failure" json:"on_failure,omitempty" jsonschema:"description=What the consumer does with a delivery whose processing failed (poison-message): requeue (basic.nack with requeue\\, default: a transient failure; it comes back) or reject (basic.reject: a permanent one; the broker dead-letters it). rabbitmq only."`
-	DeliveryLimit int                 `yaml:"delivery_limit" json:"delivery_limit,omitempty" jsonschema:"minimum=0,maximum=1000,description=The queue dead-letters a message once it has been delivered this many times without an ack (RabbitMQ quorum queues: x-delivery-limit); 0 (default): no limit. rabbitmq with queue_type quorum only."`
+	Instances int             `yaml:"instances" json:"instances,omitempty" jsonschema:"minimum=1,maximum=64,description=Consumer processes sharing the subscription (default 1)."`
+	Ack       catalog.AckMode `yaml:"ack" json:"ack,omitempty" jsonschema:"description=When the consumer acks/commits: after-process (at-least-once\\, default) or before-process (at-most-once) or auto (the broker acks on delivery\\, at-most-once: RabbitMQ autoAck\\, NATS JetStream AckNone; rabbitmq and nats only)."`
+	Prefetch  int             `yaml:"prefetch" json:"prefetch,omitempty" jsonschema:"minimum=1,maximum=100000,description=Messages fetched per poll / prefetch count (default 100)."`
+	// The consumer keys only some broker kinds take (Kafka's isolation,
+	// RabbitMQ's on_failure and delivery_limit).
+	catalog.ConsumerKeys `yaml:",inline"`
 }
 
 // Fault is one fault to inject. Type picks the fault; the schedule fields
@@ -101,7 +97,7 @@ type Fault struct {
 // optional setting overrides and its expectations.
 type Variant struct {
 	Name     string                 `yaml:"name" json:"name" jsonschema:"required,description=Name used in reports and JSON output."`
-	Strategy string                 `yaml:"strategy" json:"strategy,omitempty" jsonschema:"description=Consumer idempotency strategy (a built-in consumer). Exactly one of strategy and process."`
+	Strategy catalog.StrategyName   `yaml:"strategy" json:"strategy,omitempty" jsonschema:"description=Consumer idempotency strategy (a built-in consumer). Exactly one of strategy and process."`
 	Producer *Producer              `yaml:"producer" json:"producer,omitempty" jsonschema:"description=Overrides of the scenario's producer settings."`
 	Consumer *Consumer              `yaml:"consumer" json:"consumer,omitempty" jsonschema:"description=Overrides of the scenario's consumer settings."`
 	Store    string                 `yaml:"store" json:"store,omitempty" jsonschema:"description=This variant's business store (overrides the scenario's store)."`
@@ -115,10 +111,10 @@ type Variant struct {
 	// strategy (process.go).
 	Process *Process `yaml:"process" json:"process,omitempty" jsonschema:"description=Your own consumer program as the consumer under test\\, instead of a built-in strategy. Exactly one of strategy and process."`
 	// Audit is how a process variant's store is counted.
-	Audit *Audit                `yaml:"audit" json:"audit,omitempty" jsonschema:"description=How dqbench counts the effects in a process variant's store (required with process)."`
-	MQTT  *catalog.MQTTSettings `yaml:"mqtt" json:"mqtt,omitempty" jsonschema:"description=Overrides of the broker's MQTT settings for this variant (qos\\, subscription_qos\\, clean_session\\, client); broker kind mqtt only."`
-	// RabbitMQ overrides the broker's RabbitMQ settings for this variant.
-	RabbitMQ *catalog.RabbitMQOverrides `yaml:"rabbitmq" json:"rabbitmq,omitempty" jsonschema:"description=Overrides of the broker's RabbitMQ settings for this variant (queue_type); broker kind rabbitmq only."`
+	Audit *Audit `yaml:"audit" json:"audit,omitempty" jsonschema:"description=How dqbench counts the effects in a process variant's store (required with process)."`
+	// The variant's overrides of the broker's settings, one key per kind
+	// that has them (mqtt, rabbitmq).
+	catalog.BrokerOverrides `yaml:",inline"`
 	// Params is the strategy's own settings (catalog.Strategy.NewParams),
 	// written beside strategy in the variant.
 	Params any `yaml:",params" json:"-"`

@@ -426,13 +426,13 @@ func (c *checker) variants() {
 			names[strings.ToLower(v.Name)] = vp
 		}
 		if c.d.Has(vp + ".strategy") {
-			c.oneOf(vp+".strategy", v.Strategy, catalog.StrategyNames())
+			c.oneOf(vp+".strategy", string(v.Strategy), catalog.StrategyNames())
 		} else if !c.d.Has(vp + ".process") {
 			c.missing(vp+".strategy", "add strategy: one of "+strings.Join(catalog.StrategyNames(), ", ")+"; or process: to run your own consumer program")
 		}
 		c.producer(vp+".producer", v.Producer)
 		c.consumer(vp+".consumer", v.Consumer)
-		c.params(vp, v.Params, v.Strategy)
+		c.params(vp, v.Params, string(v.Strategy))
 	}
 }
 
@@ -487,7 +487,7 @@ func (c *checker) faultPoints() {
 		var with []string
 		for _, st := range catalog.Strategies {
 			if st.HasPoint(p.At) {
-				with = append(with, st.Name)
+				with = append(with, string(st.Name))
 			}
 		}
 		path := fmt.Sprintf("faults[%d].at", i)

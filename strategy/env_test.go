@@ -35,10 +35,10 @@ const testIntents = 100
 // eachEnv runs test for strategy name on SQLite and, when reachable,
 // PostgreSQL, with a Redis client (under a key prefix of the test's own)
 // when the strategy needs one; it skips what is not reachable, saying so.
-func eachEnv(t *testing.T, name string, test func(t *testing.T, env Env)) {
+func eachEnv(t *testing.T, name catalog.StrategyName, test func(t *testing.T, env Env)) {
 	desc, _ := catalog.LookupStrategy(name)
 	for _, kind := range []string{"sqlite", "postgres"} {
-		t.Run(name+"/"+kind, func(t *testing.T) {
+		t.Run(string(name)+"/"+kind, func(t *testing.T) {
 			ctx := context.Background()
 			id := fmt.Sprintf("strategytest_%d_%d", os.Getpid(), envs.Add(1))
 			var st store.Store

@@ -6,6 +6,7 @@ package strategy
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/dqbench/dqbench/catalog"
@@ -61,7 +62,9 @@ func (e Env) now() time.Time {
 	return time.Now()
 }
 
-// Strategy processes one delivery.
+// Strategy processes one delivery. A strategy value is shared by every
+// variant that names it, so it keeps no state of its own: state lives in
+// the store, in Redis, or in a Stateful strategy's per-variant instance.
 type Strategy interface {
 	// Setup creates the tables the strategy needs beside the business tables.
 	Setup(ctx context.Context, env Env) error
@@ -69,17 +72,75 @@ type Strategy interface {
 	Process(ctx context.Context, env Env, m Message, crash CrashHook) (Outcome, error)
 }
 
-// All maps every strategy name in catalog.Strategies to its implementation.
-var All = map[string]Strategy{
-	"none":              None{},
-	"dedup-table":       DedupTable{},
-	"dedup-table-split": DedupTableSplit{},
-	"unique-key":        UniqueKey{},
-	"state-machine":     StateMachine{},
-	"version-cas":       VersionCAS{},
-	"check-then-act":    CheckThenAct{},
-	"redis-setnx":       RedisSetNX{},
+// Instance is a strategy as one variant runs it: every consumer instance
+// of the variant calls its Process, as the threads of one consumer
+// process would.
+type Instance interface {
+	// Process handles one delivery of m.
+	Process(ctx context.Context, env Env, m Message, crash CrashHook) (Outcome, error)
+	// Close releases what the instance holds; the runner calls it once,
+	// when the variant's consumers have stopped.
+	Close() error
 }
+
+// Stateful is a strategy that keeps state of its own per variant (ids
+// seen in memory, entries that expire): New, called after Setup, returns
+// the variant's instance, which holds that state. A strategy without New
+// is its own instance.
+type Stateful interface {
+	Strategy
+	New(env Env) (Instance, error)
+}
+
+// RestartObserver is an Instance told when a consumer instance ends
+// without a clean stop (a fault crashed it, it lost its lease, its
+// connection broke) and a replacement takes its place: what the dead
+// consumer held in memory is gone, and an in-memory strategy forgets it
+// as a restarted process would.
+type RestartObserver interface {
+	// ConsumerRestarted is called with the generation of the consumer
+	// instance that ended (brokers.Destination.Consumer's gen), before
+	// its replacement handles a delivery.
+	ConsumerRestarted(gen int)
+}
+
+// All maps every strategy name in catalog.Strategies to its implementation.
+var All = map[catalog.StrategyName]Strategy{
+	catalog.NoStrategy:      None{},
+	catalog.DedupTable:      DedupTable{},
+	catalog.DedupTableSplit: DedupTableSplit{},
+	catalog.UniqueKey:       UniqueKey{},
+	catalog.StateMachine:    StateMachine{},
+	catalog.VersionCAS:      VersionCAS{},
+	catalog.CheckThenAct:    CheckThenAct{},
+	catalog.RedisSetNX:      RedisSetNX{},
+}
+
+// Open sets up strategy name for one variant (Setup) and returns the
+// variant's instance: a Stateful strategy's New, else the strategy itself.
+func Open(ctx context.Context, name catalog.StrategyName, env Env) (Instance, error) {
+	st, ok := All[name]
+	if !ok {
+		return nil, fmt.Errorf("strategy %q is not supported by this build", name)
+	}
+	if err := st.Setup(ctx, env); err != nil {
+		return nil, fmt.Errorf("set up strategy %s: %w", name, err)
+	}
+	if s, ok := st.(Stateful); ok {
+		inst, err := s.New(env)
+		if err != nil {
+			return nil, fmt.Errorf("start strategy %s: %w", name, err)
+		}
+		return inst, nil
+	}
+	return stateless{st}, nil
+}
+
+// stateless is a strategy without state of its own as its variant's
+// instance.
+type stateless struct{ Strategy }
+
+func (stateless) Close() error { return nil }
 
 const createDedup = `CREATE TABLE IF NOT EXISTS processed (message_id TEXT PRIMARY KEY, at BIGINT NOT NULL)`
 

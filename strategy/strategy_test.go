@@ -31,7 +31,7 @@ func msg(intent int) Message {
 // checks how often the effect applied, on every store.
 func TestRedelivery(t *testing.T) {
 	for _, tc := range []struct {
-		strategy string
+		strategy catalog.StrategyName
 		params   any
 		want     int // applications of one intent delivered twice
 	}{
@@ -78,7 +78,7 @@ func TestRedelivery(t *testing.T) {
 // marker, dies, and then skips the redelivery: the effect never applies.
 func TestSplitLosesOnCrashBetween(t *testing.T) {
 	for _, tc := range []struct {
-		strategy string
+		strategy catalog.StrategyName
 		point    catalog.CrashPoint
 	}{
 		{"dedup-table-split", catalog.BetweenDedupAndEffect},
@@ -147,5 +147,30 @@ func TestCrashPointsMatchTheCatalog(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Open sets a strategy up and gives a stateless one as its own instance,
+// with a Close that does nothing; a name this build lacks is an error.
+func TestOpen(t *testing.T) {
+	eachEnv(t, catalog.DedupTable, func(t *testing.T, env Env) {
+		ctx := context.Background()
+		inst, err := Open(ctx, catalog.DedupTable, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := inst.Process(ctx, env, msg(1), noCrash); err != nil || !out.Applied {
+			t.Errorf("first delivery: %+v, %v", out, err)
+		}
+		if out, err := inst.Process(ctx, env, msg(1), noCrash); err != nil || out.Applied {
+			t.Errorf("second delivery: %+v, %v (Setup made no dedup table?)", out, err)
+		}
+		if err := inst.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	_, err := Open(context.Background(), "dedup-memory", Env{})
+	if want := `strategy "dedup-memory" is not supported by this build`; err == nil || err.Error() != want {
+		t.Errorf("unknown strategy: %v, want %s", err, want)
 	}
 }

@@ -127,8 +127,11 @@ func (k *Kafka) Open(ctx context.Context, spec brokers.DestinationSpec) (brokers
 		return nil, fmt.Errorf("create topic %s: %w", topic, err)
 	}
 	d := &topicDest{k: k, spec: spec, topic: topic, group: topic + "-group", seen: map[int32]int64{}}
+	if s, ok := spec.Settings.(*catalog.KafkaSettings); ok && s != nil {
+		d.settings = *s
+	}
 	if spec.Stage != nil {
-		d.stage = newStage(*spec.Stage, topic, spec.Isolation == catalog.ReadCommitted)
+		d.stage = newStage(*spec.Stage, topic, d.settings.Isolation == catalog.ReadCommitted)
 		resp, err := k.adm.CreateTopic(ctx, k.partitions, k.replicas(), nil, d.stage.out)
 		if err == nil {
 			err = resp.Err
@@ -156,10 +159,13 @@ func (k *Kafka) replicas() int16 {
 
 // topicDest is one variant's topic and consumer group.
 type topicDest struct {
-	k     *Kafka
-	spec  brokers.DestinationSpec
-	topic string
-	group string
+	k    *Kafka
+	spec brokers.DestinationSpec
+	// settings are the variant's Kafka settings (its producer client and
+	// consumer isolation).
+	settings catalog.KafkaSettings
+	topic    string
+	group    string
 
 	mu   sync.Mutex
 	seen map[int32]int64 // highest offset delivered per partition, for the redelivered flag
@@ -184,7 +190,7 @@ var (
 )
 
 func (c *topicDest) Producer(ctx context.Context) (brokers.Producer, error) {
-	if c.spec.Client == catalog.KafkaGo {
+	if c.settings.Client == catalog.KafkaGo {
 		return c.kafkaGoProducer()
 	}
 	opts := []kgo.Opt{
@@ -280,7 +286,7 @@ func (c *topicDest) Consumer(ctx context.Context, gen int) (brokers.Consumer, er
 		// Leaders move (leader-move): find the new one quickly.
 		kgo.MetadataMinAge(50 * time.Millisecond),
 	}
-	if c.spec.Isolation == catalog.ReadCommitted {
+	if c.settings.Isolation == catalog.ReadCommitted {
 		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	}
 	cl, err := kgo.NewClient(opts...)

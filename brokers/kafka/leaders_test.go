@@ -29,7 +29,8 @@ func TestLeaderMoveKeepsTheLog(t *testing.T) {
 		{"read_uncommitted", brokers.DestinationSpec{Acks: catalog.AcksAll, Window: 16, Prefetch: 64, Idempotent: true}, 1},
 		{"read_uncommitted-twice", brokers.DestinationSpec{Acks: catalog.AcksAll, Window: 16, Prefetch: 64, Idempotent: true}, 2},
 		{"read_committed-stage", brokers.DestinationSpec{Acks: catalog.AcksAll, Window: 16, Prefetch: 64, Idempotent: true,
-			Isolation: catalog.ReadCommitted, Stage: &brokers.StageSpec{Transactional: true}}, 1},
+			Settings: &catalog.KafkaSettings{KafkaConsumer: catalog.KafkaConsumer{Isolation: catalog.ReadCommitted}},
+			Stage:    &brokers.StageSpec{Transactional: true}}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) { testLeaderMove(t, tc.spec, tc.moves) })
 	}

@@ -241,8 +241,12 @@ func (r *RabbitMQ) proxy(name, url string) (*netfault.Proxy, error) {
 // Open declares the variant's durable queue.
 func (r *RabbitMQ) Open(ctx context.Context, spec brokers.DestinationSpec) (brokers.Destination, error) {
 	d := &queueDest{r: r, spec: spec, queue: "dqbench-" + spec.Name, queueType: r.queueType}
-	if s, ok := spec.Settings.(*catalog.RabbitMQSettings); ok && s.QueueType != "" {
-		d.queueType = s.QueueType // the variant's override
+	var settings catalog.RabbitMQSettings // the variant's: queue type, bounds, delivery limit
+	if s, ok := spec.Settings.(*catalog.RabbitMQSettings); ok && s != nil {
+		settings = *s
+	}
+	if settings.QueueType != "" {
+		d.queueType = settings.QueueType // the variant's override
 	}
 	ch, err := d.admin()
 	if err != nil {
@@ -260,17 +264,17 @@ func (r *RabbitMQ) Open(ctx context.Context, spec brokers.DestinationSpec) (brok
 		args["x-dead-letter-exchange"] = ""
 		args["x-dead-letter-routing-key"] = d.dead.queue
 	}
-	if spec.MaxLength > 0 {
-		args[amqp.QueueMaxLenArg] = spec.MaxLength
-		overflow := spec.Overflow
+	if settings.MaxLength > 0 {
+		args[amqp.QueueMaxLenArg] = settings.MaxLength
+		overflow := settings.Overflow
 		if overflow == "" {
 			overflow = catalog.DropHead
 		}
 		args[amqp.QueueOverflowArg] = string(overflow)
 	}
 	switch {
-	case spec.DeliveryLimit > 0:
-		args["x-delivery-limit"] = spec.DeliveryLimit
+	case settings.DeliveryLimit > 0:
+		args["x-delivery-limit"] = settings.DeliveryLimit
 	case d.queueType == catalog.QuorumQueue && r.majorVersion() >= 4:
 		// RabbitMQ 4 gives quorum queues a delivery limit of 20 unless
 		// told otherwise; -1 is its "no limit", as before 4.0.

@@ -174,8 +174,10 @@ func TestVariantQueueType(t *testing.T) {
 	} {
 		b := open(tc.broker)(t)
 		name := fmt.Sprintf("qtype-%d-%s", os.Getpid(), tc.variant)
-		s := catalog.RabbitMQSettings{QueueType: tc.broker}.With(&catalog.RabbitMQOverrides{QueueType: tc.variant})
-		d, err := b.Open(t.Context(), brokers.DestinationSpec{Name: name, Prefetch: 1, Settings: &s})
+		s := catalog.RabbitMQSettings{QueueType: tc.broker}.ForVariant(catalog.VariantKeys{
+			Overrides: catalog.BrokerOverrides{RabbitMQ: &catalog.RabbitMQOverrides{QueueType: tc.variant}},
+		})
+		d, err := b.Open(t.Context(), brokers.DestinationSpec{Name: name, Prefetch: 1, Settings: s})
 		if err != nil {
 			b.Close()
 			t.Fatal(err)

@@ -611,7 +611,8 @@ type Field struct {
 }
 
 // Fields lists the yaml-tagged fields of struct type t, leaving out "-" and
-// the `yaml:",params"` field.
+// the `yaml:",params"` field. The fields of an embedded struct tagged
+// `yaml:",inline"` are listed in its place, as if they were t's own.
 func Fields(t reflect.Type) []Field {
 	var out []Field
 	for i := range t.NumField() {
@@ -621,6 +622,12 @@ func Fields(t reflect.Type) []Field {
 		}
 		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
 		if name == "-" || opts == "params" {
+			continue
+		}
+		if opts == "inline" && f.Anonymous && f.Type.Kind() == reflect.Struct {
+			for _, in := range Fields(f.Type) {
+				out = append(out, Field{Name: in.Name, Index: append([]int{i}, in.Index...)})
+			}
 			continue
 		}
 		if name == "" {

@@ -1,6 +1,8 @@
 package strictyaml
 
 import (
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -68,5 +70,29 @@ func TestSuggest(t *testing.T) {
 		if got != want {
 			t.Errorf("Suggest(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestFieldsInline: the fields of an embedded struct tagged
+// `yaml:",inline"` are listed in its place, with the index path to them;
+// "-" and params fields are left out.
+func TestFieldsInline(t *testing.T) {
+	type Inner struct {
+		B int `yaml:"b"`
+		C int `yaml:"c"`
+	}
+	type outer struct {
+		A     int `yaml:"a"`
+		Inner `yaml:",inline"`
+		D     int `yaml:"-"`
+		E     int `yaml:"e"`
+		P     any `yaml:",params"`
+	}
+	var got []string
+	for _, f := range Fields(reflect.TypeFor[outer]()) {
+		got = append(got, fmt.Sprint(f.Name, f.Index))
+	}
+	if want := "a[0] b[1 0] c[1 1] e[3]"; strings.Join(got, " ") != want {
+		t.Errorf("fields %v, want %s", got, want)
 	}
 }

@@ -1,0 +1,50 @@
+package catalog
+
+// KafkaSettings are the settings of kind kafka: the broker keys written
+// beside kind (Partitions, Brokers), and the Kafka-only producer and
+// consumer keys of one variant (ForVariant).
+type KafkaSettings struct {
+	Partitions int `yaml:"partitions" json:"partitions,omitempty" jsonschema:"minimum=1,maximum=1000,description=Partitions of each variant's topic (default 1)."`
+	Brokers    int `yaml:"brokers" json:"brokers,omitempty" jsonschema:"minimum=1,maximum=9,description=Brokers of the embedded cluster (kfake; default 1). leader-move needs at least 2. Embedded only."`
+	// The variant's producer client and consumer isolation (empty in the
+	// broker's settings).
+	KafkaProducer `yaml:"-" json:"-"`
+	KafkaConsumer `yaml:"-" json:"-"`
+}
+
+// Defaults fills in what the scenario leaves out.
+func (s *KafkaSettings) Defaults() {
+	if s.Partitions == 0 {
+		s.Partitions = 1
+	}
+}
+
+// ForVariant returns a copy of s with the variant's Kafka producer and
+// consumer keys.
+func (s KafkaSettings) ForVariant(v VariantKeys) any {
+	s.KafkaProducer = v.Producer.KafkaProducer
+	s.KafkaConsumer = v.Consumer.KafkaConsumer
+	return &s
+}
+
+// KafkaProducer are the producer keys only kind kafka takes.
+type KafkaProducer struct {
+	Client Client `yaml:"client" json:"client,omitempty" jsonschema:"description=Kafka client library of the producer: franz-go (default) or kafka-go (segmentio/kafka-go: no idempotent producer and no transactions\\, so it needs idempotent: false)."`
+}
+
+// With returns p overridden by what o sets (a variant's producer).
+func (p KafkaProducer) With(o KafkaProducer) KafkaProducer {
+	setIfNonZero(&p.Client, o.Client)
+	return p
+}
+
+// KafkaConsumer are the consumer keys only kind kafka takes.
+type KafkaConsumer struct {
+	Isolation Isolation `yaml:"isolation" json:"isolation,omitempty" jsonschema:"description=Which records a Kafka consumer reads: read_uncommitted (Kafka's default: also records of aborted transactions) or read_committed (only committed ones); kafka only."`
+}
+
+// With returns c overridden by what o sets (a variant's consumer).
+func (c KafkaConsumer) With(o KafkaConsumer) KafkaConsumer {
+	setIfNonZero(&c.Isolation, o.Isolation)
+	return c
+}

@@ -1,0 +1,83 @@
+package catalog
+
+// QueueType is the kind of RabbitMQ queue each variant declares.
+type QueueType string
+
+// RabbitMQ queue types.
+const (
+	ClassicQueue QueueType = "classic"
+	QuorumQueue  QueueType = "quorum"
+)
+
+// Allowed lists the valid values, for strict decoding and the schema.
+func (QueueType) Allowed() []string { return []string{string(ClassicQueue), string(QuorumQueue)} }
+
+// RabbitMQSettings are the settings of kind rabbitmq: the broker keys
+// written beside kind (QueueType, Toxiproxy), and the RabbitMQ-only
+// producer and consumer keys of one variant (ForVariant).
+type RabbitMQSettings struct {
+	QueueType QueueType `yaml:"queue_type" json:"queue_type,omitempty" jsonschema:"description=Type of each variant's durable queue: classic (default) or quorum."`
+	Toxiproxy string    `yaml:"toxiproxy" json:"toxiproxy,omitempty" jsonschema:"description=API URL of an external toxiproxy (http://HOST:8474) that every producer and consumer connection goes through (--toxiproxy overrides); default: an in-process toxiproxy. The AMQP-aware faults (ack-lost\\, confirm-lost) need the in-process one."`
+	// The variant's queue bounds and delivery limit (empty in the
+	// broker's settings).
+	RabbitMQProducer `yaml:"-" json:"-"`
+	RabbitMQConsumer `yaml:"-" json:"-"`
+}
+
+// RabbitMQOverrides are the broker settings one variant may change
+// (rabbitmq: in a variant), so one run can compare queue types.
+type RabbitMQOverrides struct {
+	QueueType QueueType `yaml:"queue_type" json:"queue_type,omitempty" jsonschema:"description=Type of this variant's durable queue: classic or quorum (overrides the broker's queue_type)."`
+}
+
+// ForVariant returns a copy of s with the variant's rabbitmq overrides
+// and its RabbitMQ producer and consumer keys.
+func (s RabbitMQSettings) ForVariant(v VariantKeys) any {
+	if o := v.Overrides.RabbitMQ; o != nil {
+		setIfNonZero(&s.QueueType, o.QueueType)
+	}
+	s.RabbitMQProducer = v.Producer.RabbitMQProducer
+	s.RabbitMQConsumer = v.Consumer.RabbitMQConsumer
+	return &s
+}
+
+// UseToxiproxy routes the kind's client connections through the external
+// toxiproxy at url (the run's --toxiproxy).
+func (s *RabbitMQSettings) UseToxiproxy(url string) { s.Toxiproxy = url }
+
+// Defaults fills in what the scenario leaves out.
+func (s *RabbitMQSettings) Defaults() {
+	if s.QueueType == "" {
+		s.QueueType = ClassicQueue
+	}
+}
+
+// RabbitMQProducer are the producer keys only kind rabbitmq takes: they
+// bound the variant's queue (a broker limit as a loss source). An empty
+// Overflow is drop-head.
+type RabbitMQProducer struct {
+	MaxLength int      `yaml:"max_length" json:"max_length,omitempty" jsonschema:"minimum=0,maximum=10000000,description=The queue holds at most this many ready messages (RabbitMQ x-max-length); 0 (default): no limit. rabbitmq only."`
+	Overflow  Overflow `yaml:"overflow" json:"overflow,omitempty" jsonschema:"description=What a full queue (max_length) does with a publish: drop-head (default: the oldest message is dropped after it was confirmed\\, a loss no client sees) or reject-publish (the new publish is refused with a basic.nack the producer sees). rabbitmq only."`
+}
+
+// With returns p overridden by what o sets (a variant's producer).
+func (p RabbitMQProducer) With(o RabbitMQProducer) RabbitMQProducer {
+	setIfNonZero(&p.MaxLength, o.MaxLength)
+	setIfNonZero(&p.Overflow, o.Overflow)
+	return p
+}
+
+// RabbitMQConsumer are the consumer keys only kind rabbitmq takes: what
+// happens to a delivery whose processing failed (poison-message). An
+// empty OnFailure is requeue.
+type RabbitMQConsumer struct {
+	OnFailure     FailureMode `yaml:"on_failure" json:"on_failure,omitempty" jsonschema:"description=What the consumer does with a delivery whose processing failed (poison-message): requeue (basic.nack with requeue\\, default: a transient failure; it comes back) or reject (basic.reject: a permanent one; the broker dead-letters it). rabbitmq only."`
+	DeliveryLimit int         `yaml:"delivery_limit" json:"delivery_limit,omitempty" jsonschema:"minimum=0,maximum=1000,description=The queue dead-letters a message once it has been delivered this many times without an ack (RabbitMQ quorum queues: x-delivery-limit); 0 (default): no limit. rabbitmq with queue_type quorum only."`
+}
+
+// With returns c overridden by what o sets (a variant's consumer).
+func (c RabbitMQConsumer) With(o RabbitMQConsumer) RabbitMQConsumer {
+	setIfNonZero(&c.OnFailure, o.OnFailure)
+	setIfNonZero(&c.DeliveryLimit, o.DeliveryLimit)
+	return c
+}
