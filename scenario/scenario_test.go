@@ -163,6 +163,12 @@ var fixtures = []fixture{
 		`6:15: broker.addresses[0]: "tcp://127.0.0.1:4222" is not a NATS URL (nats://HOST:PORT) (e.g. "nats://127.0.0.1:4222")`,
 		`6:39: broker.addresses[1]: "nats://127.0.0.1" is not a NATS URL (nats://HOST:PORT): no port`,
 	}},
+	{"invalid/nats-ack-wait.yaml", []string{
+		`5:11: faults[0]: consumer-crash: a consumer killed with unacked messages gets them back from NATS only after ack_wait (30s), and the drain gives up after 10s without progress; set broker ack_wait below drain`,
+	}},
+	{"invalid/nats-ack-wait-set.yaml", []string{
+		`4:32: broker.ack_wait: 5s: a consumer killed with unacked messages gets them back from NATS only after ack_wait (5s), and the drain gives up after 5s`,
+	}},
 	{"invalid/addresses-without-external.yaml", []string{
 		`5:14: broker.addresses: only used with mode: external`,
 	}},
