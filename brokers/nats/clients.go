@@ -62,6 +62,7 @@ func (d *dest) Close(ctx context.Context) error {
 	if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return fmt.Errorf("%w on %s: delete stream %s: %v", brokers.ErrCleanup, d.b.Name(), d.stream, err)
 	}
+	d.b.forget(d.stream)
 	return nil
 }
 

@@ -27,6 +27,7 @@ import (
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
+	"github.com/dqbench/dqbench/leftover"
 )
 
 // dialTimeout bounds the TCP connect and the NATS handshake: an
@@ -69,6 +70,12 @@ func startEmbedded(settings catalog.NATSSettings) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded NATS: store directory: %w", err)
 	}
+	leftover.Note(leftover.Entry{Kind: leftover.Dir, Name: dir})
+	fail := func() {
+		if os.RemoveAll(dir) == nil {
+			leftover.Forget(leftover.Entry{Kind: leftover.Dir, Name: dir})
+		}
+	}
 	srv, err := server.NewServer(&server.Options{
 		ServerName: "dqbench-embedded",
 		Host:       "127.0.0.1",
@@ -79,14 +86,14 @@ func startEmbedded(settings catalog.NATSSettings) (*Broker, error) {
 		NoSigs:     true,
 	})
 	if err != nil {
-		os.RemoveAll(dir)
+		fail()
 		return nil, fmt.Errorf("embedded NATS: %w", err)
 	}
 	go srv.Start()
 	if !srv.ReadyForConnections(10 * time.Second) {
 		srv.Shutdown()
 		srv.WaitForShutdown()
-		os.RemoveAll(dir)
+		fail()
 		return nil, errors.New("embedded NATS: the server did not start within 10s")
 	}
 	b := &Broker{url: srv.ClientURL(), settings: settings, srv: srv, storeDir: dir}
@@ -187,7 +194,37 @@ func (b *Broker) Close() error {
 	if err := os.RemoveAll(b.storeDir); err != nil {
 		return fmt.Errorf("embedded NATS: remove %s: %w", b.storeDir, err)
 	}
+	leftover.Forget(leftover.Entry{Kind: leftover.Dir, Name: b.storeDir})
 	return nil
+}
+
+// note records a stream this run created on an external server in the
+// leftover ledger, so that a killed run's stream is found and deleted
+// later (dqbench clean); forget removes it once deleted.
+func (b *Broker) note(stream string) {
+	if b.srv == nil {
+		leftover.Note(leftover.Entry{Kind: leftover.Stream, Where: b.url, Name: stream})
+	}
+}
+
+func (b *Broker) forget(stream string) {
+	if b.srv == nil {
+		leftover.Forget(leftover.Entry{Kind: leftover.Stream, Where: b.url, Name: stream})
+	}
+}
+
+// DeleteStream deletes stream on the NATS server at url: what dqbench
+// clean does with a stream a killed run left.
+func DeleteStream(ctx context.Context, url, stream string) error {
+	nc, js, err := connect(ctx, url, "dqbench-clean", false)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	if err := js.DeleteStream(ctx, stream); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return err
+	}
+	return nil // deleted, or gone already
 }
 
 // safe maps a destination name to the characters stream names and subject
@@ -231,6 +268,7 @@ func (b *Broker) Open(ctx context.Context, spec brokers.DestinationSpec) (broker
 	}); err != nil {
 		return nil, fmt.Errorf("create stream %s on %s: %w", d.stream, b.Name(), err)
 	}
+	b.note(d.stream)
 	cc := jetstream.ConsumerConfig{
 		Durable:       durable,
 		AckPolicy:     jetstream.AckExplicitPolicy,

@@ -152,3 +152,35 @@ func TestNoJetStream(t *testing.T) {
 		t.Errorf("error %q says start one, but a server answered", msg)
 	}
 }
+
+// TestDeleteStream: what dqbench clean does with a stream a killed run
+// left on an external server; a stream already gone is not an error.
+func TestDeleteStream(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	b, err := nats.Open(ctx, brokers.Config{Kind: catalog.NATS, Mode: catalog.External, Addresses: []string{externalURL()}, Settings: settings()})
+	if err != nil {
+		if os.Getenv("DQBENCH_REQUIRE_BROKERS") == "1" {
+			t.Fatalf("DQBENCH_REQUIRE_BROKERS=1 but: %v", err)
+		}
+		t.Skipf("no NATS with JetStream to test against (%v)", err)
+	}
+	defer b.Close()
+	spec := brokertest.Spec(t, true)
+	d, err := b.Open(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream := "dqbench-" + spec.Name
+	for range 2 {
+		if err := nats.DeleteStream(ctx, externalURL(), stream); err != nil {
+			t.Fatalf("DeleteStream(%s): %v", stream, err)
+		}
+	}
+	if _, err := d.Backlog(ctx); err == nil {
+		t.Errorf("stream %s still answers after DeleteStream", stream)
+	}
+	if err := d.Close(ctx); err != nil {
+		t.Errorf("Close after the stream was deleted: %v", err)
+	}
+}
