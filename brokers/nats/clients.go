@@ -70,9 +70,18 @@ func (d *dest) Close(ctx context.Context) error {
 func (d *dest) Producer(ctx context.Context) (brokers.Producer, error) {
 	nc, js, err := connect(ctx, d.b.url, "dqbench-"+d.stream+"-p", true)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", brokers.ErrUnreachable, err)
+		return nil, unreachable(err)
 	}
 	return &producer{d: d, nc: nc, js: js, closing: make(chan struct{})}, nil
+}
+
+// unreachable marks a failed client connect as the broker's being
+// unreachable (exit 3), once.
+func unreachable(err error) error {
+	if errors.Is(err, brokers.ErrUnreachable) {
+		return err
+	}
+	return fmt.Errorf("%w: %v", brokers.ErrUnreachable, err)
 }
 
 // producer publishes with PublishMsgAsync and reports each PubAck.
@@ -148,7 +157,7 @@ func (p *producer) Close(ctx context.Context) {
 func (d *dest) Consumer(ctx context.Context, gen int) (brokers.Consumer, error) {
 	nc, js, err := connect(ctx, d.b.url, fmt.Sprintf("dqbench-%s-c%d", d.stream, gen), false)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", brokers.ErrUnreachable, err)
+		return nil, unreachable(err)
 	}
 	cons, err := js.Consumer(ctx, d.stream, durable)
 	if err != nil {

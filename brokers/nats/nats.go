@@ -16,6 +16,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	neturl "net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -111,6 +113,7 @@ func connectExternal(ctx context.Context, addrs []string, settings catalog.NATSS
 		addrs = []string{k.DefaultAddress}
 	}
 	var errs []string
+	hint := startHint
 	for _, a := range addrs {
 		nc, js, err := connect(ctx, a, "dqbench-admin", true)
 		if err == nil {
@@ -120,8 +123,11 @@ func connectExternal(ctx context.Context, addrs []string, settings catalog.NATSS
 			return nil, err // it answered: no "start one"
 		}
 		errs = append(errs, err.Error())
+		if strings.HasSuffix(err.Error(), silent) {
+			hint = "check that the address is a NATS server's client port (nats://HOST:PORT) and that the server is not overloaded"
+		}
 	}
-	return nil, fmt.Errorf("%w: %s; %s", brokers.ErrUnreachable, strings.Join(errs, "; "), startHint)
+	return nil, fmt.Errorf("%w: %s; %s", brokers.ErrUnreachable, strings.Join(errs, "; "), hint)
 }
 
 // errNoJetStream marks a NATS server that answers without JetStream.
@@ -141,11 +147,7 @@ func connect(ctx context.Context, url, name string, reconnect bool) (*nats.Conn,
 	}
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
-		msg := err.Error()
-		if errors.Is(err, nats.ErrNoServers) {
-			msg = "no answer (connection refused or timed out)"
-		}
-		return nil, nil, fmt.Errorf("cannot reach NATS at %s: %s", masked, msg)
+		return nil, nil, fmt.Errorf("cannot reach NATS at %s: %s", masked, why(url, err))
 	}
 	js, err := jetstream.New(nc)
 	if err == nil {
@@ -156,13 +158,43 @@ func connect(ctx context.Context, url, name string, reconnect bool) (*nats.Conn,
 	switch {
 	case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
 		nc.Close()
-		return nil, nil, fmt.Errorf("%w: NATS at %s answers, but %w (%v); restart it with -js, or add jetstream {} to its config", brokers.ErrUnreachable, masked, errNoJetStream, err)
+		return nil, nil, fmt.Errorf("NATS at %s answers, but %w (%v); restart it with -js, or add jetstream {} to its config", masked, errNoJetStream, err)
 	case err != nil:
 		nc.Close()
 		return nil, nil, fmt.Errorf("NATS at %s: JetStream did not answer: %w", masked, err)
 	}
 	return nc, js, nil
 }
+
+// why says why a connect to url failed: nats.go reports only "no servers
+// available" when every dial failed, so a short dial says which way
+// (refused, no route) or that the port answered and the handshake did not.
+func why(url string, err error) string {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "read" && op.Timeout() {
+		return silent
+	}
+	if !errors.Is(err, nats.ErrNoServers) {
+		return err.Error()
+	}
+	u, perr := neturl.Parse(url)
+	if perr != nil {
+		return err.Error()
+	}
+	c, derr := net.DialTimeout("tcp", u.Host, 300*time.Millisecond)
+	if derr != nil {
+		if errors.As(derr, &op) && op.Err != nil {
+			return op.Err.Error()
+		}
+		return derr.Error()
+	}
+	c.Close()
+	return silent
+}
+
+// silent is why a connect failed to a port that accepts and never speaks
+// NATS.
+const silent = "the port accepted the TCP connection but nothing answered the NATS handshake in time"
 
 // Name says which NATS this is.
 func (b *Broker) Name() string {

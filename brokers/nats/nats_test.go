@@ -121,6 +121,9 @@ func TestSilentPeer(t *testing.T) {
 	if !errors.Is(err, brokers.ErrUnreachable) {
 		t.Fatalf("Open on a silent peer: %v, want ErrUnreachable", err)
 	}
+	if msg := err.Error(); !strings.Contains(msg, "nothing answered the NATS handshake") || strings.Contains(msg, "start one") {
+		t.Errorf("error %q, want it to say the port accepted and never answered, not \"start one\"", msg)
+	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("Open took %s to fail, want under 2s", d)
 	}
