@@ -119,7 +119,7 @@ func connectExternal(ctx context.Context, addrs []string, settings catalog.NATSS
 		if err == nil {
 			return &Broker{url: a, settings: settings, nc: nc, js: js}, nil
 		}
-		if errors.Is(err, errNoJetStream) {
+		if errors.Is(err, errNoJetStream) || errors.Is(err, errRefusedLogin) {
 			return nil, err // it answered: no "start one"
 		}
 		errs = append(errs, err.Error())
@@ -130,8 +130,12 @@ func connectExternal(ctx context.Context, addrs []string, settings catalog.NATSS
 	return nil, fmt.Errorf("%w: %s; %s", brokers.ErrUnreachable, strings.Join(errs, "; "), hint)
 }
 
-// errNoJetStream marks a NATS server that answers without JetStream.
-var errNoJetStream = errors.New("JetStream is not enabled")
+// errNoJetStream marks a NATS server that answers without JetStream, and
+// errRefusedLogin one that refused the URL's credentials.
+var (
+	errNoJetStream  = errors.New("JetStream is not enabled")
+	errRefusedLogin = errors.New("refused")
+)
 
 // connect opens a connection named name to url and checks that JetStream
 // answers. reconnect: the client reconnects after a broken connection (the
@@ -146,6 +150,9 @@ func connect(ctx context.Context, url, name string, reconnect bool) (*nats.Conn,
 		opts = append(opts, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
 	}
 	nc, err := nats.Connect(url, opts...)
+	if errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) || errors.Is(err, nats.ErrAuthRevoked) {
+		return nil, nil, fmt.Errorf("NATS at %s %w the login (%v); fix the user and password (or token) in the URL", masked, errRefusedLogin, err)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot reach NATS at %s: %s", masked, why(url, err))
 	}

@@ -187,3 +187,26 @@ func TestDeleteStream(t *testing.T) {
 		t.Errorf("Close after the stream was deleted: %v", err)
 	}
 }
+
+// TestRefusedLogin: a server that answers and refuses the URL's user and
+// password says so, masks the password and does not say "start one".
+func TestRefusedLogin(t *testing.T) {
+	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoLog: true, NoSigs: true, Username: "dq", Password: "right"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Start()
+	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server did not start")
+	}
+	url := strings.Replace(srv.ClientURL(), "nats://", "nats://dq:wrong-pw@", 1)
+	_, err = nats.Open(t.Context(), brokers.Config{Kind: catalog.NATS, Mode: catalog.External, Addresses: []string{url}})
+	if err == nil {
+		t.Fatal("Open with a wrong password succeeded")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "refused the login") || strings.Contains(msg, "wrong-pw") || strings.Contains(msg, "start one") {
+		t.Errorf("error %q, want it to say the login was refused, mask the password and not say \"start one\"", msg)
+	}
+}
