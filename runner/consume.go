@@ -9,6 +9,7 @@ import (
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
+	"github.com/dqbench/dqbench/faults"
 	"github.com/dqbench/dqbench/history"
 	"github.com/dqbench/dqbench/recording"
 	"github.com/dqbench/dqbench/store"
@@ -136,112 +137,165 @@ func (p *pendingAck) wait() error {
 	return err
 }
 
+// errHandedBack ends a delivery whose processing a fault failed: it was
+// handed back to the broker.
+var errHandedBack = errors.New("processing failed: handed back")
+
+// delivery is one delivery in a consumer instance's hands.
+type delivery struct {
+	c        *recording.Consumer
+	d        brokers.Delivery
+	ackFirst bool
+	pending  *pendingAck
+	// zombie: the instance lost its lease at a crash point; it meets no
+	// more faults and cannot ack.
+	zombie bool
+}
+
 // deliver handles one delivery: ack (at-most-once), process, ack
-// (at-least-once), with the crash points in between.
+// (at-least-once), asking the faults at each point in between.
 func (r *variantRun) deliver(ctx context.Context, c *recording.Consumer, d brokers.Delivery, ackFirst bool, pending *pendingAck) error {
-	zombie := false
-	crash := func(p catalog.CrashPoint) error {
-		if !r.crashes.Armed(p) || zombie {
-			return nil
-		}
-		if err := pending.wait(); err != nil {
-			return err
-		}
-		if r.crashes.Hits(p, d) {
-			// What hits here (a crash, a failover) meets the broker with
-			// every ack so far applied.
-			if err := syncAcks(ctx, c); err != nil && ctx.Err() == nil {
-				return err
-			}
-		}
-		switch r.crashes.At(p, d, c.Gen()) {
-		case catalog.ConsumerCrash:
-			return errCrash
-		case catalog.ConsumerZombie:
-			zombie = true
-			r.stall(ctx, c, p, d)
-			return nil
-		}
-		r.pass(p, d.Intent)
-		return nil
-	}
+	h := &delivery{c: c, d: d, ackFirst: ackFirst, pending: pending}
 	if ackFirst {
 		if err := r.ack(ctx, c, d); err != nil {
 			return err
 		}
 	}
-	if err := crash(catalog.BeforeProcess); err != nil {
+	if err := r.at(ctx, h, catalog.BeforeProcess); err != nil {
+		if errors.Is(err, errHandedBack) {
+			return nil
+		}
 		return err
 	}
-	if r.failures.Resets(d, c.Gen()) {
-		if err := pending.wait(); err != nil {
-			return err
-		}
-		if err := resetConnection(ctx, c); err != nil {
-			return errFatal{fmt.Errorf("connection-reset on intent %d: %w", d.Intent, err)}
-		}
-		return errConnectionReset
+	if err := r.process(ctx, h); err != nil {
+		return err
 	}
-	if lat, dur, ok := r.failures.Slows(d, c.Gen()); ok {
-		if err := slow(ctx, c, lat, dur); err != nil {
-			return errFatal{fmt.Errorf("latency on intent %d: %w", d.Intent, err)}
-		}
+	if h.zombie {
+		return errZombie // it cannot ack: its connection is gone
 	}
-	if dur, ok := r.failures.Partitions(d, c.Gen()); ok {
-		if err := pending.wait(); err != nil {
-			return err
-		}
-		if err := partition(ctx, c, dur); err != nil {
-			return errFatal{fmt.Errorf("partition on intent %d: %w", d.Intent, err)}
-		}
+	if err := r.at(ctx, h, catalog.AfterEffectBeforeAck); err != nil {
+		return err
 	}
-	if r.failures.Fails(d, c.Gen()) {
-		return r.fail(ctx, c, d, ackFirst, pending)
-	}
+	return r.settle(ctx, h)
+}
+
+// process applies the delivery's business effect through the strategy,
+// which asks the faults at its own crash points, and records the effect.
+func (r *variantRun) process(ctx context.Context, h *delivery) error {
 	var b body
-	if err := json.Unmarshal(d.Body, &b); err != nil {
-		return errFatal{fmt.Errorf("intent %d: undecodable body: %w", d.Intent, err)}
+	if err := json.Unmarshal(h.d.Body, &b); err != nil {
+		return errFatal{fmt.Errorf("intent %d: undecodable body: %w", h.d.Intent, err)}
 	}
 	m := strategy.Message{
 		ID:      b.ID,
 		Effect:  store.Effect{Intent: b.Intent, Account: b.Account, Amount: b.Amount},
 		Version: b.Version,
 	}
-	out, err := r.strat.Process(ctx, r.env, m, crash)
+	out, err := r.strat.Process(ctx, r.env, m, func(p catalog.CrashPoint) error { return r.at(ctx, h, p) })
 	if err != nil {
 		if errors.Is(err, errCrash) || ctx.Err() != nil && !errors.Is(err, store.ErrStalled) {
 			return err
 		}
 		// A store that stopped answering is why the run ends, even when
 		// the end of the run is what cut the call short.
-		return errFatal{fmt.Errorf("strategy %s on intent %d: %w", r.v.Strategy, d.Intent, err)}
+		return errFatal{fmt.Errorf("strategy %s on intent %d: %w", r.v.Strategy, h.d.Intent, err)}
 	}
-	r.rec.Record(history.Event{Type: history.Effect, Intent: d.Intent, Attempt: d.Attempt, Consumer: c.Gen(), Applied: out.Applied, Rejected: out.Rejected, Reason: out.Reason})
-	r.progressOn(d.Intent, doneEffect)
-	if zombie {
-		return errZombie // it cannot ack: its connection is gone
-	}
-	if err := crash(catalog.AfterEffectBeforeAck); err != nil {
-		return err
-	}
-	if ackFirst {
+	r.rec.Record(history.Event{Type: history.Effect, Intent: h.d.Intent, Attempt: h.d.Attempt, Consumer: h.c.Gen(), Applied: out.Applied, Rejected: out.Rejected, Reason: out.Reason})
+	r.progressOn(h.d.Intent, doneEffect)
+	return nil
+}
+
+// settle acks a processed delivery (ack after processing) or takes it out
+// of flight (acked before).
+func (r *variantRun) settle(ctx context.Context, h *delivery) error {
+	if h.ackFirst {
 		r.inflight.Add(-1)
 		return nil
 	}
-	if err := pending.wait(); err != nil {
+	if err := h.pending.wait(); err != nil {
 		return err
 	}
-	if oneInFlight(c) {
+	if oneInFlight(h.c) {
 		// The client hands over the next delivery only once this one is
 		// acked: nothing overlaps the ack.
-		if err := r.ack(ctx, c, d); err != nil {
+		if err := r.ack(ctx, h.c, h.d); err != nil {
 			return err // handle takes d out of flight
 		}
 		r.inflight.Add(-1)
 		return nil
 	}
-	pending.start(ctx, r, c, d) // in flight until its ack is done
+	h.pending.start(ctx, r, h.c, h.d) // in flight until its ack is done
 	return nil
+}
+
+// at asks the faults once at point p and acts out what they say, in
+// order. A zombie meets no more faults.
+func (r *variantRun) at(ctx context.Context, h *delivery, p catalog.CrashPoint) error {
+	if h.zombie {
+		return nil
+	}
+	for a := range r.consumerFaults.At(p, h.d, h.c.Gen()) {
+		if err := r.act(ctx, h, p, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// act performs one action a fault decided at point p.
+func (r *variantRun) act(ctx context.Context, h *delivery, p catalog.CrashPoint, a faults.Action) error {
+	switch a.Kind {
+	case faults.Settle:
+		return h.pending.wait()
+	case faults.SyncAcks:
+		// What hits here (a crash, a failover) meets the broker with
+		// every ack so far applied.
+		if err := applyPower(ctx, h.c, a.Power); err != nil && !errors.Is(err, brokers.ErrNoPower) && ctx.Err() == nil {
+			return err
+		}
+	case faults.Passed:
+		r.pass(p, h.d.Intent)
+	case faults.Crash:
+		return errCrash
+	case faults.Zombie:
+		h.zombie = true
+		r.stall(ctx, h.c, p, h.d)
+	case faults.Reset:
+		if err := r.settleAndApply(ctx, h, a); err != nil {
+			return err
+		}
+		return errConnectionReset
+	case faults.Slow:
+		return r.apply(ctx, h, a)
+	case faults.Partition:
+		return r.settleAndApply(ctx, h, a)
+	case faults.Fail:
+		if err := r.fail(ctx, h, a.Reason); err != nil {
+			return err
+		}
+		return errHandedBack
+	default:
+		return fmt.Errorf("%w: the consumer loop cannot act out action %d of fault %s", ErrInternal, a.Kind, a.Fault)
+	}
+	return nil
+}
+
+// apply applies the power a fault gives to the instance's connection; a
+// broker that cannot ends the run.
+func (r *variantRun) apply(ctx context.Context, h *delivery, a faults.Action) error {
+	if err := applyPower(ctx, h.c, a.Power); err != nil {
+		return errFatal{fmt.Errorf("fault %s on intent %d: %w", a.Fault, h.d.Intent, err)}
+	}
+	return nil
+}
+
+// settleAndApply waits for the ack in flight, then applies a's power: it
+// meets the broker with every earlier ack done.
+func (r *variantRun) settleAndApply(ctx context.Context, h *delivery, a faults.Action) error {
+	if err := h.pending.wait(); err != nil {
+		return err
+	}
+	return r.apply(ctx, h, a)
 }
 
 // passKey is a crash point and an intent another instance may pass.

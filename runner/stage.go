@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/dqbench/dqbench/brokers"
-	"github.com/dqbench/dqbench/catalog"
+	"github.com/dqbench/dqbench/faults"
 	"github.com/dqbench/dqbench/recording"
 )
 
@@ -52,7 +52,7 @@ func (r *variantRun) startStageSlot(firstRead func()) {
 // partition with records left).
 const joinWait = 2 * time.Second
 
-// join makes a new stage instance join the group (rebalance), and waits
+// join makes a new stage instance join the group (partitions move), and waits
 // until it has read a record: by then the group has rebalanced and the
 // partitions it took were revoked from the instances that had them.
 func (r *variantRun) join(ctx context.Context) {
@@ -147,16 +147,11 @@ func (r *variantRun) stageBatches(ctx context.Context, s *recording.Stage, first
 		// The batch is in the output topic, its input offsets are not
 		// committed: a crash here writes it again (without transactions)
 		// or leaves an open transaction that the replacement aborts.
-		if r.stageFaults.Fires(catalog.Rebalance, batch, s.Gen()) {
-			r.join(ctx)
+		aborted, err := r.stageActs(ctx, s, batch)
+		if err != nil {
+			return err
 		}
-		if r.stageFaults.Fires(catalog.TransformCrash, batch, s.Gen()) {
-			return errCrash
-		}
-		if r.stageFaults.Fires(catalog.TransactionAbort, batch, s.Gen()) {
-			if err := s.Abort(ctx, "aborted by fault"); err != nil {
-				return fmt.Errorf("abort a transaction: %w", err)
-			}
+		if aborted {
 			continue
 		}
 		if _, err := s.Commit(ctx); err != nil {
@@ -191,4 +186,27 @@ func (r *variantRun) stageBatch(ctx context.Context, s *recording.Stage) ([]brok
 		}
 	}
 	return batch, nil
+}
+
+// stageActs asks the stage faults once about a written, uncommitted batch
+// and acts out what they say: another instance joins the group, the
+// instance crashes (errCrash), or it aborts the batch's transaction
+// (aborted).
+func (r *variantRun) stageActs(ctx context.Context, s *recording.Stage, batch []brokers.Delivery) (aborted bool, err error) {
+	for a := range r.stageFaults.At(batch, s.Gen()) {
+		switch a.Kind {
+		case faults.Join:
+			r.join(ctx)
+		case faults.Crash:
+			return false, errCrash
+		case faults.Abort:
+			if err := s.Abort(ctx, "aborted by fault"); err != nil {
+				return false, fmt.Errorf("abort a transaction: %w", err)
+			}
+			return true, nil
+		default:
+			return false, fmt.Errorf("%w: the stage loop cannot act out action %d of fault %s", ErrInternal, a.Kind, a.Fault)
+		}
+	}
+	return false, nil
 }

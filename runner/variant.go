@@ -37,13 +37,13 @@ type variantRun struct {
 	start    time.Time // the run's start
 	hard     time.Time // the run's hard deadline: shutdown ends by then
 
-	strat    strategy.Instance // the variant's (runner/strategy.go)
-	env      strategy.Env
-	crashes  faults.Crashes
-	failures faults.Failures
-	kills    *faults.Kills // a process variant's consumer-kill faults (process.go)
-	seen     *recording.Deliveries
-	gens     atomic.Int64
+	strat strategy.Instance // the variant's (runner/strategy.go)
+	env   strategy.Env
+	// consumerFaults decides what faults do to each delivery.
+	consumerFaults faults.Consumer
+	kills          *faults.Kills // a process variant's kill faults (process.go)
+	seen           *recording.Deliveries
+	gens           atomic.Int64
 
 	// progressed counts intents that reached an ack or an effect for the
 	// first time, so the drain can tell a slow consumer from a stuck or
@@ -53,11 +53,11 @@ type variantRun struct {
 	mu         sync.Mutex
 	done       []uint8 // by intent: doneAck, doneEffect
 	waiting    map[passKey]chan struct{}
-	looping    map[int]bool // poison intents handed back: requeued (true) or refused
+	looping    map[int]bool // failed intents handed back: requeued (true) or refused
 	// starved: the drain ended with healthy messages waiting behind
 	// leftLooping.
 	starved bool
-	// leftLooping: the poison intents still requeued in a loop when the
+	// leftLooping: the failed intents still requeued in a loop when the
 	// drain ended.
 	leftLooping []int
 
@@ -260,7 +260,7 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 // records which.
 func (r *variantRun) arm(dest brokers.Destination) error {
 	st, _ := catalog.LookupStrategy(r.v.Strategy)
-	env := faults.Env{Dest: dest, Strategy: st, Crashes: &r.crashes, Failures: &r.failures, Stage: r.stageFaults, Kills: r.kills, Fired: func(e history.Event) {
+	env := faults.Env{Dest: dest, Strategy: st, Consumer: &r.consumerFaults, Stage: r.stageFaults, Kills: r.kills, Fired: func(e history.Event) {
 		r.progress.Faults.Add(1)
 		r.rec.Record(e)
 	}}
@@ -441,7 +441,7 @@ func (r *variantRun) drain(ctx context.Context, dest brokers.Destination, consEr
 				return true, int64(len(loop)), fmt.Sprintf("%d poison messages left looping: each delivery fails and is requeued, and the queue has no delivery limit", len(loop)), nil
 			}
 			if loop := r.loopingIntents(); berr == nil && len(loop) > 0 {
-				// More is waiting, but only the looping poison messages
+				// More is waiting, but only the looping failed messages
 				// come: they hold the consumers' prefetch (a classic
 				// queue requeues at the head). A finding, not a failure.
 				r.leftLooping, r.starved = loop, true

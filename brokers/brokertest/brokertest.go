@@ -15,6 +15,7 @@ package brokertest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -369,21 +370,23 @@ func testClose(t *testing.T, ctx context.Context, b brokers.Broker) {
 func testProduceResponseLoser(t *testing.T, ctx context.Context, b brokers.Broker) {
 	const n = 5
 	d := OpenDest(t, ctx, b, Spec(t, false))
-	loser, ok := d.(brokers.ProduceResponseLoser)
-	if !ok {
-		t.Skipf("%s: destinations cannot lose produce responses", b.Name())
-	}
 	var mu sync.Mutex
 	lost := map[int]int{}
-	loser.LoseProduceResponses(
-		func(intent, attempt int) bool { return attempt == 1 },
-		func(intents []int) {
+	err := brokers.Apply(ctx, d, brokers.LoseProduceResponses{
+		Fires: func(intent, attempt int) bool { return attempt == 1 },
+		Lost: func(intents []int) {
 			mu.Lock()
 			defer mu.Unlock()
 			for _, in := range intents {
 				lost[in]++
 			}
-		})
+		}})
+	if errors.Is(err, brokers.ErrNoPower) {
+		t.Skipf("%s: destinations cannot lose produce responses", b.Name())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 	// The producer retries each lost response, and the retry is answered.
 	confirmedOnce(t, publish(t, ctx, newProducer(t, ctx, d), n), n)
 	mu.Lock()

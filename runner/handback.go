@@ -8,32 +8,30 @@ import (
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/history"
-	"github.com/dqbench/dqbench/recording"
 )
 
-// Failed processing (poison-message) and the dead-letter queue.
+// Failed processing and the dead-letter queue.
 //
-// A delivery whose processing fails is recorded as an effect refused
+// A delivery whose processing a fault fails is recorded as an effect refused
 // (Rejected, with the reason) and handed back to the broker as the
 // consumer's on_failure says: requeued, it comes back, and loops unless
 // the queue's delivery_limit dead-letters it; rejected, the broker
 // dead-letters it at once. The runner reads the dead-letter queue and
 // records a dead-letter event for each message in it.
 
-// failedReason is the reason an effect event gives for a poison message.
-const failedReason = "processing failed (poison message)"
-
-// fail handles a delivery whose processing failed: it records the refused
-// effect and hands the delivery back. With the ack before processing the
-// broker has forgotten it already.
-func (r *variantRun) fail(ctx context.Context, c *recording.Consumer, d brokers.Delivery, ackFirst bool, pending *pendingAck) error {
-	r.rec.Record(history.Event{Type: history.Effect, Intent: d.Intent, Attempt: d.Attempt, Consumer: c.Gen(), Rejected: true, Reason: failedReason})
+// fail handles a delivery whose processing failed (why: the effect
+// event's reason): it records the refused effect and hands the delivery
+// back. With the ack before processing the broker has forgotten it
+// already.
+func (r *variantRun) fail(ctx context.Context, h *delivery, why string) error {
+	c, d := h.c, h.d
+	r.rec.Record(history.Event{Type: history.Effect, Intent: d.Intent, Attempt: d.Attempt, Consumer: c.Gen(), Rejected: true, Reason: why})
 	r.progressOn(d.Intent, doneEffect)
-	if ackFirst {
+	if h.ackFirst {
 		r.inflight.Add(-1)
 		return nil
 	}
-	if err := pending.wait(); err != nil {
+	if err := h.pending.wait(); err != nil {
 		return err
 	}
 	requeue := r.s.ConsumerFor(r.v).OnFailure != catalog.FailReject
