@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dqbench/dqbench/brokers"
@@ -31,11 +33,43 @@ var errZombie = errors.New("consumer lost its lease")
 // to reach the same point with the same intent before it wakes anyway.
 const zombieWait = 3 * time.Second
 
+// slots are the variant's consumer slots: each runs consumer instances one
+// after another (a replacement after each crash).
+type slots struct {
+	ctx      context.Context
+	stop     context.CancelFunc
+	errs     chan error // the first fatal error
+	dest     brokers.Destination
+	ackFirst bool
+	wg       sync.WaitGroup
+	gens     atomic.Int64          // numbers consumer instances from 1
+	seen     *recording.Deliveries // deliveries per intent, over all instances
+}
+
+// fail notes the slots' first fatal error and stops them all.
+func (s *slots) fail(err error) {
+	select {
+	case s.errs <- err:
+	default:
+	}
+	s.stop()
+}
+
+// startSlot starts a consumer slot; a fatal error in it stops them all.
+func (r *variantRun) startSlot() {
+	s := &r.slots
+	s.wg.Go(func() {
+		if err := r.consume(s.ctx, s.dest, s.ackFirst); err != nil {
+			s.fail(err)
+		}
+	})
+}
+
 // consume runs one consumer slot until ctx ends: a consumer instance handles
 // deliveries until a fault kills it, then a replacement takes its place.
 func (r *variantRun) consume(ctx context.Context, dest brokers.Destination, ackFirst bool) error {
 	for ctx.Err() == nil {
-		gen := int(r.gens.Add(1))
+		gen := int(r.slots.gens.Add(1))
 		raw, err := dest.Consumer(ctx, gen)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -43,7 +77,7 @@ func (r *variantRun) consume(ctx context.Context, dest brokers.Destination, ackF
 			}
 			return err
 		}
-		c := recording.NewConsumer(raw, gen, r.seen, r.rec)
+		c := recording.NewConsumer(raw, gen, r.slots.seen, r.rec)
 		err = r.handle(ctx, c, ackFirst)
 		r.consumerEnded(ctx, gen, err)
 		var fatal errFatal
@@ -101,10 +135,10 @@ func (r *variantRun) handle(ctx context.Context, c *recording.Consumer, ackFirst
 			return err
 		}
 		r.progress.heardFrom(r.start)
-		r.inflight.Add(1)
+		r.flow.inflight.Add(1)
 		err = r.deliver(ctx, c, d, ackFirst, &pending)
 		if err != nil {
-			r.inflight.Add(-1)
+			r.flow.inflight.Add(-1)
 			return err
 		}
 	}
@@ -122,7 +156,7 @@ func (p *pendingAck) start(ctx context.Context, r *variantRun, c *recording.Cons
 	p.done = make(chan error, 1)
 	go func() {
 		err := r.ack(ctx, c, d)
-		r.inflight.Add(-1)
+		r.flow.inflight.Add(-1)
 		p.done <- err
 	}()
 }
@@ -201,7 +235,7 @@ func (r *variantRun) process(ctx context.Context, h *delivery) error {
 		return errFatal{fmt.Errorf("strategy %s on intent %d: %w", r.v.Strategy, h.d.Intent, err)}
 	}
 	r.rec.Record(history.Event{Type: history.Effect, Intent: h.d.Intent, Attempt: h.d.Attempt, Consumer: h.c.Gen(), Applied: out.Applied, Rejected: out.Rejected, Reason: out.Reason})
-	r.progressOn(h.d.Intent, doneEffect)
+	r.flow.reached(h.d.Intent, doneEffect)
 	return nil
 }
 
@@ -209,7 +243,7 @@ func (r *variantRun) process(ctx context.Context, h *delivery) error {
 // of flight (acked before).
 func (r *variantRun) settle(ctx context.Context, h *delivery) error {
 	if h.ackFirst {
-		r.inflight.Add(-1)
+		r.flow.inflight.Add(-1)
 		return nil
 	}
 	if err := h.pending.wait(); err != nil {
@@ -221,7 +255,7 @@ func (r *variantRun) settle(ctx context.Context, h *delivery) error {
 		if err := r.ack(ctx, h.c, h.d); err != nil {
 			return err // handle takes d out of flight
 		}
-		r.inflight.Add(-1)
+		r.flow.inflight.Add(-1)
 		return nil
 	}
 	h.pending.start(ctx, r, h.c, h.d) // in flight until its ack is done
@@ -254,7 +288,7 @@ func (r *variantRun) act(ctx context.Context, h *delivery, p catalog.CrashPoint,
 			return err
 		}
 	case faults.Passed:
-		r.pass(p, h.d.Intent)
+		r.zombies.pass(p, h.d.Intent)
 	case faults.Crash:
 		return errCrash
 	case faults.Zombie:
@@ -298,10 +332,51 @@ func (r *variantRun) settleAndApply(ctx context.Context, h *delivery, a faults.A
 	return r.apply(ctx, h, a)
 }
 
+// zombies are the consumer instances stalled at a crash point, each
+// waiting for another instance to pass the same point with the same
+// intent.
+type zombies struct {
+	mu      sync.Mutex
+	waiting map[passKey]chan struct{}
+}
+
 // passKey is a crash point and an intent another instance may pass.
 type passKey struct {
 	p      catalog.CrashPoint
 	intent int
+}
+
+// wait registers a zombie at k; the channel closes when another instance
+// passes k.
+func (z *zombies) wait(k passKey) <-chan struct{} {
+	ch := make(chan struct{})
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.waiting == nil {
+		z.waiting = map[passKey]chan struct{}{}
+	}
+	z.waiting[k] = ch
+	return ch
+}
+
+// forget drops the zombie at k, which woke by itself.
+func (z *zombies) forget(k passKey) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	delete(z.waiting, k)
+}
+
+// pass notes that a consumer reached p with intent, waking a zombie
+// stalled there.
+func (z *zombies) pass(p catalog.CrashPoint, intent int) {
+	k := passKey{p, intent}
+	z.mu.Lock()
+	ch := z.waiting[k]
+	delete(z.waiting, k)
+	z.mu.Unlock()
+	if ch != nil {
+		close(ch)
+	}
 }
 
 // stall makes the consumer a zombie at point p: it loses its lease (the
@@ -313,35 +388,14 @@ type passKey struct {
 // instances meet every time rather than by luck.
 func (r *variantRun) stall(ctx context.Context, c *recording.Consumer, p catalog.CrashPoint, d brokers.Delivery) {
 	k := passKey{p, d.Intent}
-	ch := make(chan struct{})
-	r.mu.Lock()
-	if r.waiting == nil {
-		r.waiting = map[passKey]chan struct{}{}
-	}
-	r.waiting[k] = ch
-	r.mu.Unlock()
+	ch := r.zombies.wait(k)
 	c.Abandon(fmt.Sprintf("lease lost: stalled at %s past its session timeout; another instance took over", p))
 	r.startSlot()
 	select {
 	case <-ch:
 	case <-ctx.Done():
 	case <-time.After(zombieWait):
-		r.mu.Lock()
-		delete(r.waiting, k)
-		r.mu.Unlock()
-	}
-}
-
-// pass notes that a consumer reached p with intent, waking a zombie
-// stalled there.
-func (r *variantRun) pass(p catalog.CrashPoint, intent int) {
-	k := passKey{p, intent}
-	r.mu.Lock()
-	ch := r.waiting[k]
-	delete(r.waiting, k)
-	r.mu.Unlock()
-	if ch != nil {
-		close(ch)
+		r.zombies.forget(k)
 	}
 }
 
@@ -351,12 +405,12 @@ func (r *variantRun) ack(ctx context.Context, c *recording.Consumer, d brokers.D
 	}
 	r.progress.Consumed.Add(1)
 	r.progress.heardFrom(r.start)
-	r.progressOn(d.Intent, doneAck)
+	r.flow.reached(d.Intent, doneAck)
 	return nil
 }
 
 func (r *variantRun) closeConsumer(ctx context.Context, c *recording.Consumer) {
-	sctx, cancel := r.shutdownCtx(ctx)
+	sctx, cancel := r.shutdown.ctx(ctx)
 	defer cancel()
 	c.Close(sctx)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
@@ -26,9 +27,9 @@ import (
 func (r *variantRun) fail(ctx context.Context, h *delivery, why string) error {
 	c, d := h.c, h.d
 	r.rec.Record(history.Event{Type: history.Effect, Intent: d.Intent, Attempt: d.Attempt, Consumer: c.Gen(), Rejected: true, Reason: why})
-	r.progressOn(d.Intent, doneEffect)
+	r.flow.reached(d.Intent, doneEffect)
 	if h.ackFirst {
-		r.inflight.Add(-1)
+		r.flow.inflight.Add(-1)
 		return nil
 	}
 	if err := h.pending.wait(); err != nil {
@@ -37,16 +38,11 @@ func (r *variantRun) fail(ctx context.Context, h *delivery, why string) error {
 	requeue := r.s.ConsumerFor(r.v).OnFailure != catalog.FailReject
 	// Noted before the broker has it: the dead-letter reader may see the
 	// message before Nack returns.
-	r.mu.Lock()
-	if r.looping == nil {
-		r.looping = map[int]bool{}
-	}
-	r.looping[d.Intent] = requeue
-	r.mu.Unlock()
+	r.handBack.note(d.Intent, requeue)
 	if err := c.Nack(ctx, d, requeue); err != nil {
 		return fmt.Errorf("hand back intent %d: %w", d.Intent, err)
 	}
-	r.inflight.Add(-1)
+	r.flow.inflight.Add(-1)
 	return nil
 }
 
@@ -65,7 +61,7 @@ func (r *variantRun) readDeadLetters(ctx context.Context, dest brokers.Destinati
 		return err
 	}
 	defer func() {
-		sctx, cancel := r.shutdownCtx(ctx)
+		sctx, cancel := r.shutdown.ctx(ctx)
 		defer cancel()
 		c.Close(sctx)
 	}()
@@ -78,38 +74,61 @@ func (r *variantRun) readDeadLetters(ctx context.Context, dest brokers.Destinati
 			return fmt.Errorf("dead-letter queue: %w", err)
 		}
 		r.rec.Record(history.Event{Type: history.DeadLetter, Intent: d.Intent, Position: d.Position})
-		r.mu.Lock()
-		delete(r.looping, d.Intent)
-		r.mu.Unlock()
+		r.handBack.deadLettered(d.Intent)
 		if err := c.Ack(ctx, d); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			return fmt.Errorf("dead-letter queue: %w", err)
 		}
-		r.progressOn(d.Intent, doneAck)
+		r.flow.reached(d.Intent, doneAck)
 	}
 }
 
-// handedBack reports whether a failed delivery was handed back and not
-// seen in the dead-letter queue since: requeued, or refused and on its
-// way there. The broker moves such a message between its counts
-// (unacked, ready, dead-lettered) asynchronously, so Backlog can miss it
-// for a moment; the drain does not end on a zero backlog meanwhile.
-func (r *variantRun) handedBack() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.looping) > 0
+// handBacks are the failed deliveries handed back to the broker and not
+// seen in the dead-letter queue since, by intent: requeued (true) or
+// refused.
+type handBacks struct {
+	mu     sync.Mutex
+	handed map[int]bool
 }
 
-// loopingIntents lists the intents requeued after their last failed
-// processing and not dead-lettered since: with no delivery limit they stay
-// on the broker for good.
-func (r *variantRun) loopingIntents() []int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// note notes that intent was handed back (requeue: to be delivered again).
+func (h *handBacks) note(intent int, requeue bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.handed == nil {
+		h.handed = map[int]bool{}
+	}
+	h.handed[intent] = requeue
+}
+
+// deadLettered notes that intent reached the dead-letter queue.
+func (h *handBacks) deadLettered(intent int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.handed, intent)
+}
+
+// pending reports whether a failed delivery was handed back and not seen
+// in the dead-letter queue since: requeued, or refused and on its way
+// there. The broker moves such a message between its counts (unacked,
+// ready, dead-lettered) asynchronously, so Backlog can miss it for a
+// moment; the drain does not end on a zero backlog meanwhile.
+func (h *handBacks) pending() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.handed) > 0
+}
+
+// looping lists the intents requeued after their last failed processing
+// and not dead-lettered since: with no delivery limit they stay on the
+// broker for good.
+func (h *handBacks) looping() []int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	var out []int
-	for intent, requeued := range r.looping {
+	for intent, requeued := range h.handed {
 		if requeued {
 			out = append(out, intent)
 		}
