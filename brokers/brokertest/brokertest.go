@@ -9,7 +9,7 @@
 // the runner's drain, package check's counts): one confirm per publish, one
 // delivery per stored message with a position, redelivery of what a dead
 // consumer had not acked, a backlog that reaches zero, and the optional
-// powers (ProduceResponseLoser) when a destination claims them. Every wait is
+// fault powers (brokers.LoseProduceResponses) a destination applies. Every wait is
 // bounded, so a broken adapter fails instead of hanging.
 package brokertest
 
@@ -48,7 +48,7 @@ func Run(t *testing.T, open func(t *testing.T) brokers.Broker) {
 		{"ConsumeDeliversEachOnceAndBacklogDrains", testConsume},
 		{"AbandonedConsumerUnackedRedelivered", testAbandon},
 		{"CloseDestination", testClose},
-		{"ProduceResponseLoser", testProduceResponseLoser},
+		{"LoseProduceResponses", testLoseProduceResponses},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := open(t)
@@ -367,7 +367,7 @@ func testClose(t *testing.T, ctx context.Context, b brokers.Broker) {
 	confirmedOnce(t, publish(t, ctx, newProducer(t, ctx, d2), 1), 1)
 }
 
-func testProduceResponseLoser(t *testing.T, ctx context.Context, b brokers.Broker) {
+func testLoseProduceResponses(t *testing.T, ctx context.Context, b brokers.Broker) {
 	const n = 5
 	d := OpenDest(t, ctx, b, Spec(t, false))
 	var mu sync.Mutex
