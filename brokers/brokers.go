@@ -3,14 +3,14 @@
 // outcome and consumers that deliver, ack and die; the pipeline wraps them
 // in recording clients (package history), so an adapter records nothing.
 //
-// Optional powers (faults only some brokers can inject) are separate
-// interfaces found by type assertion, like ProduceResponseLoser.
+// Fault powers (faults only some brokers can inject) go through one seam,
+// Powered.Apply (powers.go); other optional abilities (a dead-letter
+// queue, a stage) are separate interfaces found by type assertion.
 package brokers
 
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/dqbench/dqbench/catalog"
 )
@@ -161,39 +161,6 @@ type Consumer interface {
 	Close(ctx context.Context)
 }
 
-// ProduceResponseLoser is a destination that can make the broker store a
-// publish but lose its response, so the producer retries it.
-type ProduceResponseLoser interface {
-	// LoseProduceResponses installs the fault: for each publish request the
-	// broker receives, fires is asked with each intent in it and how many
-	// requests have carried that intent (1 for the first); when it says yes
-	// for any, the broker stores the request and answers with a timeout,
-	// and lost is called once with every intent the request carried.
-	LoseProduceResponses(fires func(intent, attempt int) bool, lost func(intents []int))
-}
-
-// PacketLoser is a destination whose broker can lose one MQTT
-// acknowledgement (packet) of chosen intents on one leg, breaking the
-// connection that carried it, so the sender retries on reconnect.
-type PacketLoser interface {
-	// LosePackets installs the fault: each time packet passes on leg for
-	// an intent, fires is asked with the intent and how many times the
-	// packet has passed for it (1 for the first); when it says yes, the
-	// packet is lost and lost is called. It reports false, installing
-	// nothing, when the leg's QoS has no such packet.
-	LosePackets(packet catalog.MQTTPacket, leg catalog.Leg, fires func(intent, attempt int) bool, lost func(intent int)) bool
-}
-
-// Disconnecter is a destination whose broker can break the publisher's
-// or the consumer's connection at a chosen intent.
-type Disconnecter interface {
-	// Disconnect installs the fault: after the broker has handled an
-	// intent's PUBLISH on leg, fires is asked (attempt: how many times
-	// for that intent); when it says yes, that leg's client connection
-	// breaks and cut is called. It reports false when it cannot act.
-	Disconnect(leg catalog.Leg, fires func(intent, attempt int) bool, cut func(intent int)) bool
-}
-
 // LimitReporter is a destination whose broker drops messages past limits
 // it was configured with (a managed Mosquitto's max_queued_messages): the
 // runner records them, so a report can name the limit behind a loss.
@@ -201,54 +168,6 @@ type LimitReporter interface {
 	// Limits names the limits, e.g. "Mosquitto max_queued_messages 1000,
 	// max_inflight_messages 20".
 	Limits() string
-}
-
-// Restarter is a destination whose broker process can be restarted at a
-// chosen intent (a managed Mosquitto).
-type Restarter interface {
-	// RestartAfter installs the fault: once the broker has confirmed an
-	// intent's publish, fires is asked (attempt: how many confirms that
-	// intent has had); when it says yes, the broker restarts and
-	// restarted is called.
-	RestartAfter(fires func(intent, attempt int) bool, restarted func(intent int)) bool
-}
-
-// LeaderStopper is a destination on a broker cluster that can stop the
-// node leading its queue, as a crash stops it (a RabbitMQ quorum queue on
-// a managed cluster).
-type LeaderStopper interface {
-	// JoinFailover says this destination takes part in the failovers of
-	// fault: destinations of one run that reach the same failover (the same
-	// fault, intent and attempt) meet it once, so one node is stopped for
-	// all of them at the same point of each one's traffic.
-	JoinFailover(fault string) error
-	// StopLeader stops the node leading the destination's queue, once for
-	// every destination that joined fault, and returns what was done, for
-	// the history (which node, how, and whether it led this queue).
-	StopLeader(ctx context.Context, fault string, intent, attempt int) (string, error)
-}
-
-// AckLoser is a destination whose consumers' acks can be lost on the
-// network (RabbitMQ through the in-process toxiproxy).
-type AckLoser interface {
-	// LoseAcks installs the fault on every consumer started afterwards:
-	// when a consumer acks a delivery whose intent and delivery attempt
-	// fires says to hit, the ack never reaches the broker and the
-	// connection then breaks; the consumer believes it acked (Ack returns
-	// nil), the broker redelivers. lost is called once per lost ack. It
-	// reports false when the consumers send no acks (ack: auto).
-	LoseAcks(fires func(intent, attempt int) bool, lost func(intent, attempt int)) (bool, error)
-}
-
-// ConfirmLoser is a destination whose producers can lose the broker's
-// publish confirms on the network while the connection stays up.
-type ConfirmLoser interface {
-	// LoseConfirms installs the fault on every producer started
-	// afterwards: the broker stores a publish whose intent and attempt
-	// fires says to hit, but its confirm never reaches the producer, so
-	// that publish's done is called only when the producer closes (an
-	// unknown outcome). lost is called once per lost confirm.
-	LoseConfirms(fires func(intent, attempt int) bool, lost func(intent, attempt int)) error
 }
 
 // Nacker is a consumer that can hand a delivery back as failed (a poison
@@ -270,52 +189,4 @@ type DeadLetterer interface {
 	// deliveries carry the intent and position as the original's did;
 	// Backlog counts what it has not acked.
 	DeadLetters(ctx context.Context) (Consumer, error)
-}
-
-// ConnectionResetter is a consumer whose network connection can be reset
-// (through toxiproxy) as a fault.
-type ConnectionResetter interface {
-	// ResetConnection resets the consumer's connection and returns once
-	// the client has seen it closed; the consumer is dead then (the broker
-	// requeues what it had not acked).
-	ResetConnection(ctx context.Context) error
-}
-
-// Partitioner is a consumer that can be cut off from the broker (through
-// toxiproxy) as a fault.
-type Partitioner interface {
-	// Partition drops everything between the consumer and the broker from
-	// now on, and closes the connection after d; it returns at once. What
-	// the consumer acks meanwhile never arrives.
-	Partition(ctx context.Context, d time.Duration) error
-}
-
-// Slower is a consumer whose network connection can be slowed (through
-// toxiproxy) as a fault.
-type Slower interface {
-	// Slow delays every chunk of data between the consumer and the broker
-	// by latency, in both directions, for the next d; it returns at once.
-	Slow(ctx context.Context, latency, d time.Duration) error
-}
-
-// AckSyncer is a consumer whose Ack may return before the broker has
-// applied the ack (AMQP has no answer to basic.ack). The consumer loop
-// calls SyncAcks when a fault hits at a crash point, before the fault
-// acts, so it meets the broker with every ack Ack returned for applied.
-type AckSyncer interface {
-	// SyncAcks returns once the broker has applied every ack written so
-	// far (an error when the connection is gone).
-	SyncAcks(ctx context.Context) error
-}
-
-// Offliner is a destination whose broker can keep the subscriber offline
-// for a window of intents (MQTT's subscriber-offline).
-type Offliner interface {
-	// TakeOffline installs the fault: before the broker routes an
-	// intent's first publish, fires is asked; when it says yes, the
-	// subscriber's connection is closed and its reconnects refused while
-	// that intent and the next window-1 are routed. ended is called once
-	// the window is over, with its first intent and the intents the broker
-	// received meanwhile. It reports false when it cannot act.
-	TakeOffline(window int, fires func(intent, attempt int) bool, ended func(start int, held []int)) bool
 }

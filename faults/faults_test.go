@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/dqbench/dqbench/brokers"
@@ -75,6 +76,15 @@ func TestEveryCatalogFaultIsImplemented(t *testing.T) {
 	}
 }
 
+// kinds lists what c says at p for d, acting out nothing.
+func kinds(c *Consumer, p catalog.CrashPoint, d brokers.Delivery, consumer int) []ActionKind {
+	var out []ActionKind
+	for a := range c.At(p, d, consumer) {
+		out = append(out, a.Kind)
+	}
+	return out
+}
+
 // A consumer crash arms only where the strategy has its crash point, and
 // records each injection with the delivery's attempt.
 func TestConsumerCrashArmsWhereThePointExists(t *testing.T) {
@@ -82,29 +92,72 @@ func TestConsumerCrashArmsWhereThePointExists(t *testing.T) {
 	f := Fault{Name: "c", Type: catalog.ConsumerCrash, Schedule: Schedule{Seed: 1, Fault: "c", Every: 1},
 		Params: &catalog.ConsumerCrashParams{At: catalog.BetweenDedupAndEffect}}
 	none, _ := catalog.LookupStrategy("none")
-	var crashes Crashes
-	armed, err := Install(f, Env{Strategy: none, Crashes: &crashes, Fired: func(e history.Event) { fired = append(fired, e) }})
+	var c Consumer
+	armed, err := Install(f, Env{Strategy: none, Consumer: &c, Fired: func(e history.Event) { fired = append(fired, e) }})
 	if err != nil || armed {
 		t.Fatalf("armed in a strategy without the point: %v, %v", armed, err)
 	}
 	split, _ := catalog.LookupStrategy("dedup-table-split")
-	armed, err = Install(f, Env{Strategy: split, Crashes: &crashes, Fired: func(e history.Event) { fired = append(fired, e) }})
+	armed, err = Install(f, Env{Strategy: split, Consumer: &c, Fired: func(e history.Event) { fired = append(fired, e) }})
 	if err != nil || !armed {
 		t.Fatalf("not armed where the point exists: %v, %v", armed, err)
 	}
 	d := brokers.Delivery{Intent: 3, Attempt: 1}
-	if crashes.At(catalog.AfterEffectBeforeAck, d, 1) != "" {
-		t.Error("fired at another point")
+	if got := kinds(&c, catalog.AfterEffectBeforeAck, d, 1); len(got) != 0 {
+		t.Errorf("at another point: %v, want nothing", got)
 	}
-	if crashes.At(catalog.BetweenDedupAndEffect, d, 2) != catalog.ConsumerCrash {
-		t.Fatal("did not fire at its point")
+	if got := kinds(&c, catalog.BetweenDedupAndEffect, d, 2); !slices.Equal(got, []ActionKind{Settle, SyncAcks, Crash}) {
+		t.Fatalf("at its point: %v, want settle, sync acks, crash", got)
 	}
 	d.Attempt = 2
-	if crashes.At(catalog.BetweenDedupAndEffect, d, 2) != "" {
-		t.Error("fired past max_attempt")
+	if got := kinds(&c, catalog.BetweenDedupAndEffect, d, 2); !slices.Equal(got, []ActionKind{Settle, Passed}) {
+		t.Errorf("past max_attempt: %v, want settle, passed", got)
 	}
 	if len(fired) != 1 || fired[0].Intent != 3 || fired[0].Consumer != 2 || fired[0].Point != string(catalog.BetweenDedupAndEffect) {
 		t.Errorf("fired events = %+v", fired)
+	}
+}
+
+// What hits a delivery as it arrives comes after before-process's crash
+// faults, in a fixed order whatever the order of arming; each is decided
+// and recorded only when the loop asks for the next action, and a poison
+// message fails on every delivery.
+func TestArrivalFaultsInOrder(t *testing.T) {
+	var fired []string
+	env := Env{Consumer: &Consumer{}, Fired: func(e history.Event) { fired = append(fired, e.Fault) }}
+	every := Schedule{Every: 1}
+	for _, f := range []Fault{
+		{Name: "poison", Type: catalog.PoisonMessage, Schedule: every},
+		{Name: "cut", Type: catalog.Partition, Schedule: every, Params: &catalog.PartitionParams{}},
+		{Name: "slow", Type: catalog.Latency, Schedule: every, Params: &catalog.LatencyParams{}},
+		{Name: "zombie", Type: catalog.ConsumerZombie, Schedule: every, Params: &catalog.ConsumerCrashParams{At: catalog.BeforeProcess}},
+	} {
+		if armed, err := Install(f, env); err != nil || !armed {
+			t.Fatalf("%s: armed %v, %v", f.Name, armed, err)
+		}
+	}
+	d := brokers.Delivery{Intent: 1, Attempt: 1}
+	want := []ActionKind{Settle, SyncAcks, Zombie, Slow, Partition, Fail}
+	if got := kinds(env.Consumer, catalog.BeforeProcess, d, 1); !slices.Equal(got, want) {
+		t.Errorf("actions %v, want %v", got, want)
+	}
+	if want := []string{"zombie", "slow", "cut", "poison"}; !slices.Equal(fired, want) {
+		t.Errorf("recorded %v, want %v", fired, want)
+	}
+	// A loop that stops at the partition leaves the poison undecided.
+	fired = nil
+	for a := range env.Consumer.At(catalog.BeforeProcess, d, 1) {
+		if a.Kind == Partition {
+			break
+		}
+	}
+	if want := []string{"zombie", "slow", "cut"}; !slices.Equal(fired, want) {
+		t.Errorf("recorded %v when the loop stopped at the partition, want %v", fired, want)
+	}
+	fired = nil
+	d.Attempt = 5
+	if got := kinds(env.Consumer, catalog.BeforeProcess, d, 1); !slices.Equal(got, []ActionKind{Settle, Passed, Fail}) {
+		t.Errorf("fifth delivery: %v, want settle, passed, fail (poison fails every time)", got)
 	}
 }
 

@@ -129,6 +129,6 @@ func (c *Consumer) Nack(ctx context.Context, d brokers.Delivery, requeue bool) e
 }
 
 // Inner is the adapter's consumer the recording wraps: the runner asks it
-// for the powers a fault needs (brokers.Partitioner and the like), which a
+// to apply the powers a fault needs (brokers.Partition and the like), which a
 // recording client does not have.
 func (c *Consumer) Inner() brokers.Consumer { return c.c }

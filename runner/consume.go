@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
+	"github.com/dqbench/dqbench/faults"
 	"github.com/dqbench/dqbench/history"
 	"github.com/dqbench/dqbench/recording"
 	"github.com/dqbench/dqbench/store"
@@ -30,11 +33,43 @@ var errZombie = errors.New("consumer lost its lease")
 // to reach the same point with the same intent before it wakes anyway.
 const zombieWait = 3 * time.Second
 
+// slots are the variant's consumer slots: each runs consumer instances one
+// after another (a replacement after each crash).
+type slots struct {
+	ctx      context.Context
+	stop     context.CancelFunc
+	errs     chan error // the first fatal error
+	dest     brokers.Destination
+	ackFirst bool
+	wg       sync.WaitGroup
+	gens     atomic.Int64          // numbers consumer instances from 1
+	seen     *recording.Deliveries // deliveries per intent, over all instances
+}
+
+// fail notes the slots' first fatal error and stops them all.
+func (s *slots) fail(err error) {
+	select {
+	case s.errs <- err:
+	default:
+	}
+	s.stop()
+}
+
+// startSlot starts a consumer slot; a fatal error in it stops them all.
+func (r *variantRun) startSlot() {
+	s := &r.slots
+	s.wg.Go(func() {
+		if err := r.consume(s.ctx, s.dest, s.ackFirst); err != nil {
+			s.fail(err)
+		}
+	})
+}
+
 // consume runs one consumer slot until ctx ends: a consumer instance handles
 // deliveries until a fault kills it, then a replacement takes its place.
 func (r *variantRun) consume(ctx context.Context, dest brokers.Destination, ackFirst bool) error {
 	for ctx.Err() == nil {
-		gen := int(r.gens.Add(1))
+		gen := int(r.slots.gens.Add(1))
 		raw, err := dest.Consumer(ctx, gen)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -42,7 +77,7 @@ func (r *variantRun) consume(ctx context.Context, dest brokers.Destination, ackF
 			}
 			return err
 		}
-		c := recording.NewConsumer(raw, gen, r.seen, r.rec)
+		c := recording.NewConsumer(raw, gen, r.slots.seen, r.rec)
 		err = r.handle(ctx, c, ackFirst)
 		r.consumerEnded(ctx, gen, err)
 		var fatal errFatal
@@ -100,10 +135,10 @@ func (r *variantRun) handle(ctx context.Context, c *recording.Consumer, ackFirst
 			return err
 		}
 		r.progress.heardFrom(r.start)
-		r.inflight.Add(1)
+		r.flow.inflight.Add(1)
 		err = r.deliver(ctx, c, d, ackFirst, &pending)
 		if err != nil {
-			r.inflight.Add(-1)
+			r.flow.inflight.Add(-1)
 			return err
 		}
 	}
@@ -121,7 +156,7 @@ func (p *pendingAck) start(ctx context.Context, r *variantRun, c *recording.Cons
 	p.done = make(chan error, 1)
 	go func() {
 		err := r.ack(ctx, c, d)
-		r.inflight.Add(-1)
+		r.flow.inflight.Add(-1)
 		p.done <- err
 	}()
 }
@@ -136,118 +171,212 @@ func (p *pendingAck) wait() error {
 	return err
 }
 
+// errHandedBack ends a delivery whose processing a fault failed: it was
+// handed back to the broker.
+var errHandedBack = errors.New("processing failed: handed back")
+
+// delivery is one delivery in a consumer instance's hands.
+type delivery struct {
+	c        *recording.Consumer
+	d        brokers.Delivery
+	ackFirst bool
+	pending  *pendingAck
+	// zombie: the instance lost its lease at a crash point; it meets no
+	// more faults and cannot ack.
+	zombie bool
+}
+
 // deliver handles one delivery: ack (at-most-once), process, ack
-// (at-least-once), with the crash points in between.
+// (at-least-once), asking the faults at each point in between.
 func (r *variantRun) deliver(ctx context.Context, c *recording.Consumer, d brokers.Delivery, ackFirst bool, pending *pendingAck) error {
-	zombie := false
-	crash := func(p catalog.CrashPoint) error {
-		if !r.crashes.Armed(p) || zombie {
-			return nil
-		}
-		if err := pending.wait(); err != nil {
-			return err
-		}
-		if r.crashes.Hits(p, d) {
-			// What hits here (a crash, a failover) meets the broker with
-			// every ack so far applied.
-			if err := syncAcks(ctx, c); err != nil && ctx.Err() == nil {
-				return err
-			}
-		}
-		switch r.crashes.At(p, d, c.Gen()) {
-		case catalog.ConsumerCrash:
-			return errCrash
-		case catalog.ConsumerZombie:
-			zombie = true
-			r.stall(ctx, c, p, d)
-			return nil
-		}
-		r.pass(p, d.Intent)
-		return nil
-	}
+	h := &delivery{c: c, d: d, ackFirst: ackFirst, pending: pending}
 	if ackFirst {
 		if err := r.ack(ctx, c, d); err != nil {
 			return err
 		}
 	}
-	if err := crash(catalog.BeforeProcess); err != nil {
+	if err := r.at(ctx, h, catalog.BeforeProcess); err != nil {
+		if errors.Is(err, errHandedBack) {
+			return nil
+		}
 		return err
 	}
-	if r.failures.Resets(d, c.Gen()) {
-		if err := pending.wait(); err != nil {
-			return err
-		}
-		if err := resetConnection(ctx, c); err != nil {
-			return errFatal{fmt.Errorf("connection-reset on intent %d: %w", d.Intent, err)}
-		}
-		return errConnectionReset
+	if err := r.process(ctx, h); err != nil {
+		return err
 	}
-	if lat, dur, ok := r.failures.Slows(d, c.Gen()); ok {
-		if err := slow(ctx, c, lat, dur); err != nil {
-			return errFatal{fmt.Errorf("latency on intent %d: %w", d.Intent, err)}
-		}
+	if h.zombie {
+		return errZombie // it cannot ack: its connection is gone
 	}
-	if dur, ok := r.failures.Partitions(d, c.Gen()); ok {
-		if err := pending.wait(); err != nil {
-			return err
-		}
-		if err := partition(ctx, c, dur); err != nil {
-			return errFatal{fmt.Errorf("partition on intent %d: %w", d.Intent, err)}
-		}
+	if err := r.at(ctx, h, catalog.AfterEffectBeforeAck); err != nil {
+		return err
 	}
-	if r.failures.Fails(d, c.Gen()) {
-		return r.fail(ctx, c, d, ackFirst, pending)
-	}
+	return r.settle(ctx, h)
+}
+
+// process applies the delivery's business effect through the strategy,
+// which asks the faults at its own crash points, and records the effect.
+func (r *variantRun) process(ctx context.Context, h *delivery) error {
 	var b body
-	if err := json.Unmarshal(d.Body, &b); err != nil {
-		return errFatal{fmt.Errorf("intent %d: undecodable body: %w", d.Intent, err)}
+	if err := json.Unmarshal(h.d.Body, &b); err != nil {
+		return errFatal{fmt.Errorf("intent %d: undecodable body: %w", h.d.Intent, err)}
 	}
 	m := strategy.Message{
 		ID:      b.ID,
 		Effect:  store.Effect{Intent: b.Intent, Account: b.Account, Amount: b.Amount},
 		Version: b.Version,
 	}
-	out, err := r.strat.Process(ctx, r.env, m, crash)
+	out, err := r.strat.Process(ctx, r.env, m, func(p catalog.CrashPoint) error { return r.at(ctx, h, p) })
 	if err != nil {
 		if errors.Is(err, errCrash) || ctx.Err() != nil && !errors.Is(err, store.ErrStalled) {
 			return err
 		}
 		// A store that stopped answering is why the run ends, even when
 		// the end of the run is what cut the call short.
-		return errFatal{fmt.Errorf("strategy %s on intent %d: %w", r.v.Strategy, d.Intent, err)}
+		return errFatal{fmt.Errorf("strategy %s on intent %d: %w", r.v.Strategy, h.d.Intent, err)}
 	}
-	r.rec.Record(history.Event{Type: history.Effect, Intent: d.Intent, Attempt: d.Attempt, Consumer: c.Gen(), Applied: out.Applied, Rejected: out.Rejected, Reason: out.Reason})
-	r.progressOn(d.Intent, doneEffect)
-	if zombie {
-		return errZombie // it cannot ack: its connection is gone
-	}
-	if err := crash(catalog.AfterEffectBeforeAck); err != nil {
-		return err
-	}
-	if ackFirst {
-		r.inflight.Add(-1)
+	r.rec.Record(history.Event{Type: history.Effect, Intent: h.d.Intent, Attempt: h.d.Attempt, Consumer: h.c.Gen(), Applied: out.Applied, Rejected: out.Rejected, Reason: out.Reason})
+	r.flow.reached(h.d.Intent, doneEffect)
+	return nil
+}
+
+// settle acks a processed delivery (ack after processing) or takes it out
+// of flight (acked before).
+func (r *variantRun) settle(ctx context.Context, h *delivery) error {
+	if h.ackFirst {
+		r.flow.inflight.Add(-1)
 		return nil
 	}
-	if err := pending.wait(); err != nil {
+	if err := h.pending.wait(); err != nil {
 		return err
 	}
-	if oneInFlight(c) {
+	if oneInFlight(h.c) {
 		// The client hands over the next delivery only once this one is
 		// acked: nothing overlaps the ack.
-		if err := r.ack(ctx, c, d); err != nil {
+		if err := r.ack(ctx, h.c, h.d); err != nil {
 			return err // handle takes d out of flight
 		}
-		r.inflight.Add(-1)
+		r.flow.inflight.Add(-1)
 		return nil
 	}
-	pending.start(ctx, r, c, d) // in flight until its ack is done
+	h.pending.start(ctx, r, h.c, h.d) // in flight until its ack is done
 	return nil
+}
+
+// at asks the faults once at point p and acts out what they say, in
+// order. A zombie meets no more faults.
+func (r *variantRun) at(ctx context.Context, h *delivery, p catalog.CrashPoint) error {
+	if h.zombie {
+		return nil
+	}
+	for a := range r.consumerFaults.At(p, h.d, h.c.Gen()) {
+		if err := r.act(ctx, h, p, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// act performs one action a fault decided at point p.
+func (r *variantRun) act(ctx context.Context, h *delivery, p catalog.CrashPoint, a faults.Action) error {
+	switch a.Kind {
+	case faults.Settle:
+		return h.pending.wait()
+	case faults.SyncAcks:
+		// What hits here (a crash, a failover) meets the broker with
+		// every ack so far applied.
+		if err := applyPower(ctx, h.c, a.Power); err != nil && !errors.Is(err, brokers.ErrNoPower) && ctx.Err() == nil {
+			return err
+		}
+	case faults.Passed:
+		r.zombies.pass(p, h.d.Intent)
+	case faults.Crash:
+		return errCrash
+	case faults.Zombie:
+		h.zombie = true
+		r.stall(ctx, h.c, p, h.d)
+	case faults.Reset:
+		if err := r.settleAndApply(ctx, h, a); err != nil {
+			return err
+		}
+		return errConnectionReset
+	case faults.Slow:
+		return r.apply(ctx, h, a)
+	case faults.Partition:
+		return r.settleAndApply(ctx, h, a)
+	case faults.Fail:
+		if err := r.fail(ctx, h, a.Reason); err != nil {
+			return err
+		}
+		return errHandedBack
+	default:
+		return fmt.Errorf("%w: the consumer loop cannot act out action %d of fault %s", ErrInternal, a.Kind, a.Fault)
+	}
+	return nil
+}
+
+// apply applies the power a fault gives to the instance's connection; a
+// broker that cannot ends the run.
+func (r *variantRun) apply(ctx context.Context, h *delivery, a faults.Action) error {
+	if err := applyPower(ctx, h.c, a.Power); err != nil {
+		return errFatal{fmt.Errorf("fault %s on intent %d: %w", a.Fault, h.d.Intent, err)}
+	}
+	return nil
+}
+
+// settleAndApply waits for the ack in flight, then applies a's power: it
+// meets the broker with every earlier ack done.
+func (r *variantRun) settleAndApply(ctx context.Context, h *delivery, a faults.Action) error {
+	if err := h.pending.wait(); err != nil {
+		return err
+	}
+	return r.apply(ctx, h, a)
+}
+
+// zombies are the consumer instances stalled at a crash point, each
+// waiting for another instance to pass the same point with the same
+// intent.
+type zombies struct {
+	mu      sync.Mutex
+	waiting map[passKey]chan struct{}
 }
 
 // passKey is a crash point and an intent another instance may pass.
 type passKey struct {
 	p      catalog.CrashPoint
 	intent int
+}
+
+// wait registers a zombie at k; the channel closes when another instance
+// passes k.
+func (z *zombies) wait(k passKey) <-chan struct{} {
+	ch := make(chan struct{})
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.waiting == nil {
+		z.waiting = map[passKey]chan struct{}{}
+	}
+	z.waiting[k] = ch
+	return ch
+}
+
+// forget drops the zombie at k, which woke by itself.
+func (z *zombies) forget(k passKey) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	delete(z.waiting, k)
+}
+
+// pass notes that a consumer reached p with intent, waking a zombie
+// stalled there.
+func (z *zombies) pass(p catalog.CrashPoint, intent int) {
+	k := passKey{p, intent}
+	z.mu.Lock()
+	ch := z.waiting[k]
+	delete(z.waiting, k)
+	z.mu.Unlock()
+	if ch != nil {
+		close(ch)
+	}
 }
 
 // stall makes the consumer a zombie at point p: it loses its lease (the
@@ -259,35 +388,14 @@ type passKey struct {
 // instances meet every time rather than by luck.
 func (r *variantRun) stall(ctx context.Context, c *recording.Consumer, p catalog.CrashPoint, d brokers.Delivery) {
 	k := passKey{p, d.Intent}
-	ch := make(chan struct{})
-	r.mu.Lock()
-	if r.waiting == nil {
-		r.waiting = map[passKey]chan struct{}{}
-	}
-	r.waiting[k] = ch
-	r.mu.Unlock()
+	ch := r.zombies.wait(k)
 	c.Abandon(fmt.Sprintf("lease lost: stalled at %s past its session timeout; another instance took over", p))
 	r.startSlot()
 	select {
 	case <-ch:
 	case <-ctx.Done():
 	case <-time.After(zombieWait):
-		r.mu.Lock()
-		delete(r.waiting, k)
-		r.mu.Unlock()
-	}
-}
-
-// pass notes that a consumer reached p with intent, waking a zombie
-// stalled there.
-func (r *variantRun) pass(p catalog.CrashPoint, intent int) {
-	k := passKey{p, intent}
-	r.mu.Lock()
-	ch := r.waiting[k]
-	delete(r.waiting, k)
-	r.mu.Unlock()
-	if ch != nil {
-		close(ch)
+		r.zombies.forget(k)
 	}
 }
 
@@ -297,12 +405,12 @@ func (r *variantRun) ack(ctx context.Context, c *recording.Consumer, d brokers.D
 	}
 	r.progress.Consumed.Add(1)
 	r.progress.heardFrom(r.start)
-	r.progressOn(d.Intent, doneAck)
+	r.flow.reached(d.Intent, doneAck)
 	return nil
 }
 
 func (r *variantRun) closeConsumer(ctx context.Context, c *recording.Consumer) {
-	sctx, cancel := r.shutdownCtx(ctx)
+	sctx, cancel := r.shutdown.ctx(ctx)
 	defer cancel()
 	c.Close(sctx)
 }

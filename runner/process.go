@@ -27,22 +27,16 @@ const stopGrace = 2 * time.Second
 // delivered and commits; the drain ends when the group has committed
 // everything. The store is audited with the variant's own query.
 func (r *variantRun) runProcess(ctx context.Context) (audit *history.Audit, cleanup, err error) {
-	p := r.v.Process
 	prod := r.s.ProducerFor(r.v)
 	out, err := store.OpenOutside(ctx, store.Where{Ref: r.s.StoreFor(r.v), Dir: r.storeDir, Name: r.name})
 	if err != nil {
 		return nil, nil, err
 	}
-	defer func() {
-		if cerr := out.Close(); errors.Is(cerr, store.ErrCleanup) {
-			cleanup = errors.Join(cleanup, cerr)
-		}
-	}()
+	defer func() { cleanup = errors.Join(cleanup, cleanupOnly(out.Close())) }()
 	command, dir, err := r.processCommand(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-
 	dest, err := r.broker.Open(ctx, brokers.DestinationSpec{
 		Name: r.name, Idempotent: *prod.Idempotent, Acks: prod.Acks, Window: prod.Window,
 		Prefetch: r.s.ConsumerFor(r.v).Prefetch,
@@ -50,11 +44,7 @@ func (r *variantRun) runProcess(ctx context.Context) (audit *history.Audit, clea
 	if err != nil {
 		return nil, nil, err
 	}
-	defer func() {
-		cctx, cancel := r.shutdownCtx(ctx)
-		defer cancel()
-		cleanup = errors.Join(cleanup, dest.Close(cctx))
-	}()
+	defer func() { cleanup = errors.Join(cleanup, r.closeDestination(ctx, dest)) }()
 	watcher, ok := dest.(brokers.ConsumerWatcher)
 	if !ok {
 		return nil, nil, fmt.Errorf("this broker cannot watch a consumer process (%s); use broker kind: kafka, mode: embedded", r.broker.Name())
@@ -63,8 +53,39 @@ func (r *variantRun) runProcess(ctx context.Context) (audit *history.Audit, clea
 	if err := r.arm(dest); err != nil {
 		return nil, nil, err
 	}
-	r.done = make([]uint8, r.s.Messages+1)
+	r.flow.init(r.s.Messages)
+	sup := r.supervise(command, dir, out, watcher)
+	defer func() {
+		// Stopped in finish; again here (a no-op then) if anything
+		// between panics, so no process outlives the run.
+		sctx, cancel := r.shutdown.ctx(ctx)
+		defer cancel()
+		sup.Stop(sctx, 0)
+	}()
+	runErr := r.produce(ctx, dest, prod)
+	if runErr == nil {
+		runErr = sup.Start()
+	}
+	audit, err = r.finish(ctx, dest, runErr, ending{
+		errs: sup.Errors(),
+		stop: func() {
+			sctx, cancel := r.shutdown.ctx(ctx)
+			sup.Stop(sctx, stopGrace)
+			cancel()
+		},
+		audit: func(ctx context.Context) (history.Audit, error) {
+			actx, cancel := r.shutdown.ctx(ctx)
+			defer cancel()
+			return out.Audit(actx, r.v.Audit.Query)
+		},
+	})
+	return audit, nil, err
+}
 
+// supervise makes the supervisor of the variant's consumer processes,
+// which the destination shows every connection, fetch and commit of.
+func (r *variantRun) supervise(command []string, dir string, out *store.Outside, watcher brokers.ConsumerWatcher) *blackbox.Supervisor {
+	p := r.v.Process
 	where := watcher.Outside()
 	env := []string{
 		"DQBENCH_BROKER_KIND=" + string(r.s.Broker.Kind),
@@ -84,63 +105,16 @@ func (r *variantRun) runProcess(ctx context.Context) (audit *history.Audit, clea
 		Brokers: where.Addresses, Rec: r.rec, Kills: r.kills, Evict: watcher.RemoveMembers,
 		Delivered: func(intent int) {
 			r.progress.heardFrom(r.start)
-			r.progressOn(intent, doneEffect)
+			r.flow.reached(intent, doneEffect)
 		},
 		Committed: func(intent int) {
 			r.progress.Consumed.Add(1)
 			r.progress.heardFrom(r.start)
-			r.progressOn(intent, doneAck)
+			r.flow.reached(intent, doneAck)
 		},
 	})
 	watcher.WatchConsumers(sup.Watch())
-	defer func() {
-		// Stopped below; again here (a no-op then) if anything between
-		// panics, so no process outlives the run.
-		sctx, cancel := r.shutdownCtx(ctx)
-		defer cancel()
-		sup.Stop(sctx, 0)
-	}()
-
-	runErr := r.produce(ctx, dest, prod)
-	var drained bool
-	var backlog int64
-	var why string
-	if runErr == nil {
-		runErr = sup.Start()
-	}
-	if runErr == nil {
-		drained, backlog, why, runErr = r.drain(ctx, dest, sup.Errors())
-	}
-	sctx, cancel := r.shutdownCtx(ctx)
-	sup.Stop(sctx, stopGrace)
-	cancel()
-	if runErr == nil {
-		select {
-		case runErr = <-sup.Errors():
-		default:
-		}
-	}
-	switch {
-	case ctx.Err() != nil:
-		why = "the run ended: " + ctx.Err().Error()
-	case runErr != nil:
-		why = runErr.Error()
-	}
-	r.rec.Record(history.Event{Type: history.Drain, Drained: drained, Backlog: backlog, Reason: why})
-	if runErr != nil && ctx.Err() == nil {
-		return nil, nil, runErr
-	}
-
-	actx, cancel := r.shutdownCtx(ctx)
-	defer cancel()
-	a, err := out.Audit(actx, r.v.Audit.Query)
-	if err != nil {
-		return nil, nil, errors.Join(runErr, err)
-	}
-	if runErr != nil && ctx.Err() != nil {
-		runErr = ctx.Err()
-	}
-	return &a, nil, runErr
+	return sup
 }
 
 // processCommand is the consumer's command line and working directory (the

@@ -91,28 +91,20 @@ func Run(ctx context.Context, s *scenario.Scenario, opts Options) (*Result, erro
 	ctx, cancel := context.WithDeadline(ctx, hard.Add(-shutdownBudget(deadline)))
 	defer cancel()
 
-	notStarted := func(broker string, err error) (*Result, error) {
-		return &Result{Meta: check.Meta{
-			Scenario: s.Name, Seed: s.Seed, Messages: s.Messages,
-			Broker: broker, Duration: time.Since(start), Error: err.Error(),
-			Provenance: provenance(s, nil),
-		}}, err
-	}
 	b, err := all.Open(ctx, brokers.Config{
 		Kind: s.Broker.Kind, Mode: s.Broker.Mode, Addresses: s.Broker.Addresses, Settings: s.Broker.Settings,
 	})
 	if err != nil {
 		broker := strings.TrimSpace(fmt.Sprintf("%s %s", s.Broker.Kind, s.Broker.Mode))
 		if cause := endCause(parent, ctx); cause != nil {
-			return notStarted(broker, fmt.Errorf("%w (%s): %v", cause, deadline, err))
+			return notStarted(s, start, broker, fmt.Errorf("%w (%s): %v", cause, deadline, err))
 		}
-		return notStarted(broker, err)
+		return notStarted(s, start, broker, err)
 	}
 	defer b.Close()
-
 	dir, err := os.MkdirTemp("", "dqbench-stores-")
 	if err != nil {
-		return notStarted(b.Name(), fmt.Errorf("temporary directory for the stores: %w", err))
+		return notStarted(s, start, b.Name(), fmt.Errorf("temporary directory for the stores: %w", err))
 	}
 	leftover.Note(leftover.Entry{Kind: leftover.Dir, Name: dir})
 	defer func() {
@@ -122,21 +114,57 @@ func Run(ctx context.Context, s *scenario.Scenario, opts Options) (*Result, erro
 	}()
 
 	rec := history.NewRecorder(start, opts.History)
-	runID := fmt.Sprintf("%s-%d", s.Name, start.UnixNano()%1e9)
 	progress.Total.Store(int64(s.Messages * len(s.Variants)))
+	base := &variantRun{s: s, broker: b, progress: progress, start: start, storeDir: dir, shutdown: shutdown{hard: hard}}
+	res, errs := runVariants(ctx, cancel, rec, base)
+	res.Meta = check.Meta{
+		Scenario: s.Name, Seed: s.Seed, Messages: s.Messages,
+		Broker: b.Name(), Duration: time.Since(start), Provenance: provenance(s, b),
+	}
+	if err := rec.Close(); err != nil {
+		err = fmt.Errorf("write history: %w", err)
+		res.Meta.Incomplete = err.Error()
+		return res, err
+	}
+	if cause := endCause(parent, ctx); cause != nil {
+		err := cutShort(cause, deadline, start, progress, errs)
+		res.Meta.Incomplete = err.Error()
+		return res, err
+	}
+	if err := firstError(errs); err != nil {
+		// What was recorded until a variant failed is still reported.
+		res.Meta.Incomplete = err.Error()
+		return res, err
+	}
+	return res, nil
+}
 
+// notStarted is the result of a run that could not start.
+func notStarted(s *scenario.Scenario, start time.Time, broker string, err error) (*Result, error) {
+	return &Result{Meta: check.Meta{
+		Scenario: s.Name, Seed: s.Seed, Messages: s.Messages,
+		Broker: broker, Duration: time.Since(start), Error: err.Error(),
+		Provenance: provenance(s, nil),
+	}}, err
+}
+
+// runVariants runs every variant of the scenario in parallel, each like
+// base with its own variant, name and recorder, and returns their audits and
+// cleanup failures, and each one's error (by variant). One broken variant
+// ends the run (cancel).
+func runVariants(ctx context.Context, cancel context.CancelFunc, rec *history.Recorder, base *variantRun) (*Result, []error) {
+	s := base.s
+	runID := fmt.Sprintf("%s-%d", s.Name, base.start.UnixNano()%1e9)
 	res := &Result{Audits: make(map[string]history.Audit, len(s.Variants))}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	errs := make([]error, len(s.Variants))
 	for i, v := range s.Variants {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			vr := &variantRun{
-				s: s, v: v, broker: b, rec: rec.Variant(v.Name), progress: progress,
-				start: start, hard: hard,
-				storeDir: dir,
+				s: s, v: v, broker: base.broker, rec: rec.Variant(v.Name), progress: base.progress,
+				start: base.start, shutdown: shutdown{hard: base.shutdown.hard},
+				storeDir: base.storeDir,
 				name:     fmt.Sprintf("%s-%d", runID, i),
 			}
 			audit, cleanup, err := vr.runGuarded(ctx)
@@ -152,44 +180,33 @@ func Run(ctx context.Context, s *scenario.Scenario, opts Options) (*Result, erro
 				errs[i] = fmt.Errorf("variant %s: %w", v.Name, err)
 				cancel() // one broken variant ends the run
 			}
-		}()
+		})
 	}
 	wg.Wait()
-	res.Meta = check.Meta{
-		Scenario: s.Name, Seed: s.Seed, Messages: s.Messages,
-		Broker: b.Name(), Duration: time.Since(start), Provenance: provenance(s, b),
+	return res, errs
+}
+
+// cutShort is the error of a run that ended early (cause: its deadline or
+// an interruption), saying how far it got and why: a store that stopped
+// answering (one of the variants' errs), or past the deadline, what to do.
+func cutShort(cause error, deadline time.Duration, start time.Time, progress *Progress, errs []error) error {
+	limit := ""
+	if errors.Is(cause, ErrDeadline) {
+		limit = fmt.Sprintf(" (%s)", deadline)
 	}
-	if err := rec.Close(); err != nil {
-		err = fmt.Errorf("write history: %w", err)
-		res.Meta.Incomplete = err.Error()
-		return res, err
+	err := fmt.Errorf("%w%s: %d of %d publishes ended, %d deliveries acked, %d faults injected",
+		cause, limit, progress.Published.Load(), progress.Total.Load(), progress.Consumed.Load(), progress.Faults.Load())
+	if stalled := stalledStore(errs); stalled != nil {
+		return fmt.Errorf("%w; %w", err, stalled)
 	}
-	if cause := endCause(parent, ctx); cause != nil {
-		limit := ""
-		if errors.Is(cause, ErrDeadline) {
-			limit = fmt.Sprintf(" (%s)", deadline)
-		}
-		err := fmt.Errorf("%w%s: %d of %d publishes ended, %d deliveries acked, %d faults injected",
-			cause, limit, progress.Published.Load(), progress.Total.Load(), progress.Consumed.Load(), progress.Faults.Load())
-		if stalled := stalledStore(errs); stalled != nil {
-			err = fmt.Errorf("%w; %w", err, stalled)
-		} else if errors.Is(cause, ErrDeadline) {
-			silent := time.Since(start) - time.Duration(progress.heard.Load())
-			if silent > 2*time.Second && progress.Published.Load() < progress.Total.Load() || silent > 5*time.Second {
-				err = fmt.Errorf("%w; the broker stopped answering: nothing was confirmed, delivered or acked in the last %s", err, silent.Round(100*time.Millisecond))
-			} else {
-				err = fmt.Errorf("%w; raise deadline in the scenario or --timeout", err)
-			}
-		}
-		res.Meta.Incomplete = err.Error()
-		return res, err
+	if !errors.Is(cause, ErrDeadline) {
+		return err
 	}
-	if err := firstError(errs); err != nil {
-		// What was recorded until a variant failed is still reported.
-		res.Meta.Incomplete = err.Error()
-		return res, err
+	silent := time.Since(start) - time.Duration(progress.heard.Load())
+	if silent > 2*time.Second && progress.Published.Load() < progress.Total.Load() || silent > 5*time.Second {
+		return fmt.Errorf("%w; the broker stopped answering: nothing was confirmed, delivered or acked in the last %s", err, silent.Round(100*time.Millisecond))
 	}
-	return res, nil
+	return fmt.Errorf("%w; raise deadline in the scenario or --timeout", err)
 }
 
 // endCause says why ctx ended, if the run was cut short: the caller's
@@ -215,7 +232,6 @@ func (r *variantRun) runGuarded(ctx context.Context) (audit *history.Audit, clea
 	return r.run(ctx)
 }
 
-// firstError prefers a real cause over the cancellations it caused.
 // stalledStore is the first variant error that says a store stopped
 // answering: then it, not the broker, is why the run did not finish.
 func stalledStore(errs []error) error {
@@ -227,6 +243,7 @@ func stalledStore(errs []error) error {
 	return nil
 }
 
+// firstError prefers a real cause over the cancellations it caused.
 func firstError(errs []error) error {
 	var canceled error
 	for _, err := range errs {

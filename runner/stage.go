@@ -5,16 +5,38 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dqbench/dqbench/brokers"
-	"github.com/dqbench/dqbench/catalog"
+	"github.com/dqbench/dqbench/faults"
 	"github.com/dqbench/dqbench/recording"
+	"github.com/dqbench/dqbench/scenario"
 )
 
 // stageIdle is how long a stage instance waits for the rest of a batch
 // before it ends the batch with what it has (the input's last records).
 const stageIdle = 300 * time.Millisecond
+
+// stageRun is a variant's consume-transform-produce stage: its instances
+// run in slots beside the consumer slots.
+type stageRun struct {
+	spec    *scenario.Stage
+	faults  *faults.Stage         // the stage faults armed in the variant
+	seen    *recording.Deliveries // the stage's reads per intent
+	stager  brokers.Stager
+	gens    atomic.Int64 // numbers stage instances from 1
+	slots   atomic.Int64 // slots started, for a joining instance's slot
+	batches atomic.Int64
+}
+
+func newStageRun(spec *scenario.Stage, messages int) *stageRun {
+	return &stageRun{
+		spec:   spec,
+		faults: &faults.Stage{Transactional: spec.IsTransactional()},
+		seen:   recording.NewDeliveries(messages),
+	}
+}
 
 // startStage starts the variant's consume-transform-produce stage
 // instances, one per slot, beside the consumer slots: they stop when the
@@ -24,8 +46,8 @@ func (r *variantRun) startStage(dest brokers.Destination) error {
 	if !ok {
 		return fmt.Errorf("%s cannot run a consume-transform-produce stage", r.broker.Name())
 	}
-	r.stager = st
-	for range r.stage.Instances {
+	r.stage.stager = st
+	for range r.stage.spec.Instances {
 		r.startStageSlot(nil)
 	}
 	return nil
@@ -35,14 +57,10 @@ func (r *variantRun) startStage(dest brokers.Destination) error {
 // called once its first instance has read a record.
 func (r *variantRun) startStageSlot(firstRead func()) {
 	s := &r.slots
-	slot := int(r.stageSlots.Add(1))
+	slot := int(r.stage.slots.Add(1))
 	s.wg.Go(func() {
-		if err := r.runStage(s.ctx, r.stager, slot, firstRead); err != nil {
-			select {
-			case s.errs <- err:
-			default:
-			}
-			s.stop()
+		if err := r.runStage(s.ctx, r.stage.stager, slot, firstRead); err != nil {
+			s.fail(err)
 		}
 	})
 }
@@ -52,7 +70,7 @@ func (r *variantRun) startStageSlot(firstRead func()) {
 // partition with records left).
 const joinWait = 2 * time.Second
 
-// join makes a new stage instance join the group (rebalance), and waits
+// join makes a new stage instance join the group (partitions move), and waits
 // until it has read a record: by then the group has rebalanced and the
 // partitions it took were revoked from the instances that had them.
 func (r *variantRun) join(ctx context.Context) {
@@ -70,9 +88,9 @@ func (r *variantRun) join(ctx context.Context) {
 // batches until a fault kills it, then a replacement takes its place and
 // starts from the last committed offsets.
 func (r *variantRun) runStage(ctx context.Context, st brokers.Stager, slot int, firstRead func()) error {
-	tx := r.stage.IsTransactional()
+	tx := r.stage.spec.IsTransactional()
 	for ctx.Err() == nil {
-		gen := int(r.stageGens.Add(1))
+		gen := int(r.stage.gens.Add(1))
 		raw, err := st.Stage(ctx, slot, gen)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -80,13 +98,13 @@ func (r *variantRun) runStage(ctx context.Context, st brokers.Stager, slot int, 
 			}
 			return err
 		}
-		s := recording.NewStage(raw, gen, r.stageSeen, &r.batches, r.rec)
+		s := recording.NewStage(raw, gen, r.stage.seen, &r.stage.batches, r.rec)
 		err = r.stageBatches(ctx, s, firstRead)
 		switch {
 		case errors.Is(err, errCrash):
 			s.Abandon("", tx)
 		case ctx.Err() != nil:
-			sctx, cancel := r.shutdownCtx(ctx)
+			sctx, cancel := r.shutdown.ctx(ctx)
 			s.Close(sctx, tx)
 			cancel()
 			return nil
@@ -106,7 +124,7 @@ func (r *variantRun) runStage(ctx context.Context, st brokers.Stager, slot int, 
 // stageBatches reads, writes and commits batches until ctx ends or a fault
 // kills the instance (errCrash).
 func (r *variantRun) stageBatches(ctx context.Context, s *recording.Stage, firstRead func()) error {
-	tx := r.stage.IsTransactional()
+	tx := r.stage.spec.IsTransactional()
 	for {
 		batch, err := r.stageBatch(ctx, s)
 		if err != nil {
@@ -147,16 +165,11 @@ func (r *variantRun) stageBatches(ctx context.Context, s *recording.Stage, first
 		// The batch is in the output topic, its input offsets are not
 		// committed: a crash here writes it again (without transactions)
 		// or leaves an open transaction that the replacement aborts.
-		if r.stageFaults.Fires(catalog.Rebalance, batch, s.Gen()) {
-			r.join(ctx)
+		aborted, err := r.stageActs(ctx, s, batch)
+		if err != nil {
+			return err
 		}
-		if r.stageFaults.Fires(catalog.TransformCrash, batch, s.Gen()) {
-			return errCrash
-		}
-		if r.stageFaults.Fires(catalog.TransactionAbort, batch, s.Gen()) {
-			if err := s.Abort(ctx, "aborted by fault"); err != nil {
-				return fmt.Errorf("abort a transaction: %w", err)
-			}
+		if aborted {
 			continue
 		}
 		if _, err := s.Commit(ctx); err != nil {
@@ -170,7 +183,7 @@ func (r *variantRun) stageBatches(ctx context.Context, s *recording.Stage, first
 // up with intents and every variant meets the same faults), or when no
 // record comes for stageIdle.
 func (r *variantRun) stageBatch(ctx context.Context, s *recording.Stage) ([]brokers.Delivery, error) {
-	n := r.stage.Batch
+	n := r.stage.spec.Batch
 	var batch []brokers.Delivery
 	for len(batch) < n {
 		wctx, cancel := ctx, context.CancelFunc(func() {})
@@ -191,4 +204,27 @@ func (r *variantRun) stageBatch(ctx context.Context, s *recording.Stage) ([]brok
 		}
 	}
 	return batch, nil
+}
+
+// stageActs asks the stage faults once about a written, uncommitted batch
+// and acts out what they say: another instance joins the group, the
+// instance crashes (errCrash), or it aborts the batch's transaction
+// (aborted).
+func (r *variantRun) stageActs(ctx context.Context, s *recording.Stage, batch []brokers.Delivery) (aborted bool, err error) {
+	for a := range r.stage.faults.At(batch, s.Gen()) {
+		switch a.Kind {
+		case faults.Join:
+			r.join(ctx)
+		case faults.Crash:
+			return false, errCrash
+		case faults.Abort:
+			if err := s.Abort(ctx, "aborted by fault"); err != nil {
+				return false, fmt.Errorf("abort a transaction: %w", err)
+			}
+			return true, nil
+		default:
+			return false, fmt.Errorf("%w: the stage loop cannot act out action %d of fault %s", ErrInternal, a.Kind, a.Fault)
+		}
+	}
+	return false, nil
 }

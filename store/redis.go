@@ -174,13 +174,19 @@ func (h stallHook) stalled(ctx context.Context, start time.Time, err error) erro
 	var nerr net.Error
 	timeout := errors.As(err, &nerr) && nerr.Timeout()
 	waited := time.Since(start)
+	ended := ctx.Err()
+	if d, ok := ctx.Deadline(); ok && ended == nil && !time.Now().Before(d) {
+		// The read's deadline is the context's: it may fire a moment
+		// before the context's own timer does.
+		ended = context.DeadlineExceeded
+	}
 	switch {
-	case waited >= stallAfter && ctx.Err() != nil:
-		return fmt.Errorf("%w: %w: Redis at %s did not answer for %s (%v)", ErrStalled, ctx.Err(), h.addr, waited.Round(100*time.Millisecond), err)
+	case waited >= stallAfter && ended != nil:
+		return fmt.Errorf("%w: %w: Redis at %s did not answer for %s (%v)", ErrStalled, ended, h.addr, waited.Round(100*time.Millisecond), err)
 	case waited >= stallAfter && timeout:
 		return fmt.Errorf("%w: Redis at %s did not answer for %s (%v)", ErrStalled, h.addr, waited.Round(100*time.Millisecond), err)
-	case ctx.Err() != nil:
-		return fmt.Errorf("%w (%v)", ctx.Err(), err)
+	case ended != nil:
+		return fmt.Errorf("%w (%v)", ended, err)
 	}
 	return err
 }

@@ -9,12 +9,13 @@
 // the runner's drain, package check's counts): one confirm per publish, one
 // delivery per stored message with a position, redelivery of what a dead
 // consumer had not acked, a backlog that reaches zero, and the optional
-// powers (ProduceResponseLoser) when a destination claims them. Every wait is
+// fault powers (brokers.LoseProduceResponses) a destination applies. Every wait is
 // bounded, so a broken adapter fails instead of hanging.
 package brokertest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -47,7 +48,7 @@ func Run(t *testing.T, open func(t *testing.T) brokers.Broker) {
 		{"ConsumeDeliversEachOnceAndBacklogDrains", testConsume},
 		{"AbandonedConsumerUnackedRedelivered", testAbandon},
 		{"CloseDestination", testClose},
-		{"ProduceResponseLoser", testProduceResponseLoser},
+		{"LoseProduceResponses", testLoseProduceResponses},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := open(t)
@@ -366,24 +367,26 @@ func testClose(t *testing.T, ctx context.Context, b brokers.Broker) {
 	confirmedOnce(t, publish(t, ctx, newProducer(t, ctx, d2), 1), 1)
 }
 
-func testProduceResponseLoser(t *testing.T, ctx context.Context, b brokers.Broker) {
+func testLoseProduceResponses(t *testing.T, ctx context.Context, b brokers.Broker) {
 	const n = 5
 	d := OpenDest(t, ctx, b, Spec(t, false))
-	loser, ok := d.(brokers.ProduceResponseLoser)
-	if !ok {
-		t.Skipf("%s: destinations cannot lose produce responses", b.Name())
-	}
 	var mu sync.Mutex
 	lost := map[int]int{}
-	loser.LoseProduceResponses(
-		func(intent, attempt int) bool { return attempt == 1 },
-		func(intents []int) {
+	err := brokers.Apply(ctx, d, brokers.LoseProduceResponses{
+		Fires: func(intent, attempt int) bool { return attempt == 1 },
+		Lost: func(intents []int) {
 			mu.Lock()
 			defer mu.Unlock()
 			for _, in := range intents {
 				lost[in]++
 			}
-		})
+		}})
+	if errors.Is(err, brokers.ErrNoPower) {
+		t.Skipf("%s: destinations cannot lose produce responses", b.Name())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 	// The producer retries each lost response, and the retry is answered.
 	confirmedOnce(t, publish(t, ctx, newProducer(t, ctx, d), n), n)
 	mu.Lock()

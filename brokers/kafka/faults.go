@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"context"
 	"encoding/binary"
 	"sync"
 
@@ -11,16 +12,16 @@ import (
 	"github.com/dqbench/dqbench/brokers"
 )
 
-// LoseProduceResponses answers chosen produce requests with
+// loseProduceResponses answers chosen produce requests with
 // REQUEST_TIMED_OUT after kfake has appended them: the records are in the
 // log, the producer sees no success and retries. With the idempotent
 // producer the broker recognises the retry by its sequence number and drops
 // it; without, the retry is appended again.
 //
 // Only the embedded broker can do this, so only its destinations have the
-// method (scenario validation rejects the fault with mode: external); on an
+// power (scenario validation rejects the fault with mode: external); on an
 // external cluster it would need a network fault layer.
-func (c embeddedDest) LoseProduceResponses(fires func(intent, attempt int) bool, lost func(intents []int)) {
+func (c embeddedDest) loseProduceResponses(fires func(intent, attempt int) bool, lost func(intents []int)) {
 	c.fault = c.loseOn(c.topic, fires, lost)
 	if c.stage != nil {
 		// Inside the stage's transactions too: its producer is
@@ -94,4 +95,18 @@ func producedIntents(req *kmsg.ProduceRequest) []int {
 		}
 	}
 	return out
+}
+
+// Apply injects the embedded cluster's fault powers: lost produce
+// responses and leader moves.
+func (c embeddedDest) Apply(_ context.Context, p brokers.Power) error {
+	switch p := p.(type) {
+	case brokers.LoseProduceResponses:
+		c.loseProduceResponses(p.Fires, p.Lost)
+	case brokers.MoveLeaders:
+		c.moveLeaders(p.Fires, p.Moved)
+	default:
+		return brokers.NoPower(p)
+	}
+	return nil
 }

@@ -183,10 +183,9 @@ var _ brokers.Destination = (*topicDest)(nil)
 type embeddedDest struct{ *topicDest }
 
 var (
-	_ brokers.Destination          = embeddedDest{}
-	_ brokers.ProduceResponseLoser = embeddedDest{}
-	_ brokers.LeaderMover          = embeddedDest{}
-	_ brokers.ConsumerWatcher      = embeddedDest{}
+	_ brokers.Destination     = embeddedDest{}
+	_ brokers.Powered         = embeddedDest{}
+	_ brokers.ConsumerWatcher = embeddedDest{}
 )
 
 func (c *topicDest) Producer(ctx context.Context) (brokers.Producer, error) {

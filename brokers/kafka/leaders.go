@@ -45,13 +45,13 @@ func (m *leaderMoves) stop() {
 	m.wg.Wait()
 }
 
-// MoveLeaders watches the produce requests to the variant's topic (without
+// moveLeaders watches the produce requests to the variant's topic (without
 // faulting them) and, for each that carries an intent fires picks, moves
 // the leader of every partition of the variant's topics (the output topic
 // too, with a stage) to the next broker. It records where each new leader
 // epoch begins, so that no client takes a move for a truncated log (see
 // leaderEpochs).
-func (c embeddedDest) MoveLeaders(fires func(intent, attempt int) bool, moved func(intent int, moves []string)) {
+func (c embeddedDest) moveLeaders(fires func(intent, attempt int) bool, moved func(intent int, moves []string)) {
 	var mu sync.Mutex
 	sightings := map[int]int{}
 	var last kmsg.Request

@@ -64,8 +64,12 @@ func testLeaderMove(t *testing.T, spec brokers.DestinationSpec, moves int) {
 	const n = 20
 	// Intents n+1 .. n+moves each move the leader once produced.
 	moved := make(chan int, moves)
-	d.(brokers.LeaderMover).MoveLeaders(func(in, attempt int) bool { return in > n && in <= n+moves && attempt == 1 },
-		func(in int, _ []string) { moved <- in })
+	if err := brokers.Apply(ctx, d, brokers.MoveLeaders{
+		Fires: func(in, attempt int) bool { return in > n && in <= n+moves && attempt == 1 },
+		Moved: func(in int, _ []string) { moved <- in },
+	}); err != nil {
+		t.Fatal(err)
+	}
 	p, err := d.Producer(ctx)
 	if err != nil {
 		t.Fatal(err)

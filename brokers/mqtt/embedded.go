@@ -105,14 +105,36 @@ var errTakeover = errors.New("a replacement consumer is taking the session over"
 type embeddedDest struct{ *dest }
 
 var (
-	_ brokers.Destination  = embeddedDest{}
-	_ brokers.PacketLoser  = embeddedDest{}
-	_ brokers.Disconnecter = embeddedDest{}
+	_ brokers.Destination = embeddedDest{}
+	_ brokers.Powered     = embeddedDest{}
 )
 
-// LosePackets loses packet on leg for the intents fires chooses; it acts
+// Apply injects the embedded broker's fault powers: lost packets, broken
+// connections and an offline subscriber.
+func (d embeddedDest) Apply(_ context.Context, p brokers.Power) error {
+	switch p := p.(type) {
+	case brokers.LosePackets:
+		return armed(d.losePackets(p.Packet, p.Leg, p.Fires, p.Lost))
+	case brokers.Disconnect:
+		return armed(d.disconnect(p.Leg, p.Fires, p.Cut))
+	case brokers.TakeOffline:
+		return armed(d.takeOffline(p.Window, p.Fires, p.Ended))
+	}
+	return brokers.NoPower(p)
+}
+
+// armed is what Apply returns for a power that acts (true) or has nothing
+// to act on here.
+func armed(ok bool) error {
+	if !ok {
+		return brokers.ErrNowhere
+	}
+	return nil
+}
+
+// losePackets loses packet on leg for the intents fires chooses; it acts
 // only where the leg's QoS has that packet.
-func (d embeddedDest) LosePackets(packet catalog.MQTTPacket, leg catalog.Leg, fires func(intent, attempt int) bool, lost func(intent int)) bool {
+func (d embeddedDest) losePackets(packet catalog.MQTTPacket, leg catalog.Leg, fires func(intent, attempt int) bool, lost func(intent int)) bool {
 	if int(d.legQoS(leg)) != packet.QoS() {
 		return false
 	}
@@ -120,9 +142,9 @@ func (d embeddedDest) LosePackets(packet catalog.MQTTPacket, leg catalog.Leg, fi
 	return true
 }
 
-// Disconnect breaks the leg's client connection right after the broker
+// disconnect breaks the leg's client connection right after the broker
 // handled the chosen intents' PUBLISH on that leg.
-func (d embeddedDest) Disconnect(leg catalog.Leg, fires func(intent, attempt int) bool, cut func(intent int)) bool {
+func (d embeddedDest) disconnect(leg catalog.Leg, fires func(intent, attempt int) bool, cut func(intent int)) bool {
 	d.state.addRule(&rule{packet: packets.Publish, leg: leg, disconnect: true, fires: fires, fired: cut, seen: map[int]int{}})
 	return true
 }

@@ -1,6 +1,7 @@
 package mqtt
 
 import (
+	"context"
 	"sync"
 
 	"github.com/dqbench/dqbench/brokers"
@@ -69,12 +70,20 @@ type externalDest struct{ *dest }
 
 var (
 	_ brokers.Destination = externalDest{}
-	_ brokers.PacketLoser = externalDest{}
+	_ brokers.Powered     = externalDest{}
 )
 
-// LosePackets loses packet on leg for the intents fires chooses, in the
+// Apply injects the external broker's one fault power: lost packets.
+func (d externalDest) Apply(_ context.Context, p brokers.Power) error {
+	if p, ok := p.(brokers.LosePackets); ok {
+		return armed(d.losePackets(p.Packet, p.Leg, p.Fires, p.Lost))
+	}
+	return brokers.NoPower(p)
+}
+
+// losePackets loses packet on leg for the intents fires chooses, in the
 // MQTT toxic; it acts only where the leg's QoS has that packet.
-func (d externalDest) LosePackets(packet catalog.MQTTPacket, leg catalog.Leg, fires func(intent, attempt int) bool, lost func(intent int)) bool {
+func (d externalDest) losePackets(packet catalog.MQTTPacket, leg catalog.Leg, fires func(intent, attempt int) bool, lost func(intent int)) bool {
 	if int(d.legQoS(leg)) != packet.QoS() {
 		return false
 	}

@@ -508,16 +508,20 @@ type managedDest struct{ *dest }
 var (
 	_ brokers.Destination   = managedDest{}
 	_ brokers.LimitReporter = managedDest{}
-	_ brokers.Restarter     = managedDest{}
+	_ brokers.Powered       = managedDest{}
 )
 
-// RestartAfter restarts the variant's Mosquitto once the chosen intents
-// are confirmed.
-func (d managedDest) RestartAfter(fires func(intent, attempt int) bool, restarted func(intent int)) bool {
+// Apply injects the managed broker's one fault power: it restarts the
+// variant's Mosquitto once the chosen intents are confirmed.
+func (d managedDest) Apply(_ context.Context, p brokers.Power) error {
+	r, ok := p.(brokers.RestartAfter)
+	if !ok {
+		return brokers.NoPower(p)
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.restart = &rule{fires: fires, fired: restarted, seen: map[int]int{}}
-	return true
+	d.restart = &rule{fires: r.Fires, fired: r.Restarted, seen: map[int]int{}}
+	return nil
 }
 
 // confirmedIntent is called once the broker confirmed intent's publish; it

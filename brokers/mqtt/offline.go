@@ -7,7 +7,6 @@ import (
 
 	mochi "github.com/mochi-mqtt/server/v2"
 
-	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
 )
 
@@ -27,8 +26,6 @@ import (
 //
 // A window also ends when no publish has come for offlineIdle (the run
 // has no more intents).
-
-var _ brokers.Offliner = embeddedDest{}
 
 // offline is an armed subscriber-offline fault of one destination; its
 // fields are guarded by the destState's mu.
@@ -60,8 +57,8 @@ const (
 
 var errOffline = errors.New("dqbench: subscriber taken offline by fault")
 
-// TakeOffline arms subscriber-offline.
-func (d embeddedDest) TakeOffline(window int, fires func(intent, attempt int) bool, ended func(start int, held []int)) bool {
+// takeOffline arms subscriber-offline.
+func (d embeddedDest) takeOffline(window int, fires func(intent, attempt int) bool, ended func(start int, held []int)) bool {
 	d.state.mu.Lock()
 	defer d.state.mu.Unlock()
 	d.state.offline = &offline{window: window, fires: fires, ended: ended, seen: map[int]int{}}

@@ -457,14 +457,30 @@ func (c *consumer) Nack(ctx context.Context, d brokers.Delivery, requeue bool) e
 	return nil
 }
 
-var _ brokers.ConnectionResetter = (*consumer)(nil)
+var _ brokers.Powered = (*consumer)(nil)
 
-// ResetConnection adds toxiproxy's reset_peer toxic to the consumer's
+// Apply acts on the consumer's connection, through its proxy: a reset, a
+// partition, latency; or makes the round trip that applies its acks.
+func (c *consumer) Apply(ctx context.Context, p brokers.Power) error {
+	switch p := p.(type) {
+	case brokers.ResetConnection:
+		return c.resetConnection(ctx)
+	case brokers.Partition:
+		return c.partition(ctx, p.For)
+	case brokers.Slow:
+		return c.slow(ctx, p.Latency, p.For)
+	case brokers.SyncAcks:
+		return c.syncAcks(ctx)
+	}
+	return brokers.NoPower(p)
+}
+
+// resetConnection adds toxiproxy's reset_peer toxic to the consumer's
 // proxy and makes a round trip on the channel, whose first bytes trigger
 // it: the proxy resets both sides of the connection. The acks Ack returned
 // for reach the broker first (see Ack), so the reset hits exactly what the
 // consumer had not acked.
-func (c *consumer) ResetConnection(ctx context.Context) error {
+func (c *consumer) resetConnection(ctx context.Context) error {
 	if err := c.flush(); err != nil {
 		return fmt.Errorf("rabbitmq consumer %d on %s: %w", c.gen, c.d.queue, err)
 	}
@@ -478,9 +494,7 @@ func (c *consumer) ResetConnection(ctx context.Context) error {
 	return nil
 }
 
-var _ brokers.Partitioner = (*consumer)(nil)
-
-// Partition adds toxiproxy's timeout toxic to both directions of the
+// partition adds toxiproxy's timeout toxic to both directions of the
 // consumer's proxy, which drops all data, and disables the proxy after d,
 // which closes the connection (as a client's TCP eventually gives up). The
 // acks Ack returned for reach the broker first; the ones written during
@@ -493,7 +507,7 @@ var _ brokers.Partitioner = (*consumer)(nil)
 // (it would wait for the close, or fail on it). The close is dqbench's own
 // timer rather than the toxic's timeout, so that extending it changes no
 // toxic that toxiproxy is running.
-func (c *consumer) Partition(ctx context.Context, d time.Duration) error {
+func (c *consumer) partition(ctx context.Context, d time.Duration) error {
 	c.partitionMu.Lock()
 	defer c.partitionMu.Unlock()
 	if c.partitionEnd != nil {
@@ -519,12 +533,10 @@ func (c *consumer) Partition(ctx context.Context, d time.Duration) error {
 	return nil
 }
 
-var _ brokers.Slower = (*consumer)(nil)
-
-// Slow adds toxiproxy's latency toxic to both directions of the consumer's
+// slow adds toxiproxy's latency toxic to both directions of the consumer's
 // proxy and removes it after d (unless the consumer is gone by then). A
 // consumer slowed already stays as it is.
-func (c *consumer) Slow(ctx context.Context, latency, d time.Duration) error {
+func (c *consumer) slow(ctx context.Context, latency, d time.Duration) error {
 	c.slowMu.Lock()
 	defer c.slowMu.Unlock()
 	if c.slowTimer != nil {
@@ -563,11 +575,9 @@ func (c *consumer) stopTimers() {
 	c.partitionMu.Unlock()
 }
 
-var _ brokers.AckSyncer = (*consumer)(nil)
-
-// SyncAcks makes the round trip that tells the broker has applied every
+// syncAcks makes the round trip that tells the broker has applied every
 // ack written so far (see Ack), when one was written since the last.
-func (c *consumer) SyncAcks(ctx context.Context) error {
+func (c *consumer) syncAcks(ctx context.Context) error {
 	if !c.unflushed.Load() {
 		return nil
 	}

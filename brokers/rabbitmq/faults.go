@@ -1,6 +1,8 @@
 package rabbitmq
 
 import (
+	"context"
+
 	"github.com/dqbench/dqbench/brokers"
 )
 
@@ -11,16 +13,29 @@ type lose struct {
 	lost  func(intent, attempt int)
 }
 
-var (
-	_ brokers.AckLoser     = (*queueDest)(nil)
-	_ brokers.ConfirmLoser = (*queueDest)(nil)
-)
+var _ brokers.Powered = (*queueDest)(nil)
 
-// LoseAcks makes every consumer started afterwards go through a proxy that
+// Apply injects a queue's fault powers, through dqbench's in-process
+// toxiproxy: lost acks and lost confirms.
+func (d *queueDest) Apply(_ context.Context, p brokers.Power) error {
+	switch p := p.(type) {
+	case brokers.LoseAcks:
+		ok, err := d.loseAcks(p.Fires, p.Lost)
+		if err == nil && !ok {
+			err = brokers.ErrNowhere
+		}
+		return err
+	case brokers.LoseConfirms:
+		return d.loseConfirms(p.Fires, p.Lost)
+	}
+	return brokers.NoPower(p)
+}
+
+// loseAcks makes every consumer started afterwards go through a proxy that
 // loses the basic.ack of the chosen deliveries and then breaks the
 // connection (netfault/amqp.LoseAcks). With ack: auto there is no ack to
 // lose.
-func (d *queueDest) LoseAcks(fires func(intent, attempt int) bool, lost func(intent, attempt int)) (bool, error) {
+func (d *queueDest) loseAcks(fires func(intent, attempt int) bool, lost func(intent, attempt int)) (bool, error) {
 	if d.spec.AutoAck {
 		return false, nil
 	}
@@ -31,10 +46,10 @@ func (d *queueDest) LoseAcks(fires func(intent, attempt int) bool, lost func(int
 	return true, nil
 }
 
-// LoseConfirms makes every producer started afterwards go through a proxy
+// loseConfirms makes every producer started afterwards go through a proxy
 // that withholds the broker's confirm of the chosen publishes
 // (netfault/amqp.LoseConfirms).
-func (d *queueDest) LoseConfirms(fires func(intent, attempt int) bool, lost func(intent, attempt int)) error {
+func (d *queueDest) loseConfirms(fires func(intent, attempt int) bool, lost func(intent, attempt int)) error {
 	if !d.r.net.Embedded() {
 		return d.needsEmbedded("confirm-lost")
 	}

@@ -57,10 +57,10 @@ func TestLoseConfirms(t *testing.T) {
 	d := faultDest(t, ctx, nil)
 	var mu sync.Mutex
 	var lost []int
-	if err := d.(brokers.ConfirmLoser).LoseConfirms(
-		func(intent, attempt int) bool { return intent == 3 && attempt == 1 },
-		func(intent, _ int) { mu.Lock(); lost = append(lost, intent); mu.Unlock() },
-	); err != nil {
+	if err := brokers.Apply(ctx, d, brokers.LoseConfirms{
+		Fires: func(intent, attempt int) bool { return intent == 3 && attempt == 1 },
+		Lost:  func(intent, _ int) { mu.Lock(); lost = append(lost, intent); mu.Unlock() },
+	}); err != nil {
 		t.Fatal(err)
 	}
 	p, err := d.Producer(ctx)
@@ -100,12 +100,11 @@ func TestLoseAcks(t *testing.T) {
 	d := faultDest(t, ctx, nil)
 	var mu sync.Mutex
 	var lost []int
-	armed, err := d.(brokers.AckLoser).LoseAcks(
-		func(intent, attempt int) bool { return intent == 2 && attempt == 1 },
-		func(intent, _ int) { mu.Lock(); lost = append(lost, intent); mu.Unlock() },
-	)
-	if err != nil || !armed {
-		t.Fatalf("LoseAcks: armed %v, %v", armed, err)
+	if err := brokers.Apply(ctx, d, brokers.LoseAcks{
+		Fires: func(intent, attempt int) bool { return intent == 2 && attempt == 1 },
+		Lost:  func(intent, _ int) { mu.Lock(); lost = append(lost, intent); mu.Unlock() },
+	}); err != nil {
+		t.Fatalf("LoseAcks: %v", err)
 	}
 	p, err := d.Producer(ctx)
 	if err != nil {

@@ -129,9 +129,25 @@ type managedDest struct {
 	run context.Context // the run's: a failover gives up when it ends (Ctrl-C, deadline)
 }
 
-var _ brokers.LeaderStopper = (*managedDest)(nil)
+var _ brokers.Powered = (*managedDest)(nil)
 
-func (d *managedDest) JoinFailover(fault string) error {
+// Apply injects a managed cluster's own fault power, stopping a queue's
+// leader, and a queue's (queueDest.Apply).
+func (d *managedDest) Apply(ctx context.Context, p brokers.Power) error {
+	switch p := p.(type) {
+	case brokers.JoinFailover:
+		return d.joinFailover(p.Fault)
+	case brokers.StopLeader:
+		what, err := d.stopLeader(ctx, p.Fault, p.Intent, p.Attempt)
+		if err == nil {
+			p.Stopped(what)
+		}
+		return err
+	}
+	return d.queueDest.Apply(ctx, p)
+}
+
+func (d *managedDest) joinFailover(fault string) error {
 	if d.queueType != catalog.QuorumQueue {
 		return fmt.Errorf("fault %s stops the leader of a quorum queue: add queue_type: quorum to the broker", fault)
 	}
@@ -139,7 +155,7 @@ func (d *managedDest) JoinFailover(fault string) error {
 	return nil
 }
 
-func (d *managedDest) StopLeader(ctx context.Context, fault string, intent, attempt int) (string, error) {
+func (d *managedDest) stopLeader(ctx context.Context, fault string, intent, attempt int) (string, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(d.run, cancel)()

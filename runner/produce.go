@@ -1,0 +1,156 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/dqbench/dqbench/brokers"
+	"github.com/dqbench/dqbench/catalog"
+	"github.com/dqbench/dqbench/history"
+	"github.com/dqbench/dqbench/recording"
+	"github.com/dqbench/dqbench/scenario"
+	"github.com/dqbench/dqbench/seeded"
+	"github.com/dqbench/dqbench/store"
+	"github.com/dqbench/dqbench/strategy"
+)
+
+// body is the message payload: one business intent.
+type body struct {
+	Intent  int   `json:"intent"`
+	Account int   `json:"account"`
+	Amount  int64 `json:"amount"`
+	// Version is the account version the update expects (version-cas).
+	Version int64 `json:"version"`
+	// ID is the message id from the variant's id source.
+	ID string `json:"id"`
+}
+
+// produce publishes every intent, with at most window intents unconfirmed,
+// and waits for the confirms; it gives up at the run's deadline.
+func (r *variantRun) produce(ctx context.Context, dest brokers.Destination, prod scenario.Producer) error {
+	raw, err := dest.Producer(ctx)
+	if err != nil {
+		return err
+	}
+	p := recording.NewProducer(raw, r.rec)
+	sem := make(chan struct{}, prod.Window)
+	policy := retryPolicy{retries: prod.RetryCount(), timeout: prod.ConfirmTimeout.D()}
+	var wg sync.WaitGroup
+publish:
+	for intent := 1; intent <= r.s.Messages; intent++ {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			break publish
+		}
+		wg.Add(1)
+		r.send(ctx, p, intent, policy, func(err error) {
+			if err == nil {
+				r.progress.heardFrom(r.start)
+			}
+			r.progress.Published.Add(1)
+			<-sem
+			wg.Done()
+		})
+	}
+	confirmed := make(chan struct{})
+	go func() { wg.Wait(); close(confirmed) }()
+	select {
+	case <-confirmed:
+	case <-ctx.Done():
+	}
+	// With ctx done, Close fails whatever is still unconfirmed, and each
+	// callback records it; a client that does not answer is not waited for.
+	p.Close(ctx)
+	sctx, cancel := r.shutdown.ctx(ctx)
+	defer cancel()
+	select {
+	case <-confirmed:
+	case <-sctx.Done():
+	}
+	return ctx.Err()
+}
+
+// retryPolicy is the application's publish policy (producer.retries,
+// producer.confirm_timeout).
+type retryPolicy struct {
+	retries int
+	timeout time.Duration // 0: wait for the client's answer
+}
+
+// errConfirmTimeout ends an attempt the application gave up waiting for.
+var errConfirmTimeout = errors.New("no confirm within producer.confirm_timeout")
+
+// send publishes intent and, by the policy, publishes it again after each
+// attempt that ends without a confirm; done gets the last attempt's outcome.
+// An attempt given up on at the timeout still has its own outcome recorded
+// when the client reports it, so a late confirm shows in the history; a
+// client that holds a window slot per unconfirmed publish is told, and the
+// slot goes to the next publish (brokers.GiveUpper).
+func (r *variantRun) send(ctx context.Context, p *recording.Producer, intent int, policy retryPolicy, done func(error)) {
+	giveUp, _ := p.Producer.(brokers.GiveUpper)
+	var try func(attempt int)
+	try = func(attempt int) {
+		var once sync.Once
+		var timer *time.Timer
+		decide := func(err error, timedOut bool) {
+			once.Do(func() {
+				if timedOut {
+					r.rec.Record(history.Event{Type: history.PubFailed, Intent: intent, Attempt: attempt, Reason: err.Error()})
+					if giveUp != nil {
+						giveUp.GiveUp(intent, attempt)
+					}
+				}
+				if err == nil || attempt > policy.retries || ctx.Err() != nil {
+					done(err)
+					return
+				}
+				// Not from the client's callback, which may not block on
+				// a full client buffer.
+				go try(attempt + 1)
+			})
+		}
+		if policy.timeout > 0 {
+			timer = time.AfterFunc(policy.timeout, func() { decide(errConfirmTimeout, true) })
+		}
+		r.publish(ctx, p, intent, attempt, func(err error) {
+			if timer != nil { // set before the publish, so before its outcome
+				timer.Stop()
+			}
+			decide(err, false)
+		})
+	}
+	try(1)
+}
+
+// publish sends one attempt of intent (the client may retry a lost response
+// itself, resending the same bytes, so the same message id); done gets the
+// outcome.
+func (r *variantRun) publish(ctx context.Context, p *recording.Producer, intent, attempt int, done func(error)) {
+	account, amount := intent%store.Accounts, seeded.Amount(r.s.Seed, intent)
+	buf, _ := json.Marshal(body{
+		Intent: intent, Account: account, Amount: amount,
+		Version: strategy.ExpectedVersion(intent),
+		ID:      messageID(r.v.ID, r.s.Seed, intent, attempt, account, amount),
+	})
+	p.Publish(ctx, brokers.Message{Intent: intent, Attempt: attempt, Key: brokers.Key(intent), Body: buf}, done)
+}
+
+// messageID is the id the producer gives one send (application-level
+// publish) from the variant's id source. A per-send UUID is derived from
+// (seed, intent, attempt) so runs repeat; it is new on every application
+// send, but the client's own retries resend the same bytes, so they keep it.
+func messageID(src catalog.IDSource, seed int64, intent, attempt, account int, amount int64) string {
+	switch src {
+	case catalog.PerSendUUID:
+		a, b := seeded.Hash(seed, "uuid", intent, attempt), seeded.Hash(seed, "uuid2", intent, attempt)
+		return fmt.Sprintf("%08x-%04x-4%03x-%04x-%012x", a>>32, (a>>16)&0xffff, a&0xfff, (b>>48)&0x3fff|0x8000, b&0xffffffffffff)
+	case catalog.ContentHash:
+		return fmt.Sprintf("%016x", seeded.Hash(0, "content", account, int(amount)))
+	}
+	return brokers.Key(intent)
+}
