@@ -55,6 +55,11 @@ func provenance(s *scenario.Scenario, b brokers.Broker) *check.Provenance {
 			} else {
 				add(&clients, "github.com/eclipse/paho.mqtt.golang")
 			}
+		case catalog.NATS:
+			if embedded {
+				add(&clients, "github.com/nats-io/nats-server/v2")
+			}
+			add(&clients, "github.com/nats-io/nats.go")
 		}
 		if v.Process != nil {
 			continue // the process's own store
