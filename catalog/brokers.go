@@ -105,6 +105,7 @@ func (k ConsumerKeys) With(o ConsumerKeys) ConsumerKeys {
 type BrokerOverrides struct {
 	MQTT     *MQTTSettings      `yaml:"mqtt" json:"mqtt,omitempty" jsonschema:"description=Overrides of the broker's MQTT settings for this variant (qos\\, subscription_qos\\, clean_session\\, client); broker kind mqtt only."`
 	RabbitMQ *RabbitMQOverrides `yaml:"rabbitmq" json:"rabbitmq,omitempty" jsonschema:"description=Overrides of the broker's RabbitMQ settings for this variant (queue_type); broker kind rabbitmq only."`
+	NATS     *NATSOverrides     `yaml:"nats" json:"nats,omitempty" jsonschema:"description=Overrides of the broker's NATS settings for this variant (msg_id\\, duplicate_window); broker kind nats only."`
 }
 
 func setIfNonZero[T comparable](p *T, v T) {

@@ -59,6 +59,23 @@ type NATSSettings struct {
 	MsgID           NATSMsgID   `yaml:"msg_id" json:"msg_id,omitempty" jsonschema:"description=What the producer writes into each publish's Nats-Msg-Id header\\, the stream's dedup key: business (the intent's id\\, default: a retry within duplicate_window is dropped by the stream)\\, per-send-uuid (new on every application send: a retry is stored again) or none (no header)."`
 }
 
+// NATSOverrides are the NATS settings one variant may change (nats: in a
+// variant), so one run can compare what goes into Nats-Msg-Id and how
+// long the stream remembers it.
+type NATSOverrides struct {
+	DuplicateWindow Duration  `yaml:"duplicate_window" json:"duplicate_window,omitempty" jsonschema:"description=How long this variant's stream remembers a Nats-Msg-Id (overrides the broker's duplicate_window)."`
+	MsgID           NATSMsgID `yaml:"msg_id" json:"msg_id,omitempty" jsonschema:"description=What this variant's producer writes into Nats-Msg-Id: business\\, per-send-uuid or none (overrides the broker's msg_id)."`
+}
+
+// ForVariant returns a copy of s with the variant's nats overrides.
+func (s NATSSettings) ForVariant(v VariantKeys) any {
+	if o := v.Overrides.NATS; o != nil {
+		setIfNonZero(&s.DuplicateWindow, o.DuplicateWindow)
+		setIfNonZero(&s.MsgID, o.MsgID)
+	}
+	return &s
+}
+
 // The JetStream defaults dqbench uses where a scenario says nothing.
 const (
 	DefaultNATSDuplicateWindow = Duration(2 * time.Minute)

@@ -39,3 +39,20 @@ func TestNATSDefaults(t *testing.T) {
 		t.Errorf("defaults changed what was set: %+v, want %+v", got, set)
 	}
 }
+
+// TestNATSForVariant: a variant's nats mapping overrides msg_id and
+// duplicate_window, and leaves the broker's settings as they were.
+func TestNATSForVariant(t *testing.T) {
+	base := NATSSettings{}
+	base.Defaults()
+	got := base.ForVariant(VariantKeys{Overrides: BrokerOverrides{NATS: &NATSOverrides{MsgID: NoMsgID, DuplicateWindow: Duration(time.Second)}}}).(*NATSSettings)
+	if got.MsgID != NoMsgID || got.DuplicateWindow != Duration(time.Second) || got.AckWait != DefaultNATSAckWait {
+		t.Errorf("with overrides: %+v", *got)
+	}
+	if base.MsgID != BusinessMsgID || base.DuplicateWindow != DefaultNATSDuplicateWindow {
+		t.Errorf("the broker's settings changed: %+v", base)
+	}
+	if got := base.ForVariant(VariantKeys{}).(*NATSSettings); *got != base {
+		t.Errorf("without overrides: %+v, want %+v", *got, base)
+	}
+}

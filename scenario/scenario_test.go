@@ -49,7 +49,7 @@ var fixtures = []fixture{
 		`5:1: unknown key "varients" at the top level (allowed: version, name, description, seed, messages, deadline, drain, broker, producer, consumer, store, redis, faults, variants, stage); did you mean "variants"?`,
 	}},
 	{"invalid/unknown-nested-key.yaml", []string{
-		`7:5: unknown key "stratgies" in variants[0] (allowed: name, strategy, producer, consumer, store, id, expect, varies, stage, process, audit, mqtt, rabbitmq); did you mean "strategy"?`,
+		`7:5: unknown key "stratgies" in variants[0] (allowed: name, strategy, producer, consumer, store, id, expect, varies, stage, process, audit, mqtt, rabbitmq, nats); did you mean "strategy"?`,
 	}},
 	{"invalid/unknown-strategy.yaml", []string{
 		`7:15: variants[0].strategy: "dedup-tabel" is not allowed (allowed: none, dedup-table, dedup-table-split, unique-key, state-machine, version-cas, check-then-act, redis-setnx); did you mean "dedup-table"?`,
@@ -307,6 +307,11 @@ var fixtures = []fixture{
 	{"invalid/rabbitmq-overrides.yaml", []string{
 		`6:91: variants[1].consumer.delivery_limit: RabbitMQ counts deliveries only on quorum queues (x-delivery-limit); set queue_type: quorum on the broker, or in the variant's rabbitmq`,
 		`7:54: variants[2].rabbitmq.queue_type: "stream" is not allowed (allowed: classic, quorum)`,
+	}},
+	{"invalid/nats-overrides.yaml", []string{
+		`5:37: variants[0].nats: only for broker kind nats, not kafka; remove it`,
+		`6:37: variants[1].nats: only for broker kind nats, not kafka; remove it`,
+		`6:46: variants[1].nats.msg_id: "uuid" is not allowed (allowed: none, business, per-send-uuid)`,
 	}},
 	{"invalid/rabbitmq-on-kafka.yaml", []string{
 		`5:41: variants[0].rabbitmq: only for broker kind rabbitmq, not kafka; remove it`,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
+	"github.com/dqbench/dqbench/netfault"
 )
 
 // dest is one variant's stream and durable pull consumer.
@@ -28,6 +29,9 @@ type dest struct {
 	// server counts a message acked once it sent it, so the backlog adds
 	// what the server sent and no consumer instance has settled yet.
 	ackNone bool
+	// confirmLost, when armed (Apply), routes every producer started
+	// afterwards through a proxy that loses the chosen PubAcks.
+	confirmLost *lose
 
 	mu      sync.Mutex
 	live    map[*consumer]bool
@@ -66,13 +70,27 @@ func (d *dest) Close(ctx context.Context) error {
 	return nil
 }
 
-// Producer connects a publisher.
+// Producer connects a publisher: straight to the server, or with
+// confirm-lost armed through its own proxy (faults.go).
 func (d *dest) Producer(ctx context.Context) (brokers.Producer, error) {
-	nc, js, err := connect(ctx, d.b.url, "dqbench-"+d.stream+"-p", true)
+	name := "dqbench-" + d.stream + "-p"
+	url, opts := d.b.url, []nats.Option(nil)
+	var px *netfault.Proxy
+	if lose := d.confirmLost; lose != nil {
+		var err error
+		if px, url, err = d.proxied(name, lose); err != nil {
+			return nil, err
+		}
+		opts = proxiedOpts
+	}
+	nc, js, err := connect(ctx, url, name, true, opts...)
 	if err != nil {
+		if px != nil {
+			_ = px.Close(context.WithoutCancel(ctx))
+		}
 		return nil, unreachable(err)
 	}
-	return &producer{d: d, nc: nc, js: js, closing: make(chan struct{})}, nil
+	return &producer{d: d, nc: nc, js: js, px: px, closing: make(chan struct{})}, nil
 }
 
 // unreachable marks a failed client connect as the broker's being
@@ -89,6 +107,7 @@ type producer struct {
 	d       *dest
 	nc      *nats.Conn
 	js      jetstream.JetStream
+	px      *netfault.Proxy // confirm-lost's proxy, or nil
 	wg      sync.WaitGroup
 	closing chan struct{}
 	once    sync.Once
@@ -138,18 +157,31 @@ func classify(err error) error {
 	return err
 }
 
-// Close waits for outstanding publish acks until ctx ends, fails the rest
-// and closes the connection.
+// lateAckWait bounds Close's wait for outstanding publish acks. The
+// pipeline closes a producer once every intent has an outcome, so what is
+// still outstanding then is a publish the application gave up on (no
+// PubAck within producer.confirm_timeout): a late PubAck is recorded if it
+// comes by then, and a lost one does not hold the run up.
+const lateAckWait = time.Second
+
+// Close waits for outstanding publish acks (until ctx ends, at most
+// lateAckWait), fails the rest and closes the connection.
 func (p *producer) Close(ctx context.Context) {
 	all := make(chan struct{})
 	go func() { p.wg.Wait(); close(all) }()
+	late := time.NewTimer(lateAckWait)
+	defer late.Stop()
 	select {
 	case <-all:
+	case <-late.C:
 	case <-ctx.Done():
 	}
 	p.once.Do(func() { close(p.closing) })
 	<-all
 	p.nc.Close()
+	if p.px != nil {
+		_ = p.px.Close(context.WithoutCancel(ctx))
+	}
 }
 
 // Consumer connects a consumer instance to the variant's durable pull

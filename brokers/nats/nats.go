@@ -21,6 +21,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -30,6 +31,7 @@ import (
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/leftover"
+	"github.com/dqbench/dqbench/netfault"
 )
 
 // dialTimeout bounds the TCP connect and the NATS handshake: an
@@ -47,6 +49,11 @@ type Broker struct {
 	storeDir string         // embedded only: removed on Close
 	nc       *nats.Conn     // admin: streams, consumers, backlog
 	js       jetstream.JetStream
+
+	// net is the in-process toxiproxy producers connect through when a
+	// fault needs it (confirm-lost), started on first use.
+	netMu sync.Mutex
+	net   *netfault.Layer
 }
 
 var _ brokers.Broker = (*Broker)(nil)
@@ -141,9 +148,9 @@ var (
 // answers. reconnect: the client reconnects after a broken connection (the
 // producer and the admin connection); a consumer's connection does not, so
 // a broken one ends the consumer instance as a crash would.
-func connect(ctx context.Context, url, name string, reconnect bool) (*nats.Conn, jetstream.JetStream, error) {
+func connect(ctx context.Context, url, name string, reconnect bool, extra ...nats.Option) (*nats.Conn, jetstream.JetStream, error) {
 	masked := catalog.MaskURL(url)
-	opts := []nats.Option{nats.Name(name), nats.Timeout(dialTimeout)}
+	opts := append([]nats.Option{nats.Name(name), nats.Timeout(dialTimeout)}, extra...)
 	if !reconnect {
 		opts = append(opts, nats.NoReconnect())
 	} else {
@@ -219,12 +226,19 @@ func (b *Broker) ServerVersion() string {
 	return "nats-server " + b.nc.ConnectedServerVersion()
 }
 
-// Close closes the admin connection and stops an embedded server,
-// removing its store directory.
+// Close closes the admin connection, stops the in-process toxiproxy if
+// one was started, and stops an embedded server, removing its store
+// directory.
 func (b *Broker) Close() error {
 	if b.nc != nil {
 		b.nc.Close()
 	}
+	b.netMu.Lock()
+	if b.net != nil {
+		_ = b.net.Close()
+		b.net = nil
+	}
+	b.netMu.Unlock()
 	if b.srv == nil {
 		return nil
 	}
