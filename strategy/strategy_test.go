@@ -169,8 +169,8 @@ func TestOpen(t *testing.T) {
 			t.Errorf("close: %v", err)
 		}
 	})
-	_, err := Open(context.Background(), "dedup-memory", Env{})
-	if want := `strategy "dedup-memory" is not supported by this build`; err == nil || err.Error() != want {
+	_, err := Open(context.Background(), "no-such-strategy", Env{})
+	if want := `strategy "no-such-strategy" is not supported by this build`; err == nil || err.Error() != want {
 		t.Errorf("unknown strategy: %v, want %s", err, want)
 	}
 }
