@@ -105,6 +105,7 @@ func (k ConsumerKeys) With(o ConsumerKeys) ConsumerKeys {
 type BrokerOverrides struct {
 	MQTT     *MQTTSettings      `yaml:"mqtt" json:"mqtt,omitempty" jsonschema:"description=Overrides of the broker's MQTT settings for this variant (qos\\, subscription_qos\\, clean_session\\, client); broker kind mqtt only."`
 	RabbitMQ *RabbitMQOverrides `yaml:"rabbitmq" json:"rabbitmq,omitempty" jsonschema:"description=Overrides of the broker's RabbitMQ settings for this variant (queue_type); broker kind rabbitmq only."`
+	NATS     *NATSOverrides     `yaml:"nats" json:"nats,omitempty" jsonschema:"description=Overrides of the broker's NATS settings for this variant (msg_id\\, duplicate_window); broker kind nats only."`
 }
 
 func setIfNonZero[T comparable](p *T, v T) {
@@ -241,6 +242,16 @@ var Brokers = []Broker{
 		ExampleAddress: "tcp://127.0.0.1:1883",
 		ValidAddress:   MQTTURL,
 		NewSettings:    func() any { return new(MQTTSettings) },
+	},
+	{
+		Kind:           NATS,
+		Doc:            "NATS JetStream: nats-server in-process (embedded) or a running server with JetStream (external), with nats.go's jetstream client; a stream and a durable pull consumer per variant, publish acks, explicit acks that wait for the server (ack: auto is the AckNone policy), Nats-Msg-Id from the intent",
+		Modes:          []Mode{Embedded, External},
+		ExampleAddress: "nats://127.0.0.1:4222",
+		DefaultAddress: "nats://127.0.0.1:4222",
+		ValidAddress:   NATSURL,
+		AutoAck:        true,
+		NewSettings:    func() any { return new(NATSSettings) },
 	},
 }
 

@@ -179,9 +179,9 @@ var Faults = []Fault{
 	},
 	{
 		Type:               ConfirmLost,
-		Doc:                "the broker stores the publish, but its publisher confirm (the AMQP basic.ack to the producer) is dropped by a protocol-aware toxiproxy toxic while the connection stays up; the producer times out (producer confirm_timeout) and republishes (producer retries), so the queue holds two copies",
+		Doc:                "the broker stores the publish, but its publisher confirm is dropped by a protocol-aware toxic in dqbench's in-process toxiproxy while the connection stays up; the producer times out (producer confirm_timeout) and republishes (producer retries). RabbitMQ: the AMQP basic.ack to the producer is lost, so the queue holds two copies. NATS: the JetStream PubAck (the MSG on the publish's reply subject) is lost; the stream stores the retry as a second copy unless it carries the first send's Nats-Msg-Id within duplicate_window (msg_id: business), when the stream drops it",
 		Injection:          "one publisher confirm lost",
-		Available:          needsAMQPProxy,
+		Available:          confirmLostWhere,
 		InProcessToxiproxy: true,
 	},
 	{
@@ -350,11 +350,12 @@ func throughToxiproxy(w Where) string {
 	return ""
 }
 
-// needsAMQPProxy: the fault is a toxic that parses AMQP 0-9-1 frames, in
-// front of a RabbitMQ client's connection.
-func needsAMQPProxy(w Where) string {
-	if w.Broker != RabbitMQ {
-		return "it parses AMQP 0-9-1 frames on a RabbitMQ client's connection; use broker kind: rabbitmq"
+// confirmLostWhere: confirm-lost is a toxic that parses AMQP 0-9-1 frames
+// in front of a RabbitMQ producer, or the NATS protocol in front of a NATS
+// producer (embedded or external: the toxiproxy runs in-process).
+func confirmLostWhere(w Where) string {
+	if w.Broker != RabbitMQ && w.Broker != NATS {
+		return "it parses the broker's protocol (AMQP 0-9-1 or NATS) on a producer's connection; use broker kind: rabbitmq or nats"
 	}
 	return ""
 }

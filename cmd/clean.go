@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dqbench/dqbench/brokers/nats"
 	"github.com/dqbench/dqbench/brokers/rabbitmq"
 	"github.com/dqbench/dqbench/leftover"
 	"github.com/dqbench/dqbench/store"
@@ -17,6 +18,9 @@ import (
 var removers = map[leftover.Kind]leftover.Remover{
 	leftover.Queue: func(ctx context.Context, e leftover.Entry) error {
 		return rabbitmq.DeleteQueue(ctx, e.Where, e.Name)
+	},
+	leftover.Stream: func(ctx context.Context, e leftover.Entry) error {
+		return nats.DeleteStream(ctx, e.Where, e.Name)
 	},
 	leftover.Schema: func(ctx context.Context, e leftover.Entry) error {
 		return store.DropSchema(ctx, e.Where, e.Name)
@@ -48,7 +52,7 @@ func sweepBeforeRun(ctx context.Context, w io.Writer) {
 }
 
 // sweep removes what killed dqbench processes left (their ledgers'
-// directories, queues and schemas, and their throwaway RabbitMQ clusters)
+// directories, queues, streams and schemas, and their throwaway RabbitMQ clusters)
 // and says what on w; it returns how many it could not remove.
 func sweep(ctx context.Context, w io.Writer, dryRun bool) int {
 	if dryRun {

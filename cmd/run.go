@@ -115,7 +115,7 @@ with --out, saves what it recorded, marked incomplete, and exits 3.
 	f.StringVar(&o.store, "store", "", "business store of every variant: sqlite or postgres://USER@HOST:PORT/DATABASE (default: the scenario's store; env DQBENCH_STORE)")
 	f.StringVar(&o.redis, "redis", "", "Redis for strategies that need one, e.g. redis://127.0.0.1:6379 (default: the scenario's redis; env DQBENCH_REDIS)")
 	f.StringVar(&o.toxiproxy, "toxiproxy", "", "API URL of an external toxiproxy (http://HOST:8474) for the broker's client connections, instead of the in-process one (RabbitMQ; env DQBENCH_TOXIPROXY)")
-	f.StringSliceVar(&o.addresses, "addresses", nil, "run against an external broker of the scenario's kind at these addresses (comma-separated; host:port for Kafka, amqp:// URLs for RabbitMQ, tcp://HOST:PORT for MQTT), instead of the scenario's broker (env DQBENCH_ADDRESSES)")
+	f.StringSliceVar(&o.addresses, "addresses", nil, "run against an external broker of the scenario's kind at these addresses (comma-separated; host:port for Kafka, amqp:// URLs for RabbitMQ, tcp://HOST:PORT for MQTT, nats://HOST:PORT for NATS), instead of the scenario's broker (env DQBENCH_ADDRESSES)")
 	f.StringSliceVar(&o.variants, "variant", nil, "run only these variants of each scenario (repeat the flag or separate with commas)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "print only each scenario's verdict line (PASS, FAIL, INVALID, INCOMPLETE or ERROR, with the scenario's name), no table and no notices")
 	_ = c.RegisterFlagCompletionFunc("output", completeFormats)

@@ -34,6 +34,7 @@ const (
 	Queue  Kind = "queue"  // a RabbitMQ queue: Where is the broker URL, Name the queue
 	Schema Kind = "schema" // a PostgreSQL schema: Where is the database URL, Name the schema
 	Keys   Kind = "keys"   // Redis keys: Where is the Redis URL, Name their common prefix
+	Stream Kind = "stream" // a NATS JetStream stream: Where is the server URL, Name the stream
 )
 
 // Entry is one resource. Where holds a URL with its password when the

@@ -9,7 +9,8 @@
 // chosen message needs a toxic that understands the broker's protocol:
 // AddFilter installs a protocol-aware toxic, a Filter that sees one
 // direction of a connection as a byte stream and decides, frame by frame,
-// what reaches the other side (package netfault/amqp has AMQP 0-9-1's).
+// what reaches the other side (packages netfault/amqp, netfault/mqtt and
+// netfault/nats have AMQP 0-9-1's, MQTT's and NATS's).
 // Such toxics run inside this process, so only the in-process server has
 // them.
 //

@@ -17,16 +17,7 @@ type serverVersioner interface{ ServerVersion() string }
 // provenance says what produces a run of s on b (nil before b is open):
 // dqbench's build, the broker, and the modules the variants use.
 func provenance(s *scenario.Scenario, b brokers.Broker) *check.Provenance {
-	p := &check.Provenance{DQBench: buildinfo.Version(), Go: buildinfo.Go()}
-	p.Broker = strings.TrimSpace(string(s.Broker.Kind) + " " + string(s.Broker.Mode))
-	if b != nil {
-		p.Broker = b.Name()
-		if sv, ok := b.(serverVersioner); ok {
-			if v := sv.ServerVersion(); v != "" {
-				p.Broker += " · " + v
-			}
-		}
-	}
+	p := &check.Provenance{DQBench: buildinfo.Version(), Go: buildinfo.Go(), Broker: brokerName(s, b)}
 	var clients, stores []string
 	add := func(list *[]string, module string) {
 		if m := buildinfo.Module(module); !slices.Contains(*list, m) {
@@ -55,6 +46,11 @@ func provenance(s *scenario.Scenario, b brokers.Broker) *check.Provenance {
 			} else {
 				add(&clients, "github.com/eclipse/paho.mqtt.golang")
 			}
+		case catalog.NATS:
+			if embedded {
+				add(&clients, "github.com/nats-io/nats-server/v2")
+			}
+			add(&clients, "github.com/nats-io/nats.go")
 		}
 		if v.Process != nil {
 			continue // the process's own store
@@ -71,4 +67,19 @@ func provenance(s *scenario.Scenario, b brokers.Broker) *check.Provenance {
 	slices.Sort(clients)
 	p.Clients, p.Stores = clients, stores
 	return p
+}
+
+// brokerName says which broker a run of s is on: b's name and its
+// server's version, or before b is open the scenario's kind and mode.
+func brokerName(s *scenario.Scenario, b brokers.Broker) string {
+	if b == nil {
+		return strings.TrimSpace(string(s.Broker.Kind) + " " + string(s.Broker.Mode))
+	}
+	name := b.Name()
+	if sv, ok := b.(serverVersioner); ok {
+		if v := sv.ServerVersion(); v != "" {
+			name += " · " + v
+		}
+	}
+	return name
 }

@@ -177,7 +177,7 @@ func (s *Scenario) ConsumerFor(v Variant) Consumer {
 // BrokerSettingsFor returns the broker kind's settings for variant v (a
 // copy where the kind's settings differ per variant: catalog.VariantSettings):
 // the scenario's, with the variant's kind-only producer and consumer keys
-// and its override mapping (mqtt, rabbitmq) applied.
+// and its override mapping (mqtt, rabbitmq, nats) applied.
 func (s *Scenario) BrokerSettingsFor(v Variant) any {
 	vs, ok := s.Broker.Settings.(catalog.VariantSettings)
 	if !ok {

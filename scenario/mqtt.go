@@ -77,6 +77,9 @@ func (c *checker) mqtt() {
 		if v.RabbitMQ != nil && c.s.Broker.Kind != catalog.RabbitMQ {
 			c.errorf(vp+".rabbitmq", "%s.rabbitmq: only for broker kind rabbitmq, not %s; remove it", vp, c.s.Broker.Kind)
 		}
+		if v.NATS != nil && c.s.Broker.Kind != catalog.NATS {
+			c.errorf(vp+".nats", "%s.nats: only for broker kind nats, not %s; remove it", vp, c.s.Broker.Kind)
+		}
 		if v.MQTT != nil && !isMQTT {
 			c.errorf(vp+".mqtt", "%s.mqtt: only for broker kind mqtt, not %s; remove it", vp, c.s.Broker.Kind)
 			continue

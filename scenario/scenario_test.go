@@ -49,7 +49,7 @@ var fixtures = []fixture{
 		`5:1: unknown key "varients" at the top level (allowed: version, name, description, seed, messages, deadline, drain, broker, producer, consumer, store, redis, faults, variants, stage); did you mean "variants"?`,
 	}},
 	{"invalid/unknown-nested-key.yaml", []string{
-		`7:5: unknown key "stratgies" in variants[0] (allowed: name, strategy, producer, consumer, store, id, expect, varies, stage, process, audit, mqtt, rabbitmq); did you mean "strategy"?`,
+		`7:5: unknown key "stratgies" in variants[0] (allowed: name, strategy, producer, consumer, store, id, expect, varies, stage, process, audit, mqtt, rabbitmq, nats); did you mean "strategy"?`,
 	}},
 	{"invalid/unknown-strategy.yaml", []string{
 		`7:15: variants[0].strategy: "dedup-tabel" is not allowed (allowed: ` + strings.Join(catalog.StrategyNames(), ", ") + `); did you mean "dedup-table"?`,
@@ -148,8 +148,26 @@ var fixtures = []fixture{
 		`9:26: variants[0].producer.overflow: "drop-tail" is not allowed (allowed: drop-head, reject-publish); did you mean "drop-head"?`,
 	}},
 	{"invalid/auto-ack-on-kafka.yaml", []string{
-		`5:8: consumer.ack: auto (the broker acks on delivery) is only for rabbitmq, not kafka; use before-process`,
-		`9:21: variants[0].consumer.ack: auto (the broker acks on delivery) is only for rabbitmq, not kafka`,
+		`5:8: consumer.ack: auto (the broker acks on delivery) is only for rabbitmq, nats, not kafka; use before-process`,
+		`9:21: variants[0].consumer.ack: auto (the broker acks on delivery) is only for rabbitmq, nats, not kafka`,
+	}},
+	{"invalid/nats-settings.yaml", []string{
+		`5:12: broker.storage: "disk" is not allowed (allowed: file, memory)`,
+		`6:13: broker.replicas: must be from 1 to 5, got 0`,
+		`7:13: broker.ack_wait: must be a duration such as "30s", "2m" or "1m30s" (units: ms, s, m, h), got integer 30; add a unit, e.g. 30s`,
+		`8:11: broker.msg_id: "uuid" is not allowed (allowed: none, business, per-send-uuid)`,
+		`9:16: broker.max_deliver: must be from -1 to 1,000, got -2`,
+		`10:21: broker.duplicate_window: must be more than 0s, got -1s`,
+	}},
+	{"invalid/nats-address.yaml", []string{
+		`6:15: broker.addresses[0]: "tcp://127.0.0.1:4222" is not a NATS URL (nats://HOST:PORT) (e.g. "nats://127.0.0.1:4222")`,
+		`6:39: broker.addresses[1]: "nats://127.0.0.1" is not a NATS URL (nats://HOST:PORT): no port`,
+	}},
+	{"invalid/nats-ack-wait.yaml", []string{
+		`5:11: faults[0]: consumer-crash: a consumer killed with unacked messages gets them back from NATS only after ack_wait (30s), and the drain gives up after 10s without progress; set broker ack_wait below drain`,
+	}},
+	{"invalid/nats-ack-wait-set.yaml", []string{
+		`4:32: broker.ack_wait: 5s: a consumer killed with unacked messages gets them back from NATS only after ack_wait (5s), and the drain gives up after 5s`,
 	}},
 	{"invalid/addresses-without-external.yaml", []string{
 		`5:14: broker.addresses: only used with mode: external`,
@@ -171,7 +189,7 @@ var fixtures = []fixture{
 		`7:37: variants[0].mqtt: only for broker kind mqtt, not kafka; remove it`,
 	}},
 	{"invalid/bad-broker-kind.yaml", []string{
-		`4:9: broker.kind: "kafak" is not allowed (allowed: kafka, rabbitmq, mqtt); did you mean "kafka"?`,
+		`4:9: broker.kind: "kafak" is not allowed (allowed: kafka, rabbitmq, mqtt, nats); did you mean "kafka"?`,
 	}},
 	{"invalid/acks-need-non-idempotent.yaml", []string{
 		`6:9: producer.acks: acks leader needs idempotent: false (Kafka's idempotent producer requires acks all, and idempotent defaults to true)`,
@@ -203,7 +221,7 @@ var fixtures = []fixture{
 	{"invalid/many-problems.yaml", []string{
 		`1:10: version: 2 is not supported; this dqbench reads version 1`,
 		`2:7: name: must not be empty`,
-		`4:9: broker.kind: "rabbit" is not allowed (allowed: kafka, rabbitmq, mqtt)`,
+		`4:9: broker.kind: "rabbit" is not allowed (allowed: kafka, rabbitmq, mqtt, nats)`,
 		`6:15: broker.addresses[0]: "localhost" is not host:port`,
 		`8:15: producer.idempotent: must be true or false, got string "no"`,
 		`10:8: consumer.ack: "before" is not allowed (allowed: after-process, before-process, auto)`,
@@ -220,7 +238,7 @@ var fixtures = []fixture{
 		`9:1: a second YAML document (after ---): a file holds one scenario`,
 	}},
 	{"invalid/two-documents-and-more.yaml", []string{
-		`4:9: broker.kind: "kafak" is not allowed (allowed: kafka, rabbitmq, mqtt); did you mean "kafka"?`,
+		`4:9: broker.kind: "kafak" is not allowed (allowed: kafka, rabbitmq, mqtt, nats); did you mean "kafka"?`,
 		`9:1: a second YAML document (after ---): a file holds one scenario`,
 	}},
 	{"invalid/duplicate-keys.yaml", []string{
@@ -289,6 +307,11 @@ var fixtures = []fixture{
 	{"invalid/rabbitmq-overrides.yaml", []string{
 		`6:91: variants[1].consumer.delivery_limit: RabbitMQ counts deliveries only on quorum queues (x-delivery-limit); set queue_type: quorum on the broker, or in the variant's rabbitmq`,
 		`7:54: variants[2].rabbitmq.queue_type: "stream" is not allowed (allowed: classic, quorum)`,
+	}},
+	{"invalid/nats-overrides.yaml", []string{
+		`5:37: variants[0].nats: only for broker kind nats, not kafka; remove it`,
+		`6:37: variants[1].nats: only for broker kind nats, not kafka; remove it`,
+		`6:46: variants[1].nats.msg_id: "uuid" is not allowed (allowed: none, business, per-send-uuid)`,
 	}},
 	{"invalid/rabbitmq-on-kafka.yaml", []string{
 		`5:41: variants[0].rabbitmq: only for broker kind rabbitmq, not kafka; remove it`,

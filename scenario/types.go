@@ -70,7 +70,7 @@ type Producer struct {
 // Consumer holds consumer settings; a variant may override each one.
 type Consumer struct {
 	Instances int             `yaml:"instances" json:"instances,omitempty" jsonschema:"minimum=1,maximum=64,description=Consumer processes sharing the subscription (default 1)."`
-	Ack       catalog.AckMode `yaml:"ack" json:"ack,omitempty" jsonschema:"description=When the consumer acks/commits: after-process (at-least-once\\, default) or before-process (at-most-once) or auto (the broker acks on delivery: RabbitMQ autoAck\\, at-most-once; rabbitmq only)."`
+	Ack       catalog.AckMode `yaml:"ack" json:"ack,omitempty" jsonschema:"description=When the consumer acks/commits: after-process (at-least-once\\, default) or before-process (at-most-once) or auto (the broker acks on delivery\\, at-most-once: RabbitMQ autoAck\\, NATS JetStream AckNone; rabbitmq and nats only)."`
 	Prefetch  int             `yaml:"prefetch" json:"prefetch,omitempty" jsonschema:"minimum=1,maximum=100000,description=Messages fetched per poll / prefetch count (default 100)."`
 	// The consumer keys only some broker kinds take (Kafka's isolation,
 	// RabbitMQ's on_failure and delivery_limit).

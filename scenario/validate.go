@@ -37,6 +37,7 @@ func (c *checker) check() {
 	c.leaders()
 	c.processVariants()
 	c.mqtt()
+	c.nats()
 }
 
 func (c *checker) top() {

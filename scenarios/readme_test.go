@@ -77,6 +77,10 @@ var lessons = []lesson{
 		{"mqtt-broker-queue-limit", 5.2},
 		{"mqtt-broker-restart", 4.5},
 	}},
+	{"NATS JetStream: ack policies, ack_wait, the stream's dedup window", []timed{
+		{"nats-ack-none", 4.6},
+		{"nats-msg-id-dedup", 3.2},
+	}},
 }
 
 // measuredHow says where the seconds in lessons come from (measure says

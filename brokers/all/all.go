@@ -9,6 +9,7 @@ import (
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/brokers/kafka"
 	"github.com/dqbench/dqbench/brokers/mqtt"
+	"github.com/dqbench/dqbench/brokers/nats"
 	"github.com/dqbench/dqbench/brokers/rabbitmq"
 	"github.com/dqbench/dqbench/catalog"
 )
@@ -21,6 +22,7 @@ var Brokers = map[catalog.BrokerKind]Opener{
 	catalog.Kafka:    kafka.Open,
 	catalog.RabbitMQ: rabbitmq.Open,
 	catalog.MQTT:     mqtt.Open,
+	catalog.NATS:     nats.Open,
 }
 
 // Open opens the broker cfg describes.

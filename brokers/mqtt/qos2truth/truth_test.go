@@ -472,8 +472,18 @@ func autopahoClients(t *testing.T, addr string, deliver func(topic string)) clie
 	}
 	return clients{
 		publish: func(ctx context.Context, topic string) error {
-			_, err := pub.Publish(ctx, &pahov5.Publish{QoS: 2, Topic: topic, Payload: []byte(topic)})
-			return err
+			for {
+				// After a fault broke the connection, autopaho refuses a
+				// publish until it has reconnected: nothing is sent then,
+				// so waiting and publishing again is not a resend.
+				if err := pub.AwaitConnection(ctx); err != nil {
+					return err
+				}
+				_, err := pub.Publish(ctx, &pahov5.Publish{QoS: 2, Topic: topic, Payload: []byte(topic)})
+				if !errors.Is(err, autopaho.ConnectionDownError) {
+					return err
+				}
+			}
 		},
 		close: func() {
 			dctx, dcancel := context.WithTimeout(context.Background(), time.Second)

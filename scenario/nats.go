@@ -1,0 +1,48 @@
+package scenario
+
+import (
+	"fmt"
+
+	"github.com/dqbench/dqbench/catalog"
+)
+
+// nats checks that a NATS scenario whose consumers can die with unacked
+// messages lets the server deliver them again before the drain gives up:
+// JetStream does not notice a dead consumer, it delivers an unacked
+// message again only once ack_wait has passed.
+func (c *checker) nats() {
+	settings, ok := c.s.Broker.Settings.(*catalog.NATSSettings)
+	if !ok || c.s.Broker.Kind != catalog.NATS || !c.explicitAcks() {
+		return
+	}
+	ackWait := orDefault(settings.AckWait, catalog.DefaultNATSAckWait)
+	drain := orDefault(c.s.Drain, DefaultDrain)
+	if ackWait < drain {
+		return
+	}
+	for i, f := range c.s.Faults {
+		if f.Type != catalog.ConsumerCrash && f.Type != catalog.ConsumerZombie {
+			continue
+		}
+		path, what := fmt.Sprintf("faults[%d].type", i), fmt.Sprintf("faults[%d]: %s", i, f.Type)
+		if c.d.Has("broker.ack_wait") {
+			path, what = "broker.ack_wait", "broker.ack_wait: "+ackWait.String()
+		}
+		c.errorf(path, "%s: a consumer killed with unacked messages gets them back from NATS only after ack_wait (%s), and the drain gives up after %s without progress; set broker ack_wait below drain (e.g. ack_wait: 2s) or raise drain", what, ackWait, drain)
+		return
+	}
+}
+
+// explicitAcks says whether some variant's consumer acks each message
+// (any ack but auto, which is the AckNone policy on NATS).
+func (c *checker) explicitAcks() bool {
+	if len(c.s.Variants) == 0 {
+		return c.s.Consumer.Ack != catalog.AckAuto
+	}
+	for _, v := range c.s.Variants {
+		if c.s.ConsumerFor(v).Ack != catalog.AckAuto {
+			return true
+		}
+	}
+	return false
+}
