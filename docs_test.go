@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"go/ast"
+	"go/format"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -89,6 +91,139 @@ func TestExtendingNamesExist(t *testing.T) {
 	}
 	if found < 20 {
 		t.Errorf("found only %d identifiers in docs/extending.md; the pattern is broken", found)
+	}
+}
+
+// TestExtendingExamples holds docs/extending.md's Go blocks to the code,
+// each by its first line:
+//
+//   - "// new file: PATH": a whole new file, gofmt-formatted;
+//   - "// add to pkg.List (PATH)": an entry, put just before the closing
+//     brace of List's declaration in PATH;
+//   - "// from PATH": an excerpt of PATH; its lines ("// ..." marks a cut)
+//     appear there in this order.
+//
+// The new files and the entries, all at once, are laid over the tree
+// (go build -overlay) and the packages they touch are built and vetted:
+// following the page adds every worked example, and they compile against
+// the real APIs.
+func TestExtendingExamples(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds packages with the examples laid over them")
+	}
+	doc, err := os.ReadFile("docs/extending.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```go\n(.*?)```").FindAllStringSubmatch(string(doc), -1)
+	newFile := regexp.MustCompile(`^// new file: (\S+)$`)
+	addTo := regexp.MustCompile(`^// add to [a-z]+\.([A-Za-z]+) \((\S+)\)$`)
+	from := regexp.MustCompile(`^// from (\S+)$`)
+	overlay := map[string]string{} // path → content
+	read := func(path string) string {
+		if c, ok := overlay[path]; ok {
+			return c
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("docs/extending.md names %s: %v", path, err)
+		}
+		return string(b)
+	}
+	var pkgs []string
+	for _, b := range blocks {
+		first, body, _ := strings.Cut(b[1], "\n")
+		body = strings.TrimLeft(body, "\n")
+		switch {
+		case newFile.MatchString(first):
+			path := newFile.FindStringSubmatch(first)[1]
+			if formatted, err := format.Source([]byte(body)); err != nil || string(formatted) != body {
+				t.Errorf("docs/extending.md: the block of %s is not gofmt-formatted (%v)", path, err)
+			}
+			if _, err := os.Stat(path); err == nil {
+				t.Errorf("docs/extending.md adds %s, which exists: name the example's file after something this build lacks", path)
+			}
+			overlay[path] = body
+			pkgs = append(pkgs, "./"+filepath.Dir(path))
+		case addTo.MatchString(first):
+			m := addTo.FindStringSubmatch(first)
+			list, path := m[1], m[2]
+			content := read(path)
+			decl := regexp.MustCompile(`(?m)^(var|type) ` + list + `\b`).FindStringIndex(content)
+			if decl == nil {
+				t.Errorf("docs/extending.md adds to %s in %s, which does not declare it", list, path)
+				continue
+			}
+			end := strings.Index(content[decl[0]:], "\n}\n")
+			if end < 0 {
+				t.Errorf("%s: no closing brace of %s", path, list)
+				continue
+			}
+			at := decl[0] + end + 1
+			overlay[path] = content[:at] + body + content[at:]
+			pkgs = append(pkgs, "./"+filepath.Dir(path))
+		case from.MatchString(first):
+			path := from.FindStringSubmatch(first)[1]
+			checkExcerpt(t, path, read(path), body)
+		default:
+			t.Errorf("docs/extending.md: a Go block starts with %q, not with // new file:, // add to or // from", first)
+		}
+	}
+	if len(overlay) == 0 {
+		t.Fatal("no example found in docs/extending.md; the pattern is broken")
+	}
+	dir := t.TempDir()
+	replace := map[string]string{}
+	for path, content := range overlay {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmp := filepath.Join(dir, strings.ReplaceAll(path, "/", "_"))
+		if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		replace[abs] = tmp
+	}
+	js, err := json.Marshal(map[string]any{"Replace": replace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	overlayFile := filepath.Join(dir, "overlay.json")
+	if err := os.WriteFile(overlayFile, js, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(pkgs)
+	pkgs = slices.Compact(pkgs)
+	for _, verb := range []string{"build", "vet"} {
+		cmd := exec.Command("go", append([]string{verb, "-overlay=" + overlayFile}, pkgs...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("go %s of docs/extending.md's examples (%s): %v\n%s", verb, strings.Join(pkgs, " "), err, out)
+		}
+	}
+}
+
+// checkExcerpt fails t unless every line of excerpt ("// ..." aside)
+// appears in content, in order, spaces aside.
+func checkExcerpt(t *testing.T, path, content, excerpt string) {
+	t.Helper()
+	squash := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	var lines []string
+	for _, l := range strings.Split(content, "\n") {
+		lines = append(lines, squash(l))
+	}
+	i := 0
+	for _, want := range strings.Split(excerpt, "\n") {
+		want = squash(want)
+		if want == "" || want == "// ..." {
+			continue
+		}
+		j := slices.Index(lines[i:], want)
+		if j < 0 {
+			t.Errorf("docs/extending.md quotes %s, which has no line %q (after the lines quoted before it)", path, want)
+			return
+		}
+		i += j + 1
 	}
 }
 

@@ -65,6 +65,16 @@ type ConsumerCrashParams struct {
 	At CrashPoint `yaml:"at" json:"at" jsonschema:"required,description=Where the consumer dies (consumer-crash) or stalls (consumer-zombie)."`
 }
 
+// Point is where the fault acts (PointParams).
+func (p *ConsumerCrashParams) Point() CrashPoint { return p.At }
+
+// PointParams are the parameters of a fault that acts at a crash point:
+// validation rejects a point no variant's strategy has, where the fault
+// could never fire.
+type PointParams interface {
+	Point() CrashPoint
+}
+
 // LeaderFailoverParams are leader-failover's own parameters.
 type LeaderFailoverParams struct {
 	At CrashPoint `yaml:"at" json:"at" jsonschema:"required,description=Where in the consumer's handling of the chosen intent the queue's leader node is stopped (e.g. after-effect-before-ack: the effect applied and the ack not sent)."`

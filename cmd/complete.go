@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dqbench/dqbench/report"
 	"github.com/dqbench/dqbench/scenario"
 	"github.com/dqbench/dqbench/scenarios"
 )
@@ -15,14 +16,9 @@ import (
 // Shell completion: cobra's "completion" command writes the script for
 // bash, zsh, fish or PowerShell; these functions say what to offer.
 
-// formatDocs describe each -o value in completions.
-var formatDocs = map[string]string{
-	"table":    "a table for people (the default)",
-	"json":     "for scripts",
-	"markdown": "for CI summaries",
-	"junit":    "JUnit XML for CI test reporters",
-	"html":     "the self-contained HTML report",
-}
+// htmlDoc describes -o html in completions; report.Formats describe the
+// others.
+const htmlDoc = "the self-contained HTML report"
 
 // completeScenarios offers the built-in names, with their descriptions,
 // and the .yaml/.yml files and directories under what is typed.
@@ -88,9 +84,9 @@ func yamlFiles(prefix string) (out []cobra.Completion, onlyDirs bool) {
 // completeFormats offers the -o values.
 func completeFormats(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	var out []cobra.Completion
-	for _, f := range formats {
-		if strings.HasPrefix(f, toComplete) {
-			out = append(out, cobra.CompletionWithDesc(f, formatDocs[f]))
+	for _, f := range append(slices.Clone(report.Formats), report.Format{Name: "html", Doc: htmlDoc}) {
+		if strings.HasPrefix(f.Name, toComplete) {
+			out = append(out, cobra.CompletionWithDesc(f.Name, f.Doc))
 		}
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp

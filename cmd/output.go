@@ -22,7 +22,7 @@ import (
 
 // formats are what -o accepts: report's formats and the HTML page, which
 // needs the history besides the judgement.
-var formats = append(slices.Clone(report.Formats), "html")
+var formats = append(report.FormatNames(), "html")
 
 // outputOptions are the flags run and check share.
 type outputOptions struct {

@@ -101,8 +101,9 @@ type consumerFault struct {
 	hits func(d brokers.Delivery) bool
 	// act is what the fault does; it returns the action for the loop (0
 	// when the fault acts itself, as leader-failover does) and the fault
-	// event's reason.
-	act func(d brokers.Delivery) (Action, string)
+	// event's reason. It runs on the consumer's goroutine, and ctx ends
+	// with the run.
+	act func(ctx context.Context, d brokers.Delivery) (Action, string)
 }
 
 func (c *Consumer) add(p catalog.CrashPoint, cf consumerFault) {
@@ -118,8 +119,8 @@ func (c *Consumer) add(p catalog.CrashPoint, cf consumerFault) {
 // intent's delivery count) on consumer instance consumer, in order. Each
 // action is decided, and its fault recorded, only once the loop has acted
 // out the one before; the loop stops asking when an action ends the
-// delivery.
-func (c *Consumer) At(p catalog.CrashPoint, d brokers.Delivery, consumer int) iter.Seq[Action] {
+// delivery. A fault that acts itself does so under ctx, the consumer's.
+func (c *Consumer) At(ctx context.Context, p catalog.CrashPoint, d brokers.Delivery, consumer int) iter.Seq[Action] {
 	return func(yield func(Action) bool) {
 		armed := c.at[p]
 		if len(armed) > 0 && armed[0].step == crashStep && !yield(Action{Kind: Settle}) {
@@ -130,7 +131,7 @@ func (c *Consumer) At(p catalog.CrashPoint, d brokers.Delivery, consumer int) it
 			for i < len(armed) && armed[i].step == s {
 				i++
 			}
-			if !c.stepAt(p, s, armed[first:i], d, consumer, yield) {
+			if !c.stepAt(ctx, p, s, armed[first:i], d, consumer, yield) {
 				return
 			}
 		}
@@ -139,7 +140,7 @@ func (c *Consumer) At(p catalog.CrashPoint, d brokers.Delivery, consumer int) it
 
 // stepAt runs one step of At: the first of its faults that fires, if any.
 // It reports false when the loop stopped asking.
-func (c *Consumer) stepAt(p catalog.CrashPoint, s step, faults []consumerFault, d brokers.Delivery, consumer int, yield func(Action) bool) bool {
+func (c *Consumer) stepAt(ctx context.Context, p catalog.CrashPoint, s step, faults []consumerFault, d brokers.Delivery, consumer int, yield func(Action) bool) bool {
 	i := slices.IndexFunc(faults, func(cf consumerFault) bool { return cf.hits(d) })
 	if i < 0 {
 		return s != crashStep || yield(Action{Kind: Passed})
@@ -152,7 +153,7 @@ func (c *Consumer) stepAt(p catalog.CrashPoint, s step, faults []consumerFault, 
 		}
 		e.Point = string(p)
 	}
-	a, reason := cf.act(d)
+	a, reason := cf.act(ctx, d)
 	e.Reason = reason
 	cf.fired(e)
 	if a.Kind == 0 {
@@ -163,8 +164,8 @@ func (c *Consumer) stepAt(p catalog.CrashPoint, s step, faults []consumerFault, 
 }
 
 // does is an act that asks the loop for a, with no reason.
-func does(a Action) func(brokers.Delivery) (Action, string) {
-	return func(brokers.Delivery) (Action, string) { return a, "" }
+func does(a Action) func(context.Context, brokers.Delivery) (Action, string) {
+	return func(context.Context, brokers.Delivery) (Action, string) { return a, "" }
 }
 
 // onSchedule is a hits that asks f's schedule with the delivery's attempt.
@@ -218,9 +219,11 @@ const failoverLimit = 2 * time.Minute
 
 // stopLeader is leader-failover's act: it stops the node leading the
 // variant's queue itself (brokers.StopLeader), and the consumer goes on
-// (its ack meets a dead connection, and it reconnects to a survivor).
-func stopLeader(f Fault, dest brokers.Destination) func(d brokers.Delivery) (Action, string) {
-	return func(d brokers.Delivery) (Action, string) {
+// (its ack meets a dead connection, and it reconnects to a survivor). The
+// failover is bounded by failoverLimit, not by the consumer's context: the
+// variants that reach the intent wait for each other.
+func stopLeader(f Fault, dest brokers.Destination) func(context.Context, brokers.Delivery) (Action, string) {
+	return func(_ context.Context, d brokers.Delivery) (Action, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), failoverLimit)
 		defer cancel()
 		var what string

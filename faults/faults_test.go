@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"context"
 	"slices"
 	"testing"
 
@@ -79,7 +80,7 @@ func TestEveryCatalogFaultIsImplemented(t *testing.T) {
 // kinds lists what c says at p for d, acting out nothing.
 func kinds(c *Consumer, p catalog.CrashPoint, d brokers.Delivery, consumer int) []ActionKind {
 	var out []ActionKind
-	for a := range c.At(p, d, consumer) {
+	for a := range c.At(context.Background(), p, d, consumer) {
 		out = append(out, a.Kind)
 	}
 	return out
@@ -146,7 +147,7 @@ func TestArrivalFaultsInOrder(t *testing.T) {
 	}
 	// A loop that stops at the partition leaves the poison undecided.
 	fired = nil
-	for a := range env.Consumer.At(catalog.BeforeProcess, d, 1) {
+	for a := range env.Consumer.At(context.Background(), catalog.BeforeProcess, d, 1) {
 		if a.Kind == Partition {
 			break
 		}

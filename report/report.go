@@ -20,8 +20,32 @@ import (
 	"github.com/dqbench/dqbench/internal/ansi"
 )
 
-// Formats are the output formats -o accepts.
-var Formats = []string{"table", "json", "markdown", "junit"}
+// Format is one output format -o accepts.
+type Format struct {
+	// Name is the -o value (and the golden file report/testdata/NAME.golden).
+	Name string
+	// Doc says what it is for, in completions.
+	Doc string
+	// Write renders runs to w. Only the table reads opts.
+	Write func(w io.Writer, runs []check.Run, opts Options) error
+}
+
+// Formats are the output formats -o accepts, the default first.
+var Formats = []Format{
+	{Name: "table", Doc: "a table for people (the default)", Write: Table},
+	{Name: "json", Doc: "for scripts", Write: func(w io.Writer, runs []check.Run, _ Options) error { return JSON(w, runs) }},
+	{Name: "markdown", Doc: "for CI summaries", Write: func(w io.Writer, runs []check.Run, _ Options) error { return Text(w, runs, true) }},
+	{Name: "junit", Doc: "JUnit XML for CI test reporters", Write: func(w io.Writer, runs []check.Run, _ Options) error { return JUnit(w, runs) }},
+}
+
+// FormatNames lists the -o values Formats has, in order.
+func FormatNames() []string {
+	out := make([]string, len(Formats))
+	for i, f := range Formats {
+		out[i] = f.Name
+	}
+	return out
+}
 
 // Options say where a table is shown.
 type Options struct {
@@ -34,20 +58,18 @@ type Options struct {
 	Color bool
 }
 
-// Write renders runs to w in format. Only the table reads opts; JSON,
-// Markdown and JUnit keep every column and never colour.
+// Write renders runs to w in format ("" is the table). Only the table
+// reads opts; JSON, Markdown and JUnit keep every column and never colour.
 func Write(w io.Writer, format string, runs []check.Run, opts Options) error {
-	switch format {
-	case "json":
-		return JSON(w, runs)
-	case "markdown":
-		return Text(w, runs, true)
-	case "junit":
-		return JUnit(w, runs)
-	case "table", "":
-		return Table(w, runs, opts)
+	if format == "" {
+		format = Formats[0].Name
 	}
-	return fmt.Errorf("unknown output format %q (allowed: %s)", format, strings.Join(Formats, ", "))
+	for _, f := range Formats {
+		if f.Name == format {
+			return f.Write(w, runs, opts)
+		}
+	}
+	return fmt.Errorf("unknown output format %q (allowed: %s)", format, strings.Join(FormatNames(), ", "))
 }
 
 // Passed reports whether every run passed.

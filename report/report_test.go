@@ -82,7 +82,7 @@ func runs() []check.Run {
 }
 
 func TestWriteGolden(t *testing.T) {
-	for _, format := range report.Formats {
+	for _, format := range report.FormatNames() {
 		t.Run(format, func(t *testing.T) {
 			var buf bytes.Buffer
 			if err := report.Write(&buf, format, runs(), report.Options{}); err != nil {
@@ -129,7 +129,7 @@ func TestWriteUnknownFormat(t *testing.T) {
 	if err == nil {
 		t.Fatal("Write(yaml) succeeded, want an error")
 	}
-	for _, want := range append([]string{`"yaml"`}, report.Formats...) {
+	for _, want := range append([]string{`"yaml"`}, report.FormatNames()...) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %s", err, want)
 		}

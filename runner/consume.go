@@ -268,7 +268,7 @@ func (r *variantRun) at(ctx context.Context, h *delivery, p catalog.CrashPoint) 
 	if h.zombie {
 		return nil
 	}
-	for a := range r.consumerFaults.At(p, h.d, h.c.Gen()) {
+	for a := range r.consumerFaults.At(ctx, p, h.d, h.c.Gen()) {
 		if err := r.act(ctx, h, p, a); err != nil {
 			return err
 		}

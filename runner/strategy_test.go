@@ -76,7 +76,7 @@ func (m *memoryInstance) Close() error {
 // crash after the effect and before the ack duplicates, as with none;
 // a variant whose consumers never crash applies each intent once.
 func TestStatefulStrategy(t *testing.T) {
-	const name catalog.StrategyName = "dedup-memory"
+	const name catalog.StrategyName = "test-memory"
 	catalog.Strategies = append(catalog.Strategies, catalog.Strategy{Name: name, Doc: "ids seen, in memory"})
 	strategy.All[name] = memoryDedup{}
 	t.Cleanup(func() {
@@ -91,7 +91,7 @@ broker: {kind: kafka}
 faults:
   - {type: consumer-crash, at: after-effect-before-ack, every: 20}
 variants:
-  - {name: memory, strategy: dedup-memory}
+  - {name: memory, strategy: test-memory}
 `)
 	res, err := runJudged(t, context.Background(), s)
 	if err != nil {

@@ -52,7 +52,7 @@ var fixtures = []fixture{
 		`7:5: unknown key "stratgies" in variants[0] (allowed: name, strategy, producer, consumer, store, id, expect, varies, stage, process, audit, mqtt, rabbitmq, nats); did you mean "strategy"?`,
 	}},
 	{"invalid/unknown-strategy.yaml", []string{
-		`7:15: variants[0].strategy: "dedup-tabel" is not allowed (allowed: none, dedup-table, dedup-table-split, unique-key, state-machine, version-cas, check-then-act, redis-setnx); did you mean "dedup-table"?`,
+		`7:15: variants[0].strategy: "dedup-tabel" is not allowed (allowed: ` + strings.Join(catalog.StrategyNames(), ", ") + `); did you mean "dedup-table"?`,
 	}},
 	{"invalid/wrong-type.yaml", []string{
 		`3:11: messages: must be an integer, got string "many"`,
@@ -76,7 +76,7 @@ var fixtures = []fixture{
 		`6:5: faults[0]: needs a schedule: add every: N`,
 	}},
 	{"invalid/at-on-produce-response-lost.yaml", []string{
-		`8:5: faults[0].at: produce-response-lost takes no at (only consumer-crash, consumer-zombie, consumer-kill, leader-failover does); remove it`,
+		`8:5: faults[0].at: produce-response-lost takes no at (only ` + strings.Join(new(Fault).ParamOwners("at"), ", ") + ` does); remove it`,
 	}},
 	{"invalid/urls-out-of-range.yaml", []string{
 		`6:15: broker.addresses[0]: "amqps://u:***@127.0.0.1:99999/" is not an AMQP URL (amqp://USER:PASSWORD@HOST:PORT/VHOST): port 99999 is not from 1 to 65535 (e.g. "amqp://guest:guest@127.0.0.1:5672/")`,
@@ -104,7 +104,7 @@ var fixtures = []fixture{
 		`11:5: variants[0].retention: a process variant takes no retention (only dedup-table does); remove it`,
 	}},
 	{"invalid/crash-without-at.yaml", []string{
-		`6:5: faults[0]: consumer-crash needs at: where the consumer dies (consumer-crash) or stalls (consumer-zombie) (allowed: before-process, after-effect-before-ack, between-dedup-and-effect, between-check-and-act, between-setnx-and-effect)`,
+		`6:5: faults[0]: consumer-crash needs at: where the consumer dies (consumer-crash) or stalls (consumer-zombie) (allowed: ` + strings.Join(catalog.Strings(catalog.CrashPoints()), ", ") + `)`,
 	}},
 	{"invalid/crash-point-unused.yaml", []string{
 		`7:9: faults[0].at: no variant's strategy has the crash point between-dedup-and-effect, so the fault never fires; add a variant with strategy dedup-table-split`,

@@ -474,26 +474,27 @@ func (c *checker) faultPoints() {
 		return
 	}
 	for i, f := range c.s.Faults {
-		p, ok := f.Params.(*catalog.ConsumerCrashParams)
-		if !ok || indexOf(p.At.Allowed(), string(p.At)) < 0 {
+		pp, ok := f.Params.(catalog.PointParams)
+		if !ok || indexOf(pp.Point().Allowed(), string(pp.Point())) < 0 {
 			continue
 		}
+		at := pp.Point()
 		found := false
 		for _, st := range used {
-			found = found || st.HasPoint(p.At)
+			found = found || st.HasPoint(at)
 		}
 		if found {
 			continue
 		}
 		var with []string
 		for _, st := range catalog.Strategies {
-			if st.HasPoint(p.At) {
+			if st.HasPoint(at) {
 				with = append(with, string(st.Name))
 			}
 		}
 		path := fmt.Sprintf("faults[%d].at", i)
 		c.errorf(path, "%s: no variant's strategy has the crash point %s, so the fault never fires; add a variant with strategy %s, or pick another point",
-			path, p.At, strings.Join(with, " or "))
+			path, at, strings.Join(with, " or "))
 	}
 }
 
