@@ -243,9 +243,7 @@ const closeTimeout = 2 * time.Second
 // connections, giving the drop closeTimeout. A failed drop wraps
 // ErrCleanup. A second Close does nothing.
 func (p *Postgres) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
-	defer cancel()
-	return p.CloseBy(ctx)
+	return p.CloseBy(context.Background())
 }
 
 // CloseBy is Close with the drop bounded by ctx too (the run's hard

@@ -197,9 +197,7 @@ func (r *Redis) Key(id string) string { return r.prefix + id }
 // Close deletes the keys under the prefix and closes the client, giving
 // the delete closeTimeout; a failed delete wraps ErrCleanup.
 func (r *Redis) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
-	defer cancel()
-	return r.CloseBy(ctx)
+	return r.CloseBy(context.Background())
 }
 
 // CloseBy is Close with the delete bounded by ctx (the run's hard

@@ -13,19 +13,16 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/dqbench/dqbench/brokers"
+	"github.com/dqbench/dqbench/catalog"
 )
 
 // StateDir is the well-known directory of the cluster "dqbench brokers up"
 // starts, found by later runs with mode: managed and by "brokers down":
 // $XDG_RUNTIME_DIR/dqbench-brokers/rabbitmq when set, else under the
 // system's temporary directory.
-func StateDir() string {
-	base := os.Getenv("XDG_RUNTIME_DIR")
-	if base == "" {
-		base = os.TempDir()
-	}
-	return filepath.Join(base, "dqbench-brokers", "rabbitmq")
-}
+func StateDir() string { return brokers.StandingDir(string(catalog.RabbitMQ)) }
 
 const stateFile = "state.json"
 
