@@ -3,7 +3,6 @@ package cmd
 import (
 	"fmt"
 	"io"
-	"reflect"
 	"strings"
 	"text/tabwriter"
 
@@ -54,14 +53,9 @@ func describeFault(w io.Writer, f catalog.Fault) {
 	fmt.Fprintf(w, "one injection: %s\n", f.Injection)
 	if f.NewParams != nil {
 		fmt.Fprintln(w, "its keys (besides name, every, probability, max_attempt):")
-		t := reflect.TypeOf(f.NewParams()).Elem()
-		for i := range t.NumField() {
-			field := t.Field(i)
-			name, _, _ := strings.Cut(field.Tag.Get("yaml"), ",")
-			if name == "" || name == "-" {
-				continue
-			}
-			fmt.Fprintf(w, "  %s: %s\n", name, schemaDescription(field.Tag.Get("jsonschema")))
+		t := strictyaml.ReflectType(f.NewParams())
+		for _, field := range strictyaml.Fields(t) {
+			fmt.Fprintf(w, "  %s: %s\n", field.Name, schemaDescription(t.FieldByIndex(field.Index).Tag.Get("jsonschema")))
 		}
 	}
 	fmt.Fprintln(w, "where it acts:")
