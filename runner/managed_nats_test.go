@@ -121,7 +121,7 @@ func TestManagedWithoutNATSServer(t *testing.T) {
 	if !errors.Is(err, brokers.ErrUnreachable) {
 		t.Fatalf("got %v, want an ErrUnreachable", err)
 	}
-	for _, want := range []string{"nats-server is not installed", "apt-get install nats-server", "docker compose up -d nats-cluster", "mode: external", "mode: embedded"} {
+	for _, want := range []string{"nats-server is not installed", "apt-get install nats-server", "docker compose up -d nats-1 nats-2 nats-3", "mode: external", "mode: embedded"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the message does not say %q: %v", want, err)
 		}

@@ -22,8 +22,8 @@ import (
 var ErrNotInstalled = fmt.Errorf("%w: nats-server is not installed, and mode: managed (like dqbench brokers up nats) starts a local 3-node JetStream cluster from it "+
 	"(Debian: apt-get install nats-server; or download it from https://github.com/nats-io/nats-server/releases, or go install github.com/nats-io/nats-server/v2@latest, "+
 	"and put it on PATH or set "+cluster.BinEnv+" to it); "+
-	"or start one with \"docker compose up -d nats-cluster\" and use mode: external "+
-	"(addresses: [nats://127.0.0.1:4231], or dqbench run --addresses URL), or use mode: embedded", brokers.ErrUnreachable)
+	"or start one with \"docker compose up -d nats-1 nats-2 nats-3\" and use mode: external "+
+	"(addresses: [nats://127.0.0.1:4231, nats://127.0.0.1:4232, nats://127.0.0.1:4233], or dqbench run --addresses URL), or use mode: embedded", brokers.ErrUnreachable)
 
 // throwawayPrefix names the temporary directories of run clusters.
 const throwawayPrefix = "dqbench-nats-cluster-"
