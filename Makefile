@@ -37,7 +37,7 @@ lint: ## gofmt, go vet
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet $(PKGS)
 
-bench: ## pipeline vs raw kgo loop on SQLite, then on PostgreSQL: median ratio of interleaved pairs, tx and commit bounds; then the transactional stage vs a raw kgo GroupTransactSession loop; then RabbitMQ vs a raw amqp091-go loop when it answers; then MQTT QoS 1 on mochi-mqtt vs a raw paho loop
+bench: ## pipeline vs raw kgo loop on SQLite, then on PostgreSQL: median ratio of interleaved pairs, tx and commit bounds; then the transactional stage vs a raw kgo GroupTransactSession loop; then RabbitMQ vs a raw amqp091-go loop when it answers; then MQTT QoS 1 on mochi-mqtt vs a raw paho loop; then NATS JetStream on the embedded nats-server vs a raw nats.go loop
 	$(GO) test -run '^$$' -bench PipelineVsRaw -benchtime 1x -timeout 60m ./bench/ \
 		-args -bench.intents=$(BENCH_INTENTS) -bench.pairs=$(BENCH_PAIRS) -bench.store=sqlite
 	$(GO) test -run '^$$' -bench PipelineVsRaw -benchtime 1x -timeout 60m ./bench/ \
@@ -48,6 +48,8 @@ bench: ## pipeline vs raw kgo loop on SQLite, then on PostgreSQL: median ratio o
 		-args -bench.intents=$(BENCH_INTENTS) -bench.pairs=$(BENCH_PAIRS)
 	$(GO) test -run '^$$' -bench MQTTVsRaw -benchtime 1x -timeout 60m ./bench/ \
 		-args -bench.intents=$(MQTT_BENCH_INTENTS) -bench.pairs=$(BENCH_PAIRS)
+	$(GO) test -run '^$$' -bench NATSVsRaw -benchtime 1x -timeout 60m ./bench/ \
+		-args -bench.intents=$(BENCH_INTENTS) -bench.pairs=$(BENCH_PAIRS)
 
 bench-strategies: ## each strategy's intents/s on SQLite and PostgreSQL, through the whole pipeline
 	$(GO) test -run '^$$' -bench Strategies -benchtime 1x -timeout 60m ./bench/ \
