@@ -44,7 +44,11 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if err := ch.Qos(10, 0, false); err != nil {
+	// One unacked message at a time: the broker sends the next delivery
+	// only once it has this one's ack. (With more in flight, a kill also
+	// repeats whatever the consumer had applied and not yet acked, which
+	// depends on timing: the duplicates then vary run to run.)
+	if err := ch.Qos(1, 0, false); err != nil {
 		return err
 	}
 	msgs, err := ch.Consume(os.Getenv("DQBENCH_TOPIC"), "", false, false, false, false, nil)
