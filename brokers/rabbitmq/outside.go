@@ -162,4 +162,3 @@ func (d *queueDest) outsideBacklog() (int64, error) {
 		return q.Messages, q.Consumers, err
 	})
 }
-

@@ -378,7 +378,7 @@ func consumeNoAck(args []byte) (noAck, ok bool) {
 		return false, false
 	}
 	args = args[2:] // reserved
-	for range 2 { // queue, consumer tag
+	for range 2 {   // queue, consumer tag
 		if _, args, ok = shortstr(args); !ok {
 			return false, false
 		}
