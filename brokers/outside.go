@@ -16,13 +16,15 @@ type Outside struct {
 	// Topic and Group are the destination's topic (RabbitMQ: queue) and
 	// consumer group (where the broker has them).
 	Topic, Group string
+	// Env are the broker's own DQBENCH_ variables ("DQBENCH_QOS=1").
+	Env []string
 }
 
 // ConsumerWatcher is a destination that shows dqbench what consumers outside
 // it fetch and commit, each with the network connection it came on, and
 // can withhold either: the black-box side of a process variant. Only a
 // broker whose traffic dqbench sees can do this: the embedded Kafka, where
-// kfake's listener is dqbench's; RabbitMQ, whose consumer processes connect
+// kfake's listener is dqbench's; RabbitMQ and MQTT, whose consumer processes connect
 // through dqbench's relay (netfault.Relay).
 type ConsumerWatcher interface {
 	// Outside says where a consumer outside dqbench connects.

@@ -47,10 +47,10 @@ func ProcessOn(k BrokerKind, m Mode) string {
 	switch {
 	case k == Kafka && m != Embedded:
 		return "on Kafka, dqbench watches the consumer's fetches and commits inside the embedded broker (kfake); use broker kind: kafka, mode: embedded"
-	case k == Kafka, k == RabbitMQ:
+	case k == Kafka, k == RabbitMQ, k == MQTT:
 		return ""
 	}
-	return "process variants run on kafka (embedded) and rabbitmq for now"
+	return "process variants run on kafka (embedded), rabbitmq and mqtt for now"
 }
 
 // Allowed lists the valid values, for strict decoding and the schema.

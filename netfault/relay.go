@@ -36,6 +36,17 @@ type Relay struct {
 // both directions ended.
 type ConnFilters func(remote net.Addr) (up, down Filter, closed func())
 
+// PacedFilter is a Filter a relay hands the connection's other end to
+// (Start), so that it writes each frame itself, as soon as it passes, and
+// may hold the next one back (a flow-control window); and tells when the
+// connection ends (Stop), so that one held back gives up. Its Filter then
+// returns only what it did not write itself.
+type PacedFilter interface {
+	Filter
+	Start(dst io.Writer)
+	Stop()
+}
+
 // NewRelay listens on a free local port and relays every connection to
 // upstream through the filters newFilters makes for it.
 func NewRelay(upstream string, newFilters ConnFilters) (*Relay, error) {
@@ -102,11 +113,24 @@ func (r *Relay) serve(client net.Conn) {
 	}
 	defer r.untrack(server)
 	defer server.Close()
+	for _, f := range []struct {
+		f   Filter
+		dst io.Writer
+	}{{up, server}, {down, client}} {
+		if p, ok := f.f.(PacedFilter); ok {
+			p.Start(f.dst)
+		}
+	}
 	done := make(chan struct{}, 2)
 	go func() { pipe(server, client, up); done <- struct{}{} }()
 	go func() { pipe(client, server, down); done <- struct{}{} }()
 	<-done
 	// One side ended or was cut: end both, as a proxy does.
+	for _, f := range []Filter{up, down} {
+		if p, ok := f.(PacedFilter); ok {
+			p.Stop()
+		}
+	}
 	client.Close()
 	server.Close()
 	<-done

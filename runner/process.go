@@ -48,7 +48,7 @@ func (r *variantRun) runProcess(ctx context.Context) (audit *history.Audit, clea
 	defer func() { cleanup = errors.Join(cleanup, r.closeDestination(ctx, dest)) }()
 	watcher, ok := dest.(brokers.ConsumerWatcher)
 	if !ok {
-		return nil, nil, fmt.Errorf("this broker cannot watch a consumer process (%s); use broker kind: kafka (embedded) or rabbitmq", r.broker.Name())
+		return nil, nil, fmt.Errorf("this broker cannot watch a consumer process (%s); use broker kind: kafka (embedded), rabbitmq or mqtt", r.broker.Name())
 	}
 	r.kills = &faults.Kills{}
 	if err := r.arm(dest); err != nil {
@@ -99,6 +99,7 @@ func (r *variantRun) supervise(command []string, dir string, out *store.Outside,
 		"DQBENCH_STORE_SCHEMA=" + out.Schema,
 		"DQBENCH_MESSAGES=" + strconv.Itoa(r.s.Messages),
 	}
+	env = append(env, where.Env...)
 	for k, v := range p.Env {
 		env = append(env, k+"="+v)
 	}
