@@ -84,6 +84,9 @@ func (c *checker) processVariants() {
 			c.errorf(pp+".build", "%s.build: %q is not a package directory inside the scenario's folder; write ./DIR (e.g. ./cmd/consumer), without .., flags or an absolute path", pp, v.Process.Build)
 		}
 		c.inRange(pp+".instances", v.Process.Instances, MaxInstances)
+		if c.s.Broker.Kind == catalog.MQTT && v.Process.Instances > 1 {
+			c.errorf(pp+".instances", "%s.instances: on MQTT the consumer is one persistent session (client id DQBENCH_GROUP), which one process holds at a time; use instances: 1", pp)
+		}
 		c.positive(pp+".ready", v.Process.Ready)
 		if c.d.Has(pp+".ready") && v.Process.Ready.D() > MaxReady {
 			c.errorf(pp+".ready", "%s.ready: must be at most %s, got %s", pp, MaxReady, v.Process.Ready)

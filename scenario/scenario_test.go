@@ -289,6 +289,10 @@ var fixtures = []fixture{
 	{"invalid/process-rabbitmq-commit.yaml", []string{
 		`5:31: faults[0].at: commit is not a kill point on rabbitmq; use delivery or ack`,
 	}},
+	{"invalid/process-mqtt-instances.yaml", []string{
+		`5:31: faults[0].at: commit is not a kill point on mqtt; use delivery or ack`,
+		`8:51: variants[0].process.instances: on MQTT the consumer is one persistent session`,
+	}},
 	{"invalid/kill-without-process.yaml", []string{
 		`5:12: faults[0]: consumer-kill kills consumer processes, and no variant has one`,
 	}},
