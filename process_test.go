@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -248,7 +249,11 @@ func TestProcessRabbitMQ(t *testing.T) {
 	if url == "" {
 		url = "amqp://guest:guest@127.0.0.1:5672/"
 	}
-	if c, err := net.DialTimeout("tcp", strings.TrimSuffix(strings.SplitN(url, "@", 2)[len(strings.SplitN(url, "@", 2))-1], "/"), 2*time.Second); err != nil {
+	host := url
+	if u, err := neturl.Parse(url); err == nil {
+		host = u.Host
+	}
+	if c, err := net.DialTimeout("tcp", host, 2*time.Second); err != nil {
 		if os.Getenv("DQBENCH_REQUIRE_BROKERS") == "1" {
 			t.Fatalf("DQBENCH_REQUIRE_BROKERS=1 but no RabbitMQ at %s: %v", url, err)
 		}
@@ -256,21 +261,50 @@ func TestProcessRabbitMQ(t *testing.T) {
 	} else {
 		c.Close()
 	}
+	naive, correct := buildExamples(t, "rabbitmq-naive", "rabbitmq-correct")
+	t.Run("example", func(t *testing.T) {
+		sameCounts(t, exampleWith(t, "examples/consumers/rabbitmq.yaml", map[string]string{"./rabbitmq-naive": naive, "./rabbitmq-correct": correct}), "--messages", "120", "--addresses", url)
+	})
+	processFailures(t, "{kind: rabbitmq, addresses: ["+strconv.Quote(url)+"]}", naive)
+}
+
+// TestProcessMQTT runs the MQTT example consumers as process variants on
+// the embedded broker, as TestProcessRabbitMQ does.
+func TestProcessMQTT(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("process variants need Linux (/proc)")
+	}
+	naive, correct := buildExamples(t, "mqtt-naive", "mqtt-correct")
+	t.Run("example", func(t *testing.T) {
+		sameCounts(t, exampleWith(t, "examples/consumers/mqtt.yaml", map[string]string{"./mqtt-naive": naive, "./mqtt-correct": correct}), "--messages", "120")
+	})
+	processFailures(t, "{kind: mqtt}", naive)
+}
+
+// buildExamples builds the example consumers in examples/consumers/NAME.
+func buildExamples(t *testing.T, names ...string) (naive, correct string) {
+	t.Helper()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("needs the go command to build the example consumers")
+	}
 	dir := t.TempDir()
-	naive, correct := filepath.Join(dir, "rabbitmq-naive"), filepath.Join(dir, "rabbitmq-correct")
-	if out, err := exec.Command("go", "build", "-o", dir+"/", "./examples/consumers/rabbitmq-naive", "./examples/consumers/rabbitmq-correct").CombinedOutput(); err != nil {
+	args := []string{"build", "-o", dir + "/"}
+	for _, n := range names {
+		args = append(args, "./examples/consumers/"+n)
+	}
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	return filepath.Join(dir, names[0]), filepath.Join(dir, names[1])
+}
+
+// processFailures checks, on broker, that a consumer that exits during its
+// ready period and an audit query with a typo end the run with exit code 3
+// naming them and a report (INCOMPLETE), and that an interrupted run (what
+// Ctrl-C does) exits 3 and leaves no process.
+func processFailures(t *testing.T, broker, naive string) {
+	t.Helper()
 	const query = "SELECT message_id, COUNT(*) FROM payments GROUP BY message_id"
-	example := func(t *testing.T) string {
-		return exampleWith(t, "examples/consumers/rabbitmq.yaml", map[string]string{"./rabbitmq-naive": naive, "./rabbitmq-correct": correct})
-	}
-	broker := "{kind: rabbitmq, addresses: [" + strconv.Quote(url) + "]}"
-
-	t.Run("example", func(t *testing.T) {
-		sameCounts(t, example(t), "--messages", "120", "--addresses", url)
-	})
-
 	t.Run("exits-at-once", func(t *testing.T) {
 		code, stdout, stderr := dqbench(context.Background(), "run", writeScenarioOn(t, broker, "ack", "false", query))
 		if code != 3 || !strings.Contains(stderr, `instance 1 (["false"], pid`) || !strings.Contains(stderr, "exited with status 1") ||
