@@ -58,13 +58,13 @@ func (KillPoint) Allowed() []string { return Strings(KillPoints) }
 
 // ConsumerKillParams are consumer-kill's own parameters.
 type ConsumerKillParams struct {
-	At KillPoint `yaml:"at" json:"at" jsonschema:"required,description=When the consumer process is killed: delivery (the broker is about to deliver the intent to it: a Kafka fetch response or a RabbitMQ basic.deliver\\, withheld) or\\, after its effect\\, commit (Kafka: its offset commit reached the broker and is withheld) or ack (RabbitMQ: its basic.ack\\, dropped)."`
+	At KillPoint `yaml:"at" json:"at" jsonschema:"required,description=When the consumer process is killed: delivery (the broker is about to deliver the intent to it: a Kafka fetch response or a RabbitMQ basic.deliver\\, withheld) or\\, after its effect\\, commit (Kafka: its offset commit reached the broker and is withheld) or ack (RabbitMQ: its basic.ack; MQTT: its PUBACK or PUBREC; dropped)."`
 }
 
 // consumerKill describes consumer-kill for catalog.Faults.
 var consumerKill = Fault{
 	Type:      ConsumerKill,
-	Doc:       "SIGKILL a consumer process of a process variant when the broker is about to deliver the intent to it (at: delivery), or when its offset commit (Kafka, at: commit) or its ack (RabbitMQ, at: ack) of the intent reaches the broker (withheld); a fresh process is started in its place",
+	Doc:       "SIGKILL a consumer process of a process variant when the broker is about to deliver the intent to it (at: delivery), or when its offset commit (Kafka, at: commit) or its ack (RabbitMQ, MQTT: at: ack) of the intent reaches the broker (withheld); a fresh process is started in its place",
 	Injection: "one consumer process killed (SIGKILL to its process group)",
 	NewParams: func() any { return new(ConsumerKillParams) },
 	Available: func(w Where) string {
