@@ -130,6 +130,19 @@ func (w *Watcher) Backlog(declare func() (ready, consumers int, err error)) (int
 	return n, nil
 }
 
+// Consumers counts the consumers the live watched connections registered
+// (basic.consume-ok, less basic.cancel-ok).
+func (w *Watcher) Consumers() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for c := range w.conns {
+		_, k := c.held()
+		n += k
+	}
+	return n
+}
+
 // downFilter reads the broker-to-client direction: deliveries (held back
 // until their content is complete, and with them every frame after, to
 // keep the order), consume-ok and cancel-ok, channel closes.
