@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	pahomqtt "github.com/eclipse/paho.mqtt.golang"
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver
@@ -130,9 +131,17 @@ func openStore(ctx context.Context) (*sql.DB, error) {
 		`CREATE TABLE IF NOT EXISTS processed (message_id TEXT PRIMARY KEY)`,
 		`CREATE TABLE IF NOT EXISTS payments (message_id TEXT NOT NULL, account INTEGER NOT NULL, amount BIGINT NOT NULL)`,
 	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			db.Close()
-			return nil, err
+		// Two first statements at once can collide (SQLite: switching to
+		// WAL; PostgreSQL: CREATE TABLE IF NOT EXISTS), so try again.
+		for try := 1; ; try++ {
+			if _, err = db.ExecContext(ctx, q); err == nil {
+				break
+			}
+			if try == 5 {
+				db.Close()
+				return nil, fmt.Errorf("%s: %w", q, err)
+			}
+			time.Sleep(time.Duration(try) * 50 * time.Millisecond)
 		}
 	}
 	return db, nil

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	pahomqtt "github.com/eclipse/paho.mqtt.golang"
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver
@@ -106,9 +107,18 @@ func openStore(ctx context.Context) (*sql.DB, error) {
 		return nil, err
 	}
 	db.SetMaxOpenConns(1)
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS payments (message_id TEXT NOT NULL, account INTEGER NOT NULL, amount BIGINT NOT NULL)`); err != nil {
-		db.Close()
-		return nil, err
+	// Instances start together: two first statements at once can collide
+	// (SQLite: switching to WAL; PostgreSQL: CREATE TABLE IF NOT EXISTS),
+	// so try again.
+	for try := 1; ; try++ {
+		_, err = db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS payments (message_id TEXT NOT NULL, account INTEGER NOT NULL, amount BIGINT NOT NULL)`)
+		if err == nil {
+			return db, nil
+		}
+		if try == 5 {
+			db.Close()
+			return nil, err
+		}
+		time.Sleep(time.Duration(try) * 50 * time.Millisecond)
 	}
-	return db, nil
 }

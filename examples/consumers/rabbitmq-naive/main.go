@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -100,10 +101,18 @@ func openStore(ctx context.Context) (*sql.DB, error) {
 		return nil, err
 	}
 	db.SetMaxOpenConns(1)
-	_, err = db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS payments (message_id TEXT NOT NULL, account INTEGER NOT NULL, amount BIGINT NOT NULL)`)
-	if err != nil {
-		db.Close()
-		return nil, err
+	// Instances start together: two first statements at once can collide
+	// (SQLite: switching to WAL; PostgreSQL: CREATE TABLE IF NOT EXISTS),
+	// so try again.
+	for try := 1; ; try++ {
+		_, err = db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS payments (message_id TEXT NOT NULL, account INTEGER NOT NULL, amount BIGINT NOT NULL)`)
+		if err == nil {
+			return db, nil
+		}
+		if try == 5 {
+			db.Close()
+			return nil, err
+		}
+		time.Sleep(time.Duration(try) * 50 * time.Millisecond)
 	}
-	return db, nil
 }
