@@ -109,9 +109,18 @@ var errTakeover = errors.New("a replacement consumer is taking the session over"
 type embeddedDest struct{ *dest }
 
 var (
-	_ brokers.Destination = embeddedDest{}
-	_ brokers.Powered     = embeddedDest{}
+	_ brokers.Destination   = embeddedDest{}
+	_ brokers.Powered       = embeddedDest{}
+	_ brokers.LimitReporter = embeddedDest{}
 )
+
+// Limits names mochi-mqtt's per-session limit: past maximum_inflight
+// unacknowledged QoS 1 and 2 messages (and past 65,535, its packet ids)
+// it drops each new one for that session, telling no client. A report
+// names it as the cause of such a loss.
+func (d embeddedDest) Limits() string {
+	return fmt.Sprintf("mochi-mqtt maximum_inflight %d unacknowledged QoS 1 and 2 messages per session", d.b.embedded.srv.Options.Capabilities.MaximumInflight)
+}
 
 // Apply injects the embedded broker's fault powers: lost packets, broken
 // connections and an offline subscriber.
