@@ -669,6 +669,7 @@ func TestBounds(t *testing.T) {
 		{"messages: %d\n", MaxMessages, "messages"},
 		{"broker: {kind: kafka, partitions: %d}\n", 1000, "broker.partitions"}, // catalog.KafkaSettings' maximum
 		{"producer: {window: %d}\n", MaxWindow, "producer.window"},
+		{"producer: {rate: %d}\n", MaxRate, "producer.rate"},
 		{"consumer: {instances: %d}\n", MaxInstances, "consumer.instances"},
 		{"consumer: {prefetch: %d}\n", MaxPrefetch, "consumer.prefetch"},
 		{"messages: 10000000\nfaults: [{type: produce-response-lost, every: %d}]\n", MaxEvery, "faults[0].every"},

@@ -449,7 +449,7 @@ func (d *dest) Consumer(ctx context.Context, gen int) (brokers.Consumer, error) 
 func (d *dest) Backlog(ctx context.Context) (int64, error) {
 	switch {
 	case d.state != nil:
-		n, err := d.b.embedded.backlog(d)
+		n, err := d.b.embedded.backlog(ctx, d)
 		return n + d.qos0Backlog(), err
 	default:
 		// Counted on the clients: every confirmed QoS 1 or 2 publish is
