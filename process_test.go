@@ -5,10 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -80,8 +84,15 @@ func noneLeft(t *testing.T, pids []int) {
 	}
 }
 
-// writeScenario writes a one-variant process scenario running command.
+// writeScenario writes a one-variant process scenario on the embedded
+// Kafka running command.
 func writeScenario(t *testing.T, command, query string) string {
+	return writeScenarioOn(t, "{kind: kafka}", "commit", command, query)
+}
+
+// writeScenarioOn writes a one-variant process scenario on broker, killing
+// at kill (the broker's commit or ack point), running command.
+func writeScenarioOn(t *testing.T, broker, kill, command, query string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "s.yaml")
 	c, _ := json.Marshal(strings.Fields(command))
@@ -89,9 +100,9 @@ func writeScenario(t *testing.T, command, query string) string {
 	src := `version: 1
 name: process-test
 messages: 60
-broker: {kind: kafka}
+broker: ` + broker + `
 faults:
-  - {type: consumer-kill, at: commit, every: 20}
+  - {type: consumer-kill, at: ` + kill + `, every: 20}
 variants:
   - name: mine
     process: {command: ` + string(c) + `, ready: 5s}
@@ -122,44 +133,7 @@ func TestProcess(t *testing.T) {
 	const query = "SELECT message_id, COUNT(*) FROM payments GROUP BY message_id"
 
 	t.Run("example", func(t *testing.T) {
-		// examples/consumers/scenario.yaml with the programs built above.
-		src, err := os.ReadFile("examples/consumers/scenario.yaml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		src = bytes.ReplaceAll(src, []byte("build: ./naive"), []byte(`command: ["`+naive+`"]`))
-		src = bytes.ReplaceAll(src, []byte("build: ./correct"), []byte(`command: ["`+correct+`"]`))
-		path := filepath.Join(t.TempDir(), "scenario.yaml")
-		if err := os.WriteFile(path, src, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		var runs [2]processReport
-		for i := range runs {
-			out := t.TempDir()
-			code, stdout, stderr := dqbench(context.Background(), "run", path, "--messages", "100", "--seed", "3", "-o", "json", "--out", out)
-			if code != 0 {
-				t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
-			}
-			if err := json.Unmarshal([]byte(stdout), &runs[i]); err != nil {
-				t.Fatal(err)
-			}
-			noneLeft(t, startedPIDs(t, out))
-		}
-		for i, r := range runs {
-			for _, v := range r.Runs[0].Variants {
-				if v.FaultsInjected == 0 || len(v.KilledPIDs) != v.FaultsInjected {
-					t.Errorf("run %d, %s: %d faults, killed pids %v", i, v.Name, v.FaultsInjected, v.KilledPIDs)
-				}
-				if v.Name == "naive" && v.Duplicates == 0 || v.Name == "correct" && v.Duplicates != 0 || v.Lost != 0 {
-					t.Errorf("run %d, %s: %d duplicates, %d lost", i, v.Name, v.Duplicates, v.Lost)
-				}
-			}
-		}
-		for j, v := range runs[0].Runs[0].Variants {
-			if w := runs[1].Runs[0].Variants[j]; v.Duplicates != w.Duplicates || v.Lost != w.Lost {
-				t.Errorf("%s: the same seed gave %d/%d and %d/%d duplicates/lost", v.Name, v.Duplicates, v.Lost, w.Duplicates, w.Lost)
-			}
-		}
+		sameCounts(t, exampleWith(t, "examples/consumers/scenario.yaml", map[string]string{"./naive": naive, "./correct": correct}), "--messages", "100", "--seed", "3")
 	})
 
 	t.Run("exits-at-once", func(t *testing.T) {
@@ -198,6 +172,59 @@ func TestProcess(t *testing.T) {
 	})
 }
 
+// exampleWith writes a copy of the example scenario at path whose
+// build: ./PKG consumers are the programs built from them.
+func exampleWith(t *testing.T, path string, programs map[string]string) string {
+	t.Helper()
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pkg, prog := range programs {
+		src = regexp.MustCompile(`build: `+regexp.QuoteMeta(pkg)+`\b`).ReplaceAll(src, []byte(`command: ["`+prog+`"]`))
+	}
+	out := filepath.Join(t.TempDir(), filepath.Base(path))
+	if err := os.WriteFile(out, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// sameCounts runs the example scenario at path twice with args: every
+// variant meets faults and kills, the naive one duplicates, the correct
+// one neither duplicates nor loses, and both runs count the same
+// duplicates and lost; no process is left after either.
+func sameCounts(t *testing.T, path string, args ...string) {
+	t.Helper()
+	var runs [2]processReport
+	for i := range runs {
+		out := t.TempDir()
+		code, stdout, stderr := dqbench(context.Background(), append([]string{"run", path, "-o", "json", "--out", out}, args...)...)
+		if code != 0 {
+			t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+		}
+		if err := json.Unmarshal([]byte(stdout), &runs[i]); err != nil {
+			t.Fatal(err)
+		}
+		noneLeft(t, startedPIDs(t, out))
+	}
+	for i, r := range runs {
+		for _, v := range r.Runs[0].Variants {
+			if v.FaultsInjected == 0 || len(v.KilledPIDs) == 0 {
+				t.Errorf("run %d, %s: %d faults, killed pids %v", i, v.Name, v.FaultsInjected, v.KilledPIDs)
+			}
+			if v.Name == "naive" && v.Duplicates == 0 || v.Name == "correct" && v.Duplicates != 0 || v.Lost != 0 {
+				t.Errorf("run %d, %s: %d duplicates, %d lost", i, v.Name, v.Duplicates, v.Lost)
+			}
+		}
+	}
+	for j, v := range runs[0].Runs[0].Variants {
+		if w := runs[1].Runs[0].Variants[j]; v.Duplicates != w.Duplicates || v.Lost != w.Lost {
+			t.Errorf("%s: the same seed gave %d/%d and %d/%d duplicates/lost", v.Name, v.Duplicates, v.Lost, w.Duplicates, w.Lost)
+		}
+	}
+}
+
 // running reports whether a process runs program.
 func running(program string) bool {
 	dirs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
@@ -207,4 +234,108 @@ func running(program string) bool {
 		}
 	}
 	return false
+}
+
+// TestProcessRabbitMQ runs the RabbitMQ example consumers as process
+// variants against the RabbitMQ at DQBENCH_RABBITMQ_URL (default the local
+// one): the example's faults and counts, twice, on the default and on an
+// --addresses broker; a consumer that exits at once; an audit query with a
+// typo; an interrupted run. None of the processes is left after each.
+func TestProcessRabbitMQ(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("process variants need Linux (/proc)")
+	}
+	url := os.Getenv("DQBENCH_RABBITMQ_URL")
+	if url == "" {
+		url = "amqp://guest:guest@127.0.0.1:5672/"
+	}
+	host := url
+	if u, err := neturl.Parse(url); err == nil {
+		host = u.Host
+	}
+	if c, err := net.DialTimeout("tcp", host, 2*time.Second); err != nil {
+		if os.Getenv("DQBENCH_REQUIRE_BROKERS") == "1" {
+			t.Fatalf("DQBENCH_REQUIRE_BROKERS=1 but no RabbitMQ at %s: %v", url, err)
+		}
+		t.Skipf("no RabbitMQ at %s (%v); set DQBENCH_RABBITMQ_URL or start one (docker compose up -d rabbitmq)", url, err)
+	} else {
+		c.Close()
+	}
+	naive, correct := buildExamples(t, "rabbitmq-naive", "rabbitmq-correct")
+	t.Run("example", func(t *testing.T) {
+		sameCounts(t, exampleWith(t, "examples/consumers/rabbitmq.yaml", map[string]string{"./rabbitmq-naive": naive, "./rabbitmq-correct": correct}), "--messages", "120", "--addresses", url)
+	})
+	processFailures(t, "{kind: rabbitmq, addresses: ["+strconv.Quote(url)+"]}", naive)
+}
+
+// TestProcessMQTT runs the MQTT example consumers as process variants on
+// the embedded broker, as TestProcessRabbitMQ does.
+func TestProcessMQTT(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("process variants need Linux (/proc)")
+	}
+	naive, correct := buildExamples(t, "mqtt-naive", "mqtt-correct")
+	t.Run("example", func(t *testing.T) {
+		sameCounts(t, exampleWith(t, "examples/consumers/mqtt.yaml", map[string]string{"./mqtt-naive": naive, "./mqtt-correct": correct}), "--messages", "120")
+	})
+	processFailures(t, "{kind: mqtt}", naive)
+}
+
+// buildExamples builds the example consumers in examples/consumers/NAME.
+func buildExamples(t *testing.T, names ...string) (naive, correct string) {
+	t.Helper()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("needs the go command to build the example consumers")
+	}
+	dir := t.TempDir()
+	args := []string{"build", "-o", dir + "/"}
+	for _, n := range names {
+		args = append(args, "./examples/consumers/"+n)
+	}
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return filepath.Join(dir, names[0]), filepath.Join(dir, names[1])
+}
+
+// processFailures checks, on broker, that a consumer that exits during its
+// ready period and an audit query with a typo end the run with exit code 3
+// naming them and a report (INCOMPLETE), and that an interrupted run (what
+// Ctrl-C does) exits 3 and leaves no process.
+func processFailures(t *testing.T, broker, naive string) {
+	t.Helper()
+	const query = "SELECT message_id, COUNT(*) FROM payments GROUP BY message_id"
+	t.Run("exits-at-once", func(t *testing.T) {
+		code, stdout, stderr := dqbench(context.Background(), "run", writeScenarioOn(t, broker, "ack", "false", query))
+		if code != 3 || !strings.Contains(stderr, `instance 1 (["false"], pid`) || !strings.Contains(stderr, "exited with status 1") ||
+			!strings.Contains(stderr, "within its ready period (5s)") || !strings.Contains(stdout, "INCOMPLETE") {
+			t.Errorf("exit %d\n%s\n%s", code, stdout, stderr)
+		}
+	})
+
+	t.Run("audit-typo", func(t *testing.T) {
+		typo := strings.Replace(query, "payments", "paymnts", 1)
+		code, stdout, stderr := dqbench(context.Background(), "run", writeScenarioOn(t, broker, "ack", naive, typo))
+		if code != 3 || !strings.Contains(stderr, `audit query "`+typo+`"`) || !strings.Contains(stderr, "no such table: paymnts") || !strings.Contains(stdout, "INCOMPLETE") {
+			t.Errorf("exit %d\n%s\n%s", code, stdout, stderr)
+		}
+	})
+
+	t.Run("interrupted", func(t *testing.T) {
+		out := t.TempDir()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			for ctx.Err() == nil && !running(naive) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			time.Sleep(300 * time.Millisecond)
+			cancel()
+		}()
+		code, stdout, stderr := dqbench(ctx, "run", writeScenarioOn(t, broker, "ack", naive, query), "--messages", "5000", "--out", out)
+		if code != 3 {
+			t.Errorf("exit %d, want 3\n%s\n%s", code, stdout, stderr)
+		}
+		noneLeft(t, startedPIDs(t, out))
+	})
 }

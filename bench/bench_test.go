@@ -10,7 +10,6 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
-	"text/tabwriter"
 	"time"
 
 	"github.com/dqbench/dqbench/catalog"
@@ -113,6 +112,8 @@ func BenchmarkPipelineVsRaw(b *testing.B) {
 		b.Skipf("PostgreSQL at %s is not reachable: no PostgreSQL rows", catalog.MaskURL(*storeRef))
 	}
 	n := *intents
+	t := newTable(fmt.Sprintf("Kafka (embedded kfake) on %s: the pipeline against a raw kgo loop", storeName()),
+		fmt.Sprintf("%d interleaved pairs of %d intents: one `dedup-table` variant, no faults, against a hand-written kgo produce-consume loop doing the same per-message transaction and commit; each side starts its own kfake and store inside the timed region. bound = 1/(1/tx + 1/commit) from the bare store-transaction and commit-only loops of the same pair.", *pairs, n))
 	var ps []pair
 	for i := range *pairs {
 		p := pair{pipelineFirst: i%2 == 0}
@@ -149,7 +150,11 @@ func BenchmarkPipelineVsRaw(b *testing.B) {
 	}
 
 	sum := summarize(n, ps)
-	sum.print(os.Stdout, n, ps)
+	per := perPair(n, ps)
+	for _, k := range rows {
+		t.add(k, per[k])
+	}
+	t.print(os.Stdout)
 	ratio := sum["pipeline/raw ratio"]
 	b.Logf("pipeline/raw ratio: median %.3f (min %.3f, max %.3f) over %d pairs of %d intents; pipeline at %.0f%% of the sequential bound",
 		ratio.median, ratio.min, ratio.max, len(ps), n, 100*sum["pipeline / bound"].median)
@@ -206,6 +211,23 @@ var rows = []string{
 }
 
 func summarize(n int, ps []pair) summary {
+	s := summary{}
+	for k, xs := range perPair(n, ps) {
+		s[k] = spreadOf(xs)
+	}
+	return s
+}
+
+// storeName is the store of -bench.store as the tables name it.
+func storeName() string {
+	if *storeRef == "sqlite" {
+		return "SQLite"
+	}
+	return "PostgreSQL"
+}
+
+// perPair is each row's value in each pair.
+func perPair(n int, ps []pair) map[string][]float64 {
 	per := map[string][]float64{}
 	for _, p := range ps {
 		rate := func(d time.Duration) float64 { return float64(n) / d.Seconds() }
@@ -224,25 +246,5 @@ func summarize(n int, ps []pair) summary {
 			per[k] = append(per[k], v)
 		}
 	}
-	s := summary{}
-	for k, xs := range per {
-		s[k] = spreadOf(xs)
-	}
-	return s
-}
-
-func (s summary) print(w *os.File, n int, ps []pair) {
-	fmt.Fprintf(w, "\n%d interleaved pairs of %d intents on store %s. Pipeline and raw: a fresh kfake cluster and store (SQLite file or PostgreSQL schema) inside the timed region.\n", len(ps), n, catalog.MaskURL(*storeRef))
-	fmt.Fprintln(w, "tx and commit references: only their loops timed. bound = 1/(1/tx + 1/commit) per pair.")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "\tmedian\tmin\tmax\t")
-	for _, k := range rows {
-		v := s[k]
-		f := "%.0f"
-		if v.median < 10 {
-			f = "%.3f"
-		}
-		fmt.Fprintf(tw, "%s\t"+f+"\t"+f+"\t"+f+"\t\n", k, v.median, v.min, v.max)
-	}
-	tw.Flush()
+	return per
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -215,6 +216,8 @@ func runRawMQTT(n int) (err error) {
 // per-pair ratio pipeline/raw (goal: >= 0.8). It ignores b.N.
 func BenchmarkMQTTVsRaw(b *testing.B) {
 	n := *intents
+	t := newTable("MQTT (embedded mochi-mqtt, QoS 1) on SQLite: the pipeline against a raw paho loop",
+		fmt.Sprintf("%d interleaved pairs of %d intents: one `dedup-table` variant, persistent session, window %d, no faults, against a hand-written eclipse/paho.mqtt.golang loop doing the same per-message SQLite transaction and a manual ack; each side starts its own broker and SQLite file inside the timed region.", *pairs, n, window))
 	var ratios, pipeRates, rawRates []float64
 	for i := range *pairs {
 		var pipe, raw time.Duration
@@ -239,12 +242,11 @@ func BenchmarkMQTTVsRaw(b *testing.B) {
 		fmt.Printf("pair %d/%d (%s first): pipeline %v, raw %v, ratio %.3f\n", i+1, *pairs, first,
 			pipe.Round(time.Millisecond), raw.Round(time.Millisecond), ratios[len(ratios)-1])
 	}
+	t.add("pipeline / raw", ratios)
+	t.add("pipeline, intents/s", pipeRates)
+	t.add("raw loop, intents/s", rawRates)
+	t.print(os.Stdout)
 	r, p, w := spreadOf(ratios), spreadOf(pipeRates), spreadOf(rawRates)
-	fmt.Printf("\n%d interleaved pairs of %d intents, MQTT QoS 1 on embedded mochi-mqtt, window %d, SQLite.\n", len(ratios), n, window)
-	fmt.Printf("%-22s %9s %9s %9s\n", "", "median", "min", "max")
-	fmt.Printf("%-22s %9.3f %9.3f %9.3f\n", "pipeline/raw ratio", r.median, r.min, r.max)
-	fmt.Printf("%-22s %9.0f %9.0f %9.0f\n", "pipeline intents/s", p.median, p.min, p.max)
-	fmt.Printf("%-22s %9.0f %9.0f %9.0f\n", "raw intents/s", w.median, w.min, w.max)
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(r.median, "ratio-median")
 	b.ReportMetric(r.min, "ratio-min")

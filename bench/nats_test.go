@@ -213,10 +213,12 @@ func runRawNATS(n int) (err error) {
 // the same per-message SQLite transaction, DoubleAck after it). Fixed
 // costs are inside the timed region on both sides: each starts its own
 // server and SQLite file and stops them before its clock stops. It
-// reports the median per-pair ratio pipeline/raw (goal: >= 0.9) and the
-// machine's load average. It ignores b.N.
+// reports the median per-pair ratio pipeline/raw (goal: >= 0.9) in the
+// Markdown table make bench prints. It ignores b.N.
 func BenchmarkNATSVsRaw(b *testing.B) {
 	n := *intents
+	t := newTable("NATS JetStream (embedded nats-server "+server.VERSION+") on SQLite: the pipeline against a raw nats.go loop",
+		fmt.Sprintf("%d interleaved pairs of %d intents: one `dedup-table` variant, a file stream and a durable pull consumer, window %d, prefetch %d, acks with AckSync, no faults, against a hand-written nats.go jetstream loop (PublishMsgAsync with the same Nats-Msg-Id, Fetch, the same per-message SQLite transaction, DoubleAck); each side starts its own server and SQLite file inside the timed region.", *pairs, n, window, natsPrefetch))
 	var ratios, pipeRates, rawRates []float64
 	for i := range *pairs {
 		var pipe, raw time.Duration
@@ -241,14 +243,11 @@ func BenchmarkNATSVsRaw(b *testing.B) {
 		fmt.Printf("pair %d/%d (%s first): pipeline %v, raw %v, ratio %.3f\n", i+1, *pairs, first,
 			pipe.Round(time.Millisecond), raw.Round(time.Millisecond), ratios[len(ratios)-1])
 	}
+	t.add("pipeline / raw", ratios)
+	t.add("pipeline, intents/s", pipeRates)
+	t.add("raw loop, intents/s", rawRates)
+	t.print(os.Stdout)
 	r, p, w := spreadOf(ratios), spreadOf(pipeRates), spreadOf(rawRates)
-	load, _ := os.ReadFile("/proc/loadavg")
-	fmt.Printf("\n%d interleaved pairs of %d intents, NATS JetStream on embedded nats-server %s, window %d, prefetch %d, SQLite; load average %s.\n",
-		len(ratios), n, server.VERSION, window, natsPrefetch, strings.Join(strings.Fields(string(load))[:min(3, len(strings.Fields(string(load))))], " "))
-	fmt.Printf("%-22s %9s %9s %9s\n", "", "median", "min", "max")
-	fmt.Printf("%-22s %9.3f %9.3f %9.3f\n", "pipeline/raw ratio", r.median, r.min, r.max)
-	fmt.Printf("%-22s %9.0f %9.0f %9.0f\n", "pipeline intents/s", p.median, p.min, p.max)
-	fmt.Printf("%-22s %9.0f %9.0f %9.0f\n", "raw intents/s", w.median, w.min, w.max)
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(r.median, "ratio-median")
 	b.ReportMetric(r.min, "ratio-min")

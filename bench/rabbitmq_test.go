@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -199,6 +200,8 @@ func BenchmarkRabbitMQVsRawLoop(b *testing.B) {
 		c.Close()
 	}
 	n := *intents
+	t := newTable("RabbitMQ (local, classic queue) on SQLite: the pipeline against a raw amqp091-go loop",
+		fmt.Sprintf("%d rounds of %d intents, a different side first each round: one `dedup-table` variant (window 256, prefetch 100, every client connection through the in-process toxiproxy, as always), no faults, against a hand-written amqp091-go loop doing the same confirms window, prefetch, per-message SQLite transaction and ack, straight to the broker and through an in-process toxiproxy.", *pairs, n))
 	var ratio, proxyCost, pipeRate, rawRate, proxiedRate []float64
 	for i := range *pairs {
 		var pipe, raw, proxied time.Duration
@@ -220,12 +223,13 @@ func BenchmarkRabbitMQVsRawLoop(b *testing.B) {
 		fmt.Printf("round %d/%d: pipeline %v, raw %v, raw through toxiproxy %v\n", i+1, *pairs,
 			pipe.Round(time.Millisecond), raw.Round(time.Millisecond), proxied.Round(time.Millisecond))
 	}
+	t.add("pipeline / raw", ratio)
+	t.add("raw through toxiproxy / raw", proxyCost)
+	t.add("pipeline, intents/s", pipeRate)
+	t.add("raw loop, intents/s", rawRate)
+	t.add("raw through toxiproxy, intents/s", proxiedRate)
+	t.print(os.Stdout)
 	r, p := spreadOf(ratio), spreadOf(proxyCost)
-	fmt.Printf("\nRabbitMQ, %d rounds of %d intents (classic queue, window 256, prefetch 100, one SQLite transaction and one ack per intent):\n", len(ratio), n)
-	fmt.Printf("  pipeline/raw ratio            median %.3f (min %.3f, max %.3f)\n", r.median, r.min, r.max)
-	fmt.Printf("  raw through toxiproxy / raw   median %.3f (min %.3f, max %.3f)\n", p.median, p.min, p.max)
-	fmt.Printf("  intents/s: pipeline %.0f, raw %.0f, raw through toxiproxy %.0f (medians)\n",
-		spreadOf(pipeRate).median, spreadOf(rawRate).median, spreadOf(proxiedRate).median)
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(r.median, "ratio-median")
 	b.ReportMetric(p.median, "proxied/raw")

@@ -50,6 +50,9 @@ type Config struct {
 	Ready     time.Duration
 	// Brokers are the broker's host:port, where instances connect.
 	Brokers []string
+	// AckPoint is the kill point of a commit or ack (catalog.AckPoint):
+	// commit on Kafka, ack elsewhere.
+	AckPoint catalog.KillPoint
 
 	// Evict takes killed instances' group members out of the consumer
 	// group at once (brokers.ConsumerWatcher.RemoveMembers).
@@ -383,15 +386,15 @@ func (inst *instance) generation() int {
 	return inst.gen
 }
 
-// committing records a commit's records as acked by the instance at
-// remote, or withholds the commit and kills the instance when a
-// consumer-kill fault fires at commit for one of them.
+// committing records a commit's (or ack's) records as acked by the
+// instance at remote, or withholds the commit and kills the instance when
+// a consumer-kill fault fires at commit (ack) for one of them.
 func (s *Supervisor) committing(remote net.Addr, ds []brokers.Delivery) error {
 	inst := s.owner(remote)
 	if len(ds) == 0 {
 		return nil
 	}
-	if killed, err := s.killOn(inst, catalog.KillOnCommit, ds); killed {
+	if killed, err := s.killOn(inst, s.ackPoint(), ds); killed {
 		return err
 	}
 	gen := inst.generation()
@@ -405,6 +408,14 @@ func (s *Supervisor) committing(remote net.Addr, ds []brokers.Delivery) error {
 	return nil
 }
 
+// ackPoint is the kill point of a commit or ack.
+func (s *Supervisor) ackPoint() catalog.KillPoint {
+	if s.cfg.AckPoint == "" {
+		return catalog.KillOnCommit
+	}
+	return s.cfg.AckPoint
+}
+
 // fires asks the schedule about each record at point p, each on its next
 // attempt there. At delivery, only the records it fires for spend that
 // attempt: the others in the withheld response never reached the consumer.
@@ -413,7 +424,7 @@ func (s *Supervisor) fires(p catalog.KillPoint, ds []brokers.Delivery) (string, 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	attempt := func(intent int) int { return s.delivered[intent] + s.withheld[intent] + 1 }
-	if p == catalog.KillOnCommit {
+	if p != catalog.KillOnDelivery {
 		attempt = func(intent int) int { return s.committed[intent] + 1 }
 	}
 	name := ""
@@ -431,7 +442,7 @@ func (s *Supervisor) fires(p catalog.KillPoint, ds []brokers.Delivery) (string, 
 	}
 	for _, d := range ds {
 		switch {
-		case p == catalog.KillOnCommit:
+		case p != catalog.KillOnDelivery:
 			s.committed[d.Intent]++
 		case contains(hit, d.Intent):
 			s.withheld[d.Intent]++

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os/exec"
+	"runtime"
 	"strings"
 	"syscall"
 )
@@ -17,16 +17,24 @@ func Build(ctx context.Context, dir, pkg, out string) error {
 		// Validation refuses it; never let a flag ("-toolexec=...") through.
 		return fmt.Errorf("%w: build %q: not a ./relative package directory", ErrConsumer, pkg)
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
-	cmd.Dir = dir
 	// In a process group of its own, so that Ctrl-C or the deadline stops
-	// the compiler and linker the go command started, too; and killed if
-	// dqbench dies (Linux), as the consumers are.
-	cmd.SysProcAttr = sysProcAttr()
+	// the compiler and linker the go command started, too; and, on Linux,
+	// the whole group killed if dqbench dies (goCommand).
+	cmd := goCommand(ctx, "build", "-o", out, pkg)
+	cmd.Dir = dir
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
-	if err := cmd.Run(); err != nil {
+	// The kernel sends the parent-death signal when the thread that
+	// started the child ends, not only the process: keep this one until
+	// the build is over.
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		errc <- cmd.Run()
+	}()
+	if err := <-errc; err != nil {
 		return fmt.Errorf("%w: build %s (go build -o %s %s, in %s): %v\n%s", ErrConsumer, pkg, out, pkg, dir, err, strings.TrimSpace(buf.String()))
 	}
 	return nil

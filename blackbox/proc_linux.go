@@ -2,9 +2,11 @@ package blackbox
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -97,6 +99,18 @@ func holdsSocket(pid int, ino uint64) bool {
 // it) and kills it if dqbench itself dies.
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+// goCommand runs the go command with args in a process group of its own
+// that goes with dqbench: Pdeathsig reaches only a direct child, and the
+// go command's own children (compile, link, a -toolexec wrapper) would
+// outlive it, so the child is a shell that, told dqbench died (SIGTERM),
+// kills its whole group; otherwise it exits with the go command's status.
+func goCommand(ctx context.Context, args ...string) *exec.Cmd {
+	const script = `trap 'kill -KILL 0' TERM; "$@" & wait $!`
+	cmd := exec.CommandContext(ctx, "/bin/sh", append([]string{"-c", script, "sh", "go"}, args...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	return cmd
 }
 
 // canAttribute reports whether this system lets dqbench tell which process

@@ -3,7 +3,9 @@
 package blackbox
 
 import (
+	"context"
 	"net"
+	"os/exec"
 	"syscall"
 )
 
@@ -16,3 +18,10 @@ func holdsSocket(pid int, ino uint64) bool           { return false }
 func sysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
 
 const canAttribute = false
+
+// goCommand runs the go command with args in a process group of its own.
+func goCommand(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.SysProcAttr = sysProcAttr()
+	return cmd
+}

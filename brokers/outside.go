@@ -10,15 +10,22 @@ import (
 type Outside struct {
 	// Addresses are the broker's host:port.
 	Addresses []string
-	// Topic and Group are the destination's topic and consumer group.
+	// URL is what a client dials where the protocol has URLs with
+	// credentials (RabbitMQ: amqp://USER:PASSWORD@HOST:PORT/VHOST), or "".
+	URL string
+	// Topic and Group are the destination's topic (RabbitMQ: queue) and
+	// consumer group (where the broker has them).
 	Topic, Group string
+	// Env are the broker's own DQBENCH_ variables ("DQBENCH_QOS=1").
+	Env []string
 }
 
 // ConsumerWatcher is a destination that shows dqbench what consumers outside
 // it fetch and commit, each with the network connection it came on, and
 // can withhold either: the black-box side of a process variant. Only a
-// broker that sees every request can do this (the embedded Kafka, where
-// kfake's listener is dqbench's).
+// broker whose traffic dqbench sees can do this: the embedded Kafka, where
+// kfake's listener is dqbench's; RabbitMQ and MQTT, whose consumer processes connect
+// through dqbench's relay (netfault.Relay).
 type ConsumerWatcher interface {
 	// Outside says where a consumer outside dqbench connects.
 	Outside() Outside

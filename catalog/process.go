@@ -2,7 +2,8 @@ package catalog
 
 // ConsumerKill is the fault that SIGKILLs a consumer process of a process
 // variant (a consumer outside dqbench) at a point dqbench sees from
-// outside: a fetch response carrying the intent, or a commit of it.
+// outside: the broker delivering the intent to it, or its commit or ack of
+// the intent.
 const ConsumerKill FaultType = "consumer-kill"
 
 // KillPoint is where consumer-kill kills a consumer process, seen from
@@ -19,29 +20,54 @@ const (
 	// reached the broker; the commit is withheld and the process killed,
 	// after its effect and before the broker has the commit.
 	KillOnCommit KillPoint = "commit"
+	// KillOnAck: the process's acknowledgement of the intent (RabbitMQ's
+	// basic.ack, MQTT's PUBACK or PUBREC) reached dqbench on its way to
+	// the broker; it is dropped and the process killed, after its effect
+	// and before the broker has the ack.
+	KillOnAck KillPoint = "ack"
 )
 
 // KillPoints lists the kill points, in the order a delivery meets them.
-var KillPoints = []KillPoint{KillOnDelivery, KillOnCommit}
+var KillPoints = []KillPoint{KillOnDelivery, KillOnCommit, KillOnAck}
+
+// AckPoint is the kill point where a consumer of broker kind k tells the
+// broker it is done with a message: Kafka's offset commit, the others'
+// acknowledgement. A kill point on kind k is KillOnDelivery or this.
+func AckPoint(k BrokerKind) KillPoint {
+	if k == Kafka {
+		return KillOnCommit
+	}
+	return KillOnAck
+}
+
+// ProcessOn says why a process variant cannot run on broker kind k in
+// mode m, or "" when it can: dqbench must see each delivery to the process
+// and each of its commits or acks on the wire.
+func ProcessOn(k BrokerKind, m Mode) string {
+	switch {
+	case k == Kafka && m != Embedded:
+		return "on Kafka, dqbench watches the consumer's fetches and commits inside the embedded broker (kfake); use broker kind: kafka, mode: embedded"
+	case k == Kafka, k == RabbitMQ, k == MQTT:
+		return ""
+	}
+	return "process variants run on kafka (embedded), rabbitmq and mqtt for now"
+}
 
 // Allowed lists the valid values, for strict decoding and the schema.
 func (KillPoint) Allowed() []string { return Strings(KillPoints) }
 
 // ConsumerKillParams are consumer-kill's own parameters.
 type ConsumerKillParams struct {
-	At KillPoint `yaml:"at" json:"at" jsonschema:"required,description=When the consumer process is killed: delivery (the fetch response carrying the intent is about to leave the broker) or commit (its offset commit reached the broker and is withheld)."`
+	At KillPoint `yaml:"at" json:"at" jsonschema:"required,description=When the consumer process is killed: delivery (the broker is about to deliver the intent to it: a Kafka fetch response or a RabbitMQ basic.deliver\\, withheld) or\\, after its effect\\, commit (Kafka: its offset commit reached the broker and is withheld) or ack (RabbitMQ: its basic.ack; MQTT: its PUBACK or PUBREC; dropped)."`
 }
 
 // consumerKill describes consumer-kill for catalog.Faults.
 var consumerKill = Fault{
 	Type:      ConsumerKill,
-	Doc:       "SIGKILL a consumer process of a process variant when the broker is about to deliver the intent to it, or when its offset commit for the intent reaches the broker (withheld); a fresh process is started in its place",
+	Doc:       "SIGKILL a consumer process of a process variant when the broker is about to deliver the intent to it (at: delivery), or when its offset commit (Kafka, at: commit) or its ack (RabbitMQ, MQTT: at: ack) of the intent reaches the broker (withheld); a fresh process is started in its place",
 	Injection: "one consumer process killed (SIGKILL to its process group)",
 	NewParams: func() any { return new(ConsumerKillParams) },
 	Available: func(w Where) string {
-		if w.Broker != Kafka || w.Mode != Embedded {
-			return "dqbench watches the consumer's fetches and commits inside the embedded Kafka broker (kfake); use broker kind: kafka, mode: embedded"
-		}
-		return ""
+		return ProcessOn(w.Broker, w.Mode)
 	},
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dqbench/dqbench/blackbox"
 	"github.com/dqbench/dqbench/brokers"
+	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/faults"
 	"github.com/dqbench/dqbench/history"
 	"github.com/dqbench/dqbench/store"
@@ -47,7 +48,7 @@ func (r *variantRun) runProcess(ctx context.Context) (audit *history.Audit, clea
 	defer func() { cleanup = errors.Join(cleanup, r.closeDestination(ctx, dest)) }()
 	watcher, ok := dest.(brokers.ConsumerWatcher)
 	if !ok {
-		return nil, nil, fmt.Errorf("this broker cannot watch a consumer process (%s); use broker kind: kafka, mode: embedded", r.broker.Name())
+		return nil, nil, fmt.Errorf("this broker cannot watch a consumer process (%s); use broker kind: kafka (embedded), rabbitmq or mqtt", r.broker.Name())
 	}
 	r.kills = &faults.Kills{}
 	if err := r.arm(dest); err != nil {
@@ -90,6 +91,7 @@ func (r *variantRun) supervise(command []string, dir string, out *store.Outside,
 	env := []string{
 		"DQBENCH_BROKER_KIND=" + string(r.s.Broker.Kind),
 		"DQBENCH_BROKERS=" + strings.Join(where.Addresses, ","),
+		"DQBENCH_URL=" + where.URL,
 		"DQBENCH_TOPIC=" + where.Topic,
 		"DQBENCH_GROUP=" + where.Group,
 		"DQBENCH_STORE=" + string(out.Kind),
@@ -97,12 +99,13 @@ func (r *variantRun) supervise(command []string, dir string, out *store.Outside,
 		"DQBENCH_STORE_SCHEMA=" + out.Schema,
 		"DQBENCH_MESSAGES=" + strconv.Itoa(r.s.Messages),
 	}
+	env = append(env, where.Env...)
 	for k, v := range p.Env {
 		env = append(env, k+"="+v)
 	}
 	sup := blackbox.New(blackbox.Config{
 		Command: command, Dir: dir, Env: env, Instances: p.Instances, Ready: p.Ready.D(),
-		Brokers: where.Addresses, Rec: r.rec, Kills: r.kills, Evict: watcher.RemoveMembers,
+		Brokers: where.Addresses, AckPoint: catalog.AckPoint(r.s.Broker.Kind), Rec: r.rec, Kills: r.kills, Evict: watcher.RemoveMembers,
 		Delivered: func(intent int) {
 			r.progress.heardFrom(r.start)
 			r.flow.reached(intent, doneEffect)

@@ -40,8 +40,12 @@ func (r *variantRun) produce(ctx context.Context, dest brokers.Destination, prod
 	sem := make(chan struct{}, prod.Window)
 	policy := retryPolicy{retries: prod.RetryCount(), timeout: prod.ConfirmTimeout.D()}
 	var wg sync.WaitGroup
+	pace := newPacer(prod.Rate)
 publish:
 	for intent := 1; intent <= r.s.Messages; intent++ {
+		if !pace.wait(ctx, intent) {
+			break publish
+		}
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
@@ -153,4 +157,37 @@ func messageID(src catalog.IDSource, seed int64, intent, attempt, account int, a
 		return fmt.Sprintf("%016x", seeded.Hash(0, "content", account, int(amount)))
 	}
 	return brokers.Key(intent)
+}
+
+// pacer holds the producer to producer.rate intents per second: intent i
+// goes out no earlier than (i-1)/rate after the first.
+type pacer struct {
+	every time.Duration // 0: no pace
+	start time.Time
+}
+
+func newPacer(rate int) pacer {
+	if rate <= 0 {
+		return pacer{}
+	}
+	return pacer{every: time.Second / time.Duration(rate), start: time.Now()}
+}
+
+// wait waits for intent's turn; false when ctx ended first.
+func (p pacer) wait(ctx context.Context, intent int) bool {
+	if p.every == 0 {
+		return ctx.Err() == nil
+	}
+	d := time.Until(p.start.Add(time.Duration(intent-1) * p.every))
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

@@ -34,6 +34,7 @@ const (
 const (
 	MaxMessages  = 10_000_000
 	MaxWindow    = 100_000
+	MaxRate      = 1_000_000
 	MaxInstances = 64
 	MaxPrefetch  = 100_000
 	// MaxDeliveryLimit bounds consumer.delivery_limit.
@@ -152,6 +153,7 @@ func (s *Scenario) ProducerFor(v Variant) Producer {
 		}
 		setIfNonZero(&p.Acks, o.Acks)
 		setIfNonZero(&p.Window, o.Window)
+		setIfNonZero(&p.Rate, o.Rate)
 		if o.Retries != nil {
 			p.Retries = new(*o.Retries)
 		}

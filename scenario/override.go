@@ -45,8 +45,8 @@ func (s *Scenario) UseExternalBroker(addrs []string) error {
 		}
 	}
 	for _, v := range s.Variants {
-		if v.Process != nil {
-			problems = append(problems, fmt.Sprintf("variant %s runs a consumer process, which needs the embedded Kafka (dqbench watches its fetches and commits inside kfake)", v.Name))
+		if why := catalog.ProcessOn(s.Broker.Kind, catalog.External); v.Process != nil && why != "" {
+			problems = append(problems, fmt.Sprintf("variant %s runs a consumer process, which cannot run on an external broker here: %s", v.Name, why))
 		}
 	}
 	if len(problems) > 0 {

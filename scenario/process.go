@@ -84,6 +84,9 @@ func (c *checker) processVariants() {
 			c.errorf(pp+".build", "%s.build: %q is not a package directory inside the scenario's folder; write ./DIR (e.g. ./cmd/consumer), without .., flags or an absolute path", pp, v.Process.Build)
 		}
 		c.inRange(pp+".instances", v.Process.Instances, MaxInstances)
+		if c.s.Broker.Kind == catalog.MQTT && v.Process.Instances > 1 {
+			c.errorf(pp+".instances", "%s.instances: on MQTT the consumer is one persistent session (client id DQBENCH_GROUP), which one process holds at a time; use instances: 1", pp)
+		}
 		c.positive(pp+".ready", v.Process.Ready)
 		if c.d.Has(pp+".ready") && v.Process.Ready.D() > MaxReady {
 			c.errorf(pp+".ready", "%s.ready: must be at most %s, got %s", pp, MaxReady, v.Process.Ready)
@@ -99,18 +102,33 @@ func (c *checker) processVariants() {
 		case strings.TrimSpace(v.Audit.Query) == "":
 			c.errorf(vp+".audit.query", "%s.audit.query: must not be empty", vp)
 		}
-		if mode := modeOf(c.s); !brokerSaid && (c.s.Broker.Kind != catalog.Kafka || mode != catalog.Embedded) {
+		if why := catalog.ProcessOn(c.s.Broker.Kind, modeOf(c.s)); !brokerSaid && why != "" {
 			brokerSaid = true
-			c.errorf(pp, "%s: a process variant runs against the embedded Kafka for now (dqbench watches the process's fetches and commits inside kfake); use broker kind: kafka, mode: embedded", pp)
+			c.errorf(pp, "%s: a process variant cannot run here: %s", pp, why)
 		}
 	}
 	if any {
+		c.killPoints()
 		return
 	}
 	for i, f := range c.s.Faults {
 		if f.Type == catalog.ConsumerKill {
 			c.errorf(fmt.Sprintf("faults[%d].type", i), "faults[%d]: consumer-kill kills consumer processes, and no variant has one; add a variant with process: {build: ./PACKAGE} (or command), or use consumer-crash for the built-in strategies", i)
 		}
+	}
+}
+
+// killPoints checks that each consumer-kill's point is one this broker
+// has: delivery, and Kafka's commit or the others' ack.
+func (c *checker) killPoints() {
+	ack := catalog.AckPoint(c.s.Broker.Kind)
+	for i, f := range c.s.Faults {
+		p, ok := f.Params.(*catalog.ConsumerKillParams)
+		if f.Type != catalog.ConsumerKill || !ok || p.At == "" || p.At == catalog.KillOnDelivery || p.At == ack {
+			continue
+		}
+		c.errorf(fmt.Sprintf("faults[%d].at", i), "faults[%d].at: %s is not a kill point on %s; use delivery or %s (what a %s consumer does when it is done with a message)",
+			i, p.At, c.s.Broker.Kind, ack, c.s.Broker.Kind)
 	}
 }
 

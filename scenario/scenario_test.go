@@ -286,16 +286,23 @@ var fixtures = []fixture{
 		`8:43: variants[3].ttl: must be more than 0s, got 0s`,
 	}},
 	{"invalid/process.yaml", []string{
-		`5:12: faults[0]: consumer-kill cannot act here: dqbench watches the consumer's fetches and commits inside the embedded Kafka broker (kfake); use broker kind: kafka, mode: embedded`,
-		`5:31: faults[0].at: "commmit" is not allowed (allowed: delivery, commit); did you mean "commit"?`,
+		`5:12: faults[0]: consumer-kill cannot act here: on Kafka, dqbench watches the consumer's fetches and commits inside the embedded broker (kfake); use broker kind: kafka, mode: embedded`,
+		`5:31: faults[0].at: "commmit" is not allowed (allowed: delivery, commit, ack); did you mean "commit"?`,
 		`8:15: variants[0]: set either strategy (a built-in consumer) or process (your own consumer), not both`,
-		`9:14: variants[0].process: a process variant runs against the embedded Kafka for now`,
+		`9:14: variants[0].process: a process variant cannot run here: on Kafka, dqbench watches the consumer's fetches and commits inside the embedded broker (kfake)`,
 		`9:38: variants[0].process: set only one of command and build, not both`,
 		`11:5: variants[1]: missing required key "audit"; add audit: {query: SELECT message_id, COUNT(*) FROM TABLE GROUP BY message_id}`,
 		`12:14: variants[1].process: needs command: [PROGRAM, ARGS...] or build: ./PACKAGE`,
 		`12:26: variants[1].process.instances: must be from 1 to 64, got 0`,
 		`12:50: variants[1].process.env: DQBENCH_TOPIC is set by dqbench`,
 		`15:12: variants[2].audit: only a process variant is audited by a query; remove audit or add process`,
+	}},
+	{"invalid/process-rabbitmq-commit.yaml", []string{
+		`5:31: faults[0].at: commit is not a kill point on rabbitmq; use delivery or ack`,
+	}},
+	{"invalid/process-mqtt-instances.yaml", []string{
+		`5:31: faults[0].at: commit is not a kill point on mqtt; use delivery or ack`,
+		`8:51: variants[0].process.instances: on MQTT the consumer is one persistent session`,
 	}},
 	{"invalid/kill-without-process.yaml", []string{
 		`5:12: faults[0]: consumer-kill kills consumer processes, and no variant has one`,
@@ -673,6 +680,7 @@ func TestBounds(t *testing.T) {
 		{"messages: %d\n", MaxMessages, "messages"},
 		{"broker: {kind: kafka, partitions: %d}\n", 1000, "broker.partitions"}, // catalog.KafkaSettings' maximum
 		{"producer: {window: %d}\n", MaxWindow, "producer.window"},
+		{"producer: {rate: %d}\n", MaxRate, "producer.rate"},
 		{"consumer: {instances: %d}\n", MaxInstances, "consumer.instances"},
 		{"consumer: {prefetch: %d}\n", MaxPrefetch, "consumer.prefetch"},
 		{"messages: 10000000\nfaults: [{type: produce-response-lost, every: %d}]\n", MaxEvery, "faults[0].every"},

@@ -59,6 +59,7 @@ type Producer struct {
 	Idempotent *bool        `yaml:"idempotent" json:"idempotent,omitempty" jsonschema:"description=Kafka idempotent producer (default true\\, as in kgo)."`
 	Acks       catalog.Acks `yaml:"acks" json:"acks,omitempty" jsonschema:"description=Broker acknowledgement the producer waits for (default all; leader and none need idempotent: false)."`
 	Window     int          `yaml:"window" json:"window,omitempty" jsonschema:"minimum=1,maximum=100000,description=Most unacknowledged publishes in flight (default 256; 1 makes every request carry one intent)."`
+	Rate       int          `yaml:"rate" json:"rate,omitempty" jsonschema:"minimum=1,maximum=1000000,description=Most intents published per second (default: as fast as the window lets); a pace below the consumer's keeps the backlog small\\, e.g. within a broker's per-session limit."`
 	// Retries and ConfirmTimeout are the application's publish policy.
 	Retries        *int     `yaml:"retries" json:"retries,omitempty" jsonschema:"minimum=0,maximum=100,description=How many times the application publishes an intent again when a send ends without a confirm (an unknown outcome) or none came within confirm_timeout (default 0: the client's own retries only)."`
 	ConfirmTimeout Duration `yaml:"confirm_timeout" json:"confirm_timeout,omitempty" jsonschema:"description=How long the application waits for a confirm before it gives the send up as unknown (and retries\\, with retries > 0); default: as long as the client takes to answer (5s with a confirm-lost fault\\, whose withheld confirms never come)."`

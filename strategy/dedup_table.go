@@ -16,15 +16,25 @@ type DedupTable struct{}
 
 var _ Strategy = DedupTable{}
 
+// Setup creates the dedup table, and with a retention the index its
+// purge reads (without one, the index would only cost every insert a
+// second b-tree write).
 func (DedupTable) Setup(ctx context.Context, env Env) error {
-	return env.Store.Setup(ctx, createDedup, `CREATE INDEX IF NOT EXISTS processed_at ON processed (at)`)
+	if retentionOf(env) > 0 {
+		return env.Store.Setup(ctx, createDedup, `CREATE INDEX IF NOT EXISTS processed_at ON processed (at)`)
+	}
+	return env.Store.Setup(ctx, createDedup)
+}
+
+func retentionOf(env Env) time.Duration {
+	if p, ok := env.Params.(*catalog.DedupTableParams); ok {
+		return p.Retention.D()
+	}
+	return 0
 }
 
 func (DedupTable) Process(ctx context.Context, env Env, m Message, _ CrashHook) (Outcome, error) {
-	var retention time.Duration
-	if p, ok := env.Params.(*catalog.DedupTableParams); ok {
-		retention = p.Retention.D()
-	}
+	retention := retentionOf(env)
 	now := env.now()
 	return inTx(ctx, env, func(tx store.Tx, out *Outcome) error {
 		if retention > 0 {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -70,8 +71,11 @@ func (e *embedded) close() error { return e.srv.Close() }
 // and empties the old one before it lists the new one, so for a moment the
 // session it lists is the old, empty one. Counted then, a drain could end
 // with the messages still in the session, never delivered.
-func (e *embedded) backlog(d *dest) (int64, error) {
+func (e *embedded) backlog(ctx context.Context, d *dest) (int64, error) {
 	st := d.state
+	if err := st.settleLagging(ctx); err != nil {
+		return 0, err
+	}
 	st.mu.Lock()
 	n := int64(st.routing + st.gated)
 	if st.offline != nil && st.offline.phase == away {
@@ -105,9 +109,18 @@ var errTakeover = errors.New("a replacement consumer is taking the session over"
 type embeddedDest struct{ *dest }
 
 var (
-	_ brokers.Destination = embeddedDest{}
-	_ brokers.Powered     = embeddedDest{}
+	_ brokers.Destination   = embeddedDest{}
+	_ brokers.Powered       = embeddedDest{}
+	_ brokers.LimitReporter = embeddedDest{}
 )
+
+// Limits names mochi-mqtt's per-session limit: past maximum_inflight
+// unacknowledged QoS 1 and 2 messages (and past 65,535, its packet ids)
+// it drops each new one for that session, telling no client. A report
+// names it as the cause of such a loss.
+func (d embeddedDest) Limits() string {
+	return fmt.Sprintf("mochi-mqtt maximum_inflight %d unacknowledged QoS 1 and 2 messages per session", d.b.embedded.srv.Options.Capabilities.MaximumInflight)
+}
 
 // Apply injects the embedded broker's fault powers: lost packets, broken
 // connections and an offline subscriber.
@@ -177,8 +190,12 @@ type destState struct {
 	takeover chan struct{}
 	acks     map[uint16]chan struct{}
 	comps    map[uint16]chan struct{} // QoS 2: closed once the broker processed PUBCOMP
-	rules    []*rule
-	offline  *offline // subscriber-offline (offline.go)
+	// lagging are the consumer's PUBACKs written without waiting for the
+	// broker to process them (Ack on a quiet destination), oldest first,
+	// with the connection that wrote each: Backlog waits for them.
+	lagging []laggingAck
+	rules   []*rule
+	offline *offline // subscriber-offline (offline.go)
 }
 
 func (st *destState) addRule(r *rule) {
@@ -202,6 +219,17 @@ func (st *destState) hit(t byte, leg catalog.Leg, intent int, disconnect bool) *
 	return nil
 }
 
+// quiet reports whether no fault acts on the destination's connections
+// through the hook: no rule loses or breaks anything, no subscriber-offline
+// window. Then nothing that follows a consumer's ack depends on when the
+// broker processes it, except a crash point, which syncs the acks first
+// (brokers.SyncAcks).
+func (st *destState) quiet() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return len(st.rules) == 0 && st.offline == nil
+}
+
 // awaitAck returns a channel closed once the broker has processed the
 // consumer's ack of packet id pid.
 func (st *destState) awaitAck(pid uint16) chan struct{} {
@@ -213,6 +241,60 @@ func (st *destState) awaitAck(pid uint16) chan struct{} {
 	}
 	st.acks[pid] = ch
 	return ch
+}
+
+// laggingAck is a PUBACK written and not yet known processed.
+type laggingAck struct {
+	processed chan struct{}
+	conn      *mochi.Client // the consumer connection that wrote it
+}
+
+// lag notes a PUBACK the consumer wrote without waiting: processed is
+// awaitAck's channel for it. The broker processes a connection's packets
+// in order, so the processed ones are dropped from the front.
+func (st *destState) lag(processed chan struct{}) {
+	conn, _ := st.d.b.embedded.srv.Clients.Get(st.d.subID)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.lagging = slices.DeleteFunc(st.lagging, laggingAck.settled)
+	st.lagging = append(st.lagging, laggingAck{processed, conn})
+}
+
+// settled: the broker processed it, or its connection is gone (then the
+// broker never will, and delivers the message again).
+func (a laggingAck) settled() bool {
+	select {
+	case <-a.processed:
+		return true
+	default:
+		return a.conn == nil || a.conn.Closed()
+	}
+}
+
+// settleLagging waits until every lagging PUBACK is settled, so that
+// Backlog counts exactly what the consumer has not acked.
+func (st *destState) settleLagging(ctx context.Context) error {
+	for {
+		st.mu.Lock()
+		st.lagging = slices.DeleteFunc(st.lagging, laggingAck.settled)
+		var next chan struct{}
+		if len(st.lagging) > 0 {
+			next = st.lagging[len(st.lagging)-1].processed
+		}
+		st.mu.Unlock()
+		if next == nil {
+			return nil
+		}
+		t := time.NewTimer(5 * time.Millisecond) // to see a connection go
+		select {
+		case <-next:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+		t.Stop()
+	}
 }
 
 // awaitComplete returns a channel closed once the broker has processed the

@@ -267,6 +267,9 @@ type dest struct {
 
 	restart   *rule // broker-restart on a managed broker
 	restartMu sync.Mutex
+
+	// out is the relay of a process variant's consumer (outside.go).
+	out *outside
 }
 
 // confirm counts a confirmed publish that the consumer must ack.
@@ -446,7 +449,7 @@ func (d *dest) Consumer(ctx context.Context, gen int) (brokers.Consumer, error) 
 func (d *dest) Backlog(ctx context.Context) (int64, error) {
 	switch {
 	case d.state != nil:
-		n, err := d.b.embedded.backlog(d)
+		n, err := d.b.embedded.backlog(ctx, d)
 		return n + d.qos0Backlog(), err
 	default:
 		// Counted on the clients: every confirmed QoS 1 or 2 publish is
@@ -473,6 +476,7 @@ func (d *dest) Backlog(ctx context.Context) (int64, error) {
 // Close forgets the destination; the embedded broker goes away with the
 // run.
 func (d *dest) Close(ctx context.Context) error {
+	rerr := d.closeOutside()
 	if d.state != nil {
 		d.b.embedded.hook.remove(d)
 	}
@@ -498,7 +502,7 @@ func (d *dest) Close(ctx context.Context) error {
 		d.b.mu.Unlock()
 		err = errors.Join(err, d.mosq.stop())
 	}
-	return err
+	return errors.Join(rerr, err)
 }
 
 // managedDest is a destination on its own managed Mosquitto, which says

@@ -1,6 +1,7 @@
 package mqtt
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"time"
@@ -99,7 +100,7 @@ func (h *faultHook) beforeRoute(st *destState, intent int) {
 	// Let the subscriber finish what it was sent, so that the window
 	// alone decides what is lost.
 	for deadline := time.Now().Add(offlineSettle); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		if n, err := h.embedded.backlog(st.d); err == nil && n-1+st.d.qos0Backlog() <= 0 { // -1: this publish, gated
+		if n, err := h.embedded.backlog(context.Background(), st.d); err == nil && n-1+st.d.qos0Backlog() <= 0 { // -1: this publish, gated
 			break
 		}
 	}

@@ -156,12 +156,16 @@ func (p paho) consumer(ctx context.Context, d *dest, gen int) (brokers.Consumer,
 
 // pahoConsumer is one consumer instance on the variant's session.
 type pahoConsumer struct {
-	d  *dest
-	cl pahomqtt.Client
-	in *inbox
+	d      *dest
+	cl     pahomqtt.Client
+	in     *inbox
+	behind unsynced
 }
 
-var _ brokers.Consumer = (*pahoConsumer)(nil)
+var (
+	_ brokers.Consumer = (*pahoConsumer)(nil)
+	_ brokers.Powered  = (*pahoConsumer)(nil)
+)
 
 // receive runs in paho's router, in delivery order; it must not block.
 func (c *pahoConsumer) receive(_ pahomqtt.Client, m pahomqtt.Message) {
@@ -178,7 +182,9 @@ func (c *pahoConsumer) Next(ctx context.Context) (brokers.Delivery, error) { ret
 // Ack sends the PUBACK (QoS 1) or PUBREC (QoS 2) and returns once the
 // broker has processed it and, at QoS 2, once the PUBREL, PUBCOMP exchange
 // has ended or the connection is lost: the client hands over the next
-// message only then (OneInFlight).
+// message only then (OneInFlight). On a quiet embedded destination at QoS
+// 1 it returns once the PUBACK is written, as a plain client's does: no
+// fault can lose it, and a crash point syncs it first (Apply).
 func (c *pahoConsumer) Ack(ctx context.Context, del brokers.Delivery) error {
 	m := del.Handle.(pahomqtt.Message)
 	if m.Qos() == 0 {
@@ -189,6 +195,11 @@ func (c *pahoConsumer) Ack(ctx context.Context, del brokers.Delivery) error {
 		processed = c.d.state.awaitAck(m.MessageID())
 		if m.Qos() == 2 {
 			completed = c.d.state.awaitComplete(m.MessageID())
+		} else if c.d.state.quiet() {
+			m.Ack()
+			c.behind.last = processed
+			c.d.state.lag(processed)
+			return nil
 		}
 	}
 	m.Ack()
@@ -213,6 +224,15 @@ func (c *pahoConsumer) Ack(ctx context.Context, del brokers.Delivery) error {
 	return waitComplete(ctx, completed, c.in.lost)
 }
 
+// Apply syncs the acks (brokers.SyncAcks) before a crash point's fault
+// acts; it is the consumer's only power.
+func (c *pahoConsumer) Apply(ctx context.Context, p brokers.Power) error {
+	if _, ok := p.(brokers.SyncAcks); ok {
+		return c.behind.sync(ctx, c.in.lost)
+	}
+	return brokers.NoPower(p)
+}
+
 func (c *pahoConsumer) barrier(ctx context.Context) error {
 	return wait(ctx, c.cl.Unsubscribe(c.d.topic+"ack-barrier"), "ack round trip")
 }
@@ -223,6 +243,7 @@ func (c *pahoConsumer) OneInFlight() bool { return true }
 
 // Abandon drops the connection without acking anything more.
 func (c *pahoConsumer) Abandon() {
+	_ = c.behind.sync(context.Background(), c.in.lost) // what it acked stays acked
 	c.in.markLost()
 	c.cl.Disconnect(0)
 }
@@ -230,4 +251,25 @@ func (c *pahoConsumer) Abandon() {
 func (c *pahoConsumer) Close(ctx context.Context) {
 	c.in.markLost()
 	c.cl.Disconnect(50)
+}
+
+// unsynced is the last PUBACK a consumer wrote without waiting for the
+// embedded broker to process it (Ack on a quiet destination). The broker
+// processes a client's packets in order, so once it has processed this
+// one it has every one before. Only the consumer loop's goroutine uses it.
+type unsynced struct{ last chan struct{} }
+
+// sync waits until the broker has processed the last PUBACK written, or
+// the connection is lost (what the broker had not processed then, it
+// delivers again, as after any lost connection).
+func (u *unsynced) sync(ctx context.Context, lost <-chan struct{}) error {
+	if u.last == nil {
+		return nil
+	}
+	err := waitAck(ctx, u.last, lost)
+	u.last = nil
+	if errors.Is(err, errConnectionLost) {
+		return nil
+	}
+	return err
 }

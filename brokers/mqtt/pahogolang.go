@@ -313,12 +313,16 @@ func (pahoGolang) consumer(ctx context.Context, d *dest, gen int) (brokers.Consu
 
 // v5Consumer is one consumer instance on the variant's session.
 type v5Consumer struct {
-	d  *dest
-	cl *pahov5.Client
-	in *inbox
+	d      *dest
+	cl     *pahov5.Client
+	in     *inbox
+	behind unsynced
 }
 
-var _ brokers.Consumer = (*v5Consumer)(nil)
+var (
+	_ brokers.Consumer = (*v5Consumer)(nil)
+	_ brokers.Powered  = (*v5Consumer)(nil)
+)
 
 func (c *v5Consumer) receive(pr pahov5.PublishReceived) (bool, error) {
 	p := pr.Packet
@@ -336,17 +340,22 @@ func (c *v5Consumer) Next(ctx context.Context) (brokers.Delivery, error) { retur
 // Ack sends the PUBACK (QoS 1) or PUBREC (QoS 2) and returns once the
 // broker has processed it and, at QoS 2, once the PUBREL, PUBCOMP exchange
 // has ended or the connection is lost: the client hands over the next
-// message only then (OneInFlight).
+// message only then (OneInFlight). On a quiet embedded destination at QoS
+// 1 it returns once the ack is handed to the client, as with paho (see
+// pahoConsumer.Ack).
 func (c *v5Consumer) Ack(ctx context.Context, del brokers.Delivery) error {
 	p := del.Handle.(*pahov5.Publish)
 	if p.QoS == 0 {
 		return nil
 	}
 	var processed, completed chan struct{}
+	fast := false
 	if c.d.state != nil {
 		processed = c.d.state.awaitAck(p.PacketID)
 		if p.QoS == 2 {
 			completed = c.d.state.awaitComplete(p.PacketID)
+		} else {
+			fast = c.d.state.quiet()
 		}
 	}
 	err := c.cl.Ack(p)
@@ -362,6 +371,11 @@ func (c *v5Consumer) Ack(ctx context.Context, del brokers.Delivery) error {
 	}
 	if err != nil {
 		return fmt.Errorf("ack: %w", err)
+	}
+	if fast {
+		c.behind.last = processed
+		c.d.state.lag(processed)
+		return nil
 	}
 	if processed == nil {
 		// paho.golang sends manual acks in batches; a round trip after
@@ -385,6 +399,15 @@ func (c *v5Consumer) Ack(ctx context.Context, del brokers.Delivery) error {
 	return waitComplete(ctx, completed, c.in.lost)
 }
 
+// Apply syncs the acks (brokers.SyncAcks) before a crash point's fault
+// acts; it is the consumer's only power.
+func (c *v5Consumer) Apply(ctx context.Context, p brokers.Power) error {
+	if _, ok := p.(brokers.SyncAcks); ok {
+		return c.behind.sync(ctx, c.in.lost)
+	}
+	return brokers.NoPower(p)
+}
+
 func (c *v5Consumer) barrier(ctx context.Context) error {
 	_, err := c.cl.Unsubscribe(ctx, &pahov5.Unsubscribe{Topics: []string{c.d.topic + "ack-barrier"}})
 	return err
@@ -399,6 +422,7 @@ var errAbandoned = errors.New("consumer abandoned")
 // Abandon drops the connection without acking anything more; the session
 // (expiry > 0) is kept, as after a crash.
 func (c *v5Consumer) Abandon() {
+	_ = c.behind.sync(context.Background(), c.in.lost) // what it acked stays acked
 	c.in.fail(errAbandoned)
 	_ = c.cl.Disconnect(&pahov5.Disconnect{ReasonCode: 0x04}) // disconnect with will message: as a crash
 	<-c.cl.Done()

@@ -1,6 +1,7 @@
 package mqtt
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -37,7 +38,7 @@ func TestBacklogUnknownDuringTakeover(t *testing.T) {
 	}
 	d := &dest{subID: id, pubQoS: 2, subQoS: 2}
 	d.state = &destState{d: d, takeover: closed()}
-	if _, err := e.backlog(d); err != nil {
+	if _, err := e.backlog(context.Background(), d); err != nil {
 		t.Fatalf("backlog of a connected session: %v", err)
 	}
 
@@ -48,11 +49,11 @@ func TestBacklogUnknownDuringTakeover(t *testing.T) {
 		t.Fatal("the second connection did not take the session over")
 	}
 	e.srv.Clients.Add(old) // the moment before mochi lists the new connection
-	if n, err := e.backlog(d); !errors.Is(err, errTakeover) {
+	if n, err := e.backlog(context.Background(), d); !errors.Is(err, errTakeover) {
 		t.Errorf("backlog while the session is taken over = %d, %v; want errTakeover (not known)", n, err)
 	}
 	e.srv.Clients.Add(current)
-	if _, err := e.backlog(d); err != nil {
+	if _, err := e.backlog(context.Background(), d); err != nil {
 		t.Errorf("backlog once the new connection is listed: %v", err)
 	}
 }

@@ -359,7 +359,8 @@ func (d *managedDest) Backlog(ctx context.Context) (int64, error) {
 }
 
 // leaderAnswers reports whether the broker counts every consumer this
-// destination registered, and there is one.
+// destination (or, in a process variant, its processes) registered, and
+// there is one.
 func (d *managedDest) leaderAnswers() bool {
 	q, err := d.inspect()
 	if err != nil {
@@ -373,6 +374,10 @@ func (d *managedDest) leaderAnswers() bool {
 		}
 	}
 	d.mu.Unlock()
+	if d.out != nil {
+		// A process variant's: the consumers its processes registered.
+		consuming = d.out.watcher.Consumers()
+	}
 	return consuming > 0 && q.Consumers >= consuming
 }
 

@@ -330,6 +330,8 @@ type queueDest struct {
 	ackLost, confirmLost *lose
 	// dead is the dead-letter queue, when spec.DeadLetter.
 	dead *queueDest
+	// out is the relay of a process variant's consumers (outside.go).
+	out *outside
 
 	mu       sync.Mutex
 	live     map[*consumer]bool // started and not closed or abandoned
@@ -397,6 +399,9 @@ func (d *queueDest) Backlog(ctx context.Context) (int64, error) {
 
 // backlog is Backlog for this queue alone.
 func (d *queueDest) backlog() (int64, error) {
+	if d.out != nil {
+		return d.outsideBacklog()
+	}
 	d.mu.Lock()
 	before := d.changes
 	d.mu.Unlock()
@@ -440,6 +445,7 @@ func (d *queueDest) backlog() (int64, error) {
 
 // Close deletes the queue (and its dead-letter queue).
 func (d *queueDest) Close(ctx context.Context) error {
+	rerr := d.closeOutside()
 	d.adminMu.Lock()
 	defer d.adminMu.Unlock()
 	ch, err := d.admin()
@@ -456,7 +462,7 @@ func (d *queueDest) Close(ctx context.Context) error {
 	if d.dead != nil {
 		err = errors.Join(err, d.dead.Close(ctx))
 	}
-	return err
+	return errors.Join(rerr, err)
 }
 
 var (

@@ -1,0 +1,121 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/dqbench/dqbench/check"
+	"github.com/dqbench/dqbench/history"
+	"github.com/dqbench/dqbench/runner"
+	"github.com/dqbench/dqbench/scenario"
+)
+
+// crashEvery is how often the crash-recovery benchmark kills the consumer.
+const crashEvery = 50
+
+// crashScenario is pipelineScenario with the consumer killed after the
+// effect and before the commit every crashEvery intents (%s: the faults,
+// empty for the run without).
+const crashScenario = `
+version: 1
+name: bench-crash
+messages: %d
+deadline: 60m
+drain: 30s
+broker: {kind: kafka, mode: embedded}
+store: sqlite
+producer: {idempotent: true, acks: all, window: 256}
+consumer: {instances: 1, ack: after-process, prefetch: 100}
+%s
+variants:
+  - {name: dedup-table, strategy: dedup-table}
+`
+
+// runCrashes runs crashScenario with or without its crashes and returns
+// the run's time and how many crashes it had. Every intent must be
+// applied exactly once either way.
+func runCrashes(n int, crashes bool) (time.Duration, int, error) {
+	faults := ""
+	if crashes {
+		faults = fmt.Sprintf("faults: [{type: consumer-crash, at: after-effect-before-ack, every: %d}]", crashEvery)
+	}
+	s, err := scenario.Parse("bench-crash.yaml", fmt.Appendf(nil, crashScenario, n, faults))
+	if err != nil {
+		return 0, 0, err
+	}
+	hist, err := os.CreateTemp("", "dqbench-bench-history-*.jsonl")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer os.Remove(hist.Name())
+	defer hist.Close()
+	start := time.Now()
+	res, err := runner.Run(context.Background(), s, runner.Options{History: hist})
+	d := time.Since(start)
+	if err != nil {
+		return 0, 0, err
+	}
+	if _, err := hist.Seek(0, io.SeekStart); err != nil {
+		return 0, 0, err
+	}
+	run, err := check.Judge(s.Plan(), res.Meta, history.Scan(hist), res.Audits)
+	if err != nil {
+		return 0, 0, err
+	}
+	v := run.Variants[0]
+	if v.Effects != n || v.Lost != 0 || v.Duplicates != 0 {
+		return 0, 0, fmt.Errorf("%d effects, %d duplicates, %d lost; want %d, 0, 0", v.Effects, v.Duplicates, v.Lost, n)
+	}
+	return d, v.FaultsInjected, nil
+}
+
+// BenchmarkCrashRecovery answers "what does one consumer crash cost?" on
+// embedded Kafka: interleaved pairs of the same run with and without a
+// crash every crashEvery intents (after the effect, before the commit:
+// dedup-table skips each redelivery), and the difference divided by the
+// crashes. A crash costs the replacement's start (a new client joins the
+// group and fetches from the last commit) and the redelivered records. It
+// ignores b.N; run it with -benchtime 1x ("make bench").
+func BenchmarkCrashRecovery(b *testing.B) {
+	n := *intents
+	t := newTable("Crash recovery on embedded Kafka",
+		fmt.Sprintf("%d interleaved pairs of %d intents on SQLite, one `dedup-table` variant, with and without a consumer crash every %d intents (after the effect, before the commit); the cost of a crash is the difference in run time divided by the crashes.", *pairs, n, crashEvery))
+	var perCrash, withRate, withoutRate []float64
+	for i := range *pairs {
+		var with, without time.Duration
+		var crashes int
+		sides := []func() error{
+			func() (err error) { with, crashes, err = runCrashes(n, true); return err },
+			func() (err error) { without, _, err = runCrashes(n, false); return err },
+		}
+		if i%2 == 1 {
+			sides[0], sides[1] = sides[1], sides[0]
+		}
+		for _, f := range sides {
+			runtime.GC()
+			if err := f(); err != nil {
+				b.Fatalf("pair %d: %v", i+1, err)
+			}
+		}
+		if crashes == 0 {
+			b.Fatalf("pair %d: no crash happened", i+1)
+		}
+		cost := (with - without).Seconds() * 1000 / float64(crashes)
+		perCrash = append(perCrash, cost)
+		withRate = append(withRate, float64(n)/with.Seconds())
+		withoutRate = append(withoutRate, float64(n)/without.Seconds())
+		fmt.Printf("crash pair %d/%d: %d crashes, with %v, without %v, %.2f ms per crash\n", i+1, *pairs, crashes,
+			with.Round(time.Millisecond), without.Round(time.Millisecond), cost)
+	}
+	t.add("ms per crash", perCrash)
+	t.add("with crashes, intents/s", withRate)
+	t.add("without, intents/s", withoutRate)
+	t.print(os.Stdout)
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(spreadOf(perCrash).median, "ms/crash")
+}

@@ -1,0 +1,148 @@
+// Command mqtt-correct is an idempotent MQTT consumer: for each message it
+// inserts the message id into a dedup table and applies the effect in one
+// transaction, then acknowledges it (PUBACK at QoS 1, PUBREC at QoS 2); a
+// message id already there means the effect is done, and the message is
+// only acknowledged. A crash anywhere, or a lost acknowledgement, leaves
+// either both rows or neither, so a redelivery never pays twice and
+// nothing is lost. examples/consumers/mqtt.yaml runs it under dqbench. One
+// file, no dqbench imports: copy it.
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	pahomqtt "github.com/eclipse/paho.mqtt.golang"
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver
+	_ "modernc.org/sqlite"             // the "sqlite" driver
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "mqtt-correct:", err)
+		os.Exit(1) // dqbench (or your supervisor) starts a fresh one
+	}
+}
+
+func run() error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	db, err := openStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	failed := make(chan error, 1)
+	fail := func(err error) {
+		select {
+		case failed <- err:
+		default:
+		}
+	}
+	handle := func(_ pahomqtt.Client, m pahomqtt.Message) {
+		// The message id is the topic's last level: the same on every
+		// redelivery.
+		id := m.Topic()[strings.LastIndexByte(m.Topic(), '/')+1:]
+		var b struct {
+			Account int   `json:"account"`
+			Amount  int64 `json:"amount"`
+		}
+		if err := json.Unmarshal(m.Payload(), &b); err != nil {
+			fail(fmt.Errorf("message %s: %w", id, err))
+			return
+		}
+		if err := apply(ctx, db, id, b.Account, b.Amount); err != nil {
+			fail(err)
+			return
+		}
+		m.Ack()
+	}
+	qos, _ := strconv.Atoi(os.Getenv("DQBENCH_QOS"))
+	opts := pahomqtt.NewClientOptions().
+		AddBroker(os.Getenv("DQBENCH_URL")).
+		SetClientID(os.Getenv("DQBENCH_GROUP")). // the persistent session dqbench made
+		SetCleanSession(false).
+		SetAutoAckDisabled(true).
+		SetOrderMatters(true).
+		SetAutoReconnect(false).
+		SetDefaultPublishHandler(handle). // what the session kept arrives before Subscribe returns
+		SetConnectionLostHandler(func(_ pahomqtt.Client, err error) { fail(fmt.Errorf("connection lost: %w", err)) })
+	cl := pahomqtt.NewClient(opts)
+	if t := cl.Connect(); t.Wait() && t.Error() != nil {
+		return t.Error()
+	}
+	defer cl.Disconnect(250)
+	if t := cl.Subscribe(os.Getenv("DQBENCH_TOPIC"), byte(qos), handle); t.Wait() && t.Error() != nil {
+		return t.Error()
+	}
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-failed:
+		return err
+	}
+}
+
+// apply records the message id and makes the payment in one transaction,
+// unless the id is already recorded.
+func apply(ctx context.Context, db *sql.DB, id string, account int, amount int64) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `INSERT INTO processed (message_id) VALUES ($1) ON CONFLICT DO NOTHING`, id)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return err // already done: skip the effect
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO payments (message_id, account, amount) VALUES ($1, $2, $3)`, id, account, amount); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// openStore opens the store dqbench made for this run (DQBENCH_STORE:
+// sqlite or postgres; DQBENCH_STORE_DSN: the file, or a URL) and creates
+// the tables.
+func openStore(ctx context.Context) (*sql.DB, error) {
+	driver, dsn := "sqlite", os.Getenv("DQBENCH_STORE_DSN")
+	if os.Getenv("DQBENCH_STORE") == "postgres" {
+		driver = "pgx"
+	} else {
+		dsn = "file:" + dsn + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
+	}
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	for _, q := range []string{
+		`CREATE TABLE IF NOT EXISTS processed (message_id TEXT PRIMARY KEY)`,
+		`CREATE TABLE IF NOT EXISTS payments (message_id TEXT NOT NULL, account INTEGER NOT NULL, amount BIGINT NOT NULL)`,
+	} {
+		// Two first statements at once can collide (SQLite: switching to
+		// WAL; PostgreSQL: CREATE TABLE IF NOT EXISTS), so try again.
+		for try := 1; ; try++ {
+			if _, err = db.ExecContext(ctx, q); err == nil {
+				break
+			}
+			if try == 5 {
+				db.Close()
+				return nil, fmt.Errorf("%s: %w", q, err)
+			}
+			time.Sleep(time.Duration(try) * 50 * time.Millisecond)
+		}
+	}
+	return db, nil
+}
