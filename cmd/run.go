@@ -230,7 +230,11 @@ func runScenarios(ctx context.Context, s Streams, o runOptions, args []string) e
 		}
 	}
 
-	// What killed runs left is removed before this one adds its own.
+	// What killed runs left is removed before this one adds its own, and
+	// what this one adds is removed even if it is killed.
+	if s.Undertaker != nil {
+		defer s.Undertaker()()
+	}
 	if o.quiet {
 		sweepBeforeRun(ctx, io.Discard)
 	} else {
