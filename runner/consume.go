@@ -399,8 +399,21 @@ func (r *variantRun) stall(ctx context.Context, c *recording.Consumer, p catalog
 	}
 }
 
+// ackTries bounds the sends of one ack whose confirmation does not come
+// (brokers.ErrAckUnconfirmed); after the last the instance ends as after a
+// broken connection.
+const ackTries = 3
+
+// ack acks d. An ack the broker did not confirm in time (a double ack) is
+// sent again, as an application that knows would: acking twice is safe,
+// and an ack that gets there within the broker's ack deadline spares the
+// redelivery.
 func (r *variantRun) ack(ctx context.Context, c *recording.Consumer, d brokers.Delivery) error {
-	if err := c.Ack(ctx, d); err != nil {
+	err := c.Ack(ctx, d)
+	for try := 1; errors.Is(err, brokers.ErrAckUnconfirmed) && try < ackTries && ctx.Err() == nil; try++ {
+		err = c.Ack(ctx, d)
+	}
+	if err != nil {
 		return fmt.Errorf("ack intent %d: %w", d.Intent, err)
 	}
 	r.progress.Consumed.Add(1)

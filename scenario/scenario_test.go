@@ -141,7 +141,7 @@ var fixtures = []fixture{
 	}},
 	{"invalid/poison-on-kafka.yaml", []string{
 		`5:15: consumer.on_failure: kafka cannot hand a failed delivery back; leave it out`,
-		`7:11: faults[0]: ack-lost cannot act here: it is injected inside the embedded MQTT broker (mochi-mqtt) or by dqbench's in-process toxiproxy in front of an external one; use broker kind: mqtt, mode: embedded or external; or broker kind: rabbitmq (the AMQP toxic)`,
+		`7:11: faults[0]: ack-lost cannot act here: it is injected inside the embedded MQTT broker (mochi-mqtt) or by dqbench's in-process toxiproxy in front of an external one; use broker kind: mqtt, mode: embedded or external; or broker kind: rabbitmq or nats (the AMQP or NATS toxic)`,
 	}},
 	{"invalid/max-length-on-kafka.yaml", []string{
 		`5:15: producer.max_length: kafka queues have no length limit here; leave it out`,
