@@ -222,6 +222,7 @@ var Faults = []Fault{
 		NewParams: func() any { return new(SubscriberOfflineParams) },
 		Available: mqttEmbedded,
 	},
+	slowProcessing,
 }
 
 // mqttManaged says why a restart of a broker process dqbench started
@@ -291,6 +292,9 @@ func (AckMode) Allowed() []string { return Strings(AckModes) }
 // and leg of a lost MQTT acknowledgement, the leg of a disconnect.
 func DefaultFaultName(t FaultType, params any) string {
 	if p, ok := params.(*ConsumerCrashParams); ok && p.At != "" {
+		return fmt.Sprintf("%s@%s", t, p.At)
+	}
+	if p, ok := params.(*SlowProcessingParams); ok && p.At != "" {
 		return fmt.Sprintf("%s@%s", t, p.At)
 	}
 	if p, ok := params.(*ConsumerKillParams); ok && p.At != "" {
