@@ -46,4 +46,3 @@ func (c *checker) explicitAcks() bool {
 	}
 	return false
 }
-
