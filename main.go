@@ -32,9 +32,10 @@ func main() {
 	}()
 	code := cmd.Execute(ctx, os.Args[1:], cmd.Streams{
 		In: os.Stdin, Out: os.Stdout, Err: os.Stderr,
-		Terminal: isatty.IsTerminal(os.Stderr.Fd()),
-		Width:    terminalWidth(os.Stdout),
-		NoColor:  os.Getenv("NO_COLOR") != "",
+		Terminal:   isatty.IsTerminal(os.Stderr.Fd()),
+		Width:      terminalWidth(os.Stdout),
+		NoColor:    os.Getenv("NO_COLOR") != "",
+		Undertaker: cmd.StartUndertaker,
 	})
 	close(finished)
 	stop()

@@ -26,7 +26,7 @@ import (
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"dqbench": func() {
-			os.Exit(cmd.Execute(context.Background(), os.Args[1:], cmd.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
+			os.Exit(cmd.Execute(context.Background(), os.Args[1:], cmd.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, Undertaker: cmd.StartUndertaker}))
 		},
 	})
 }
@@ -40,6 +40,7 @@ func TestScripts(t *testing.T) {
 			"count":      cmdCount,
 			"samecounts": cmdSameCounts,
 			"waitfor":    cmdWaitFor,
+			"waitgone":   cmdWaitGone,
 		},
 		Condition: func(cond string) (bool, error) {
 			if cond == "mosquitto" { // the mosquitto binary is installed
@@ -160,6 +161,21 @@ func cmdSameCounts(ts *testscript.TestScript, neg bool, args []string) {
 
 // waitfor GLOB REGEXP: wait (up to a minute) until a file matching GLOB
 // holds a line matching REGEXP: a background run got that far.
+// waitgone GLOB: wait (up to a minute) until no file matches GLOB.
+func cmdWaitGone(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waitgone GLOB")
+	}
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if files, _ := filepath.Glob(ts.MkAbs(args[0])); len(files) == 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	ts.Fatalf("files matching %s are still there after a minute", args[0])
+}
+
 func cmdWaitFor(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: waitfor GLOB REGEXP")

@@ -31,6 +31,12 @@ var ErrUnconfirmed = errors.New("sent without confirmation (fire and forget)")
 // was told. Any other publish error leaves the outcome unknown.
 var ErrRefused = errors.New("refused by the broker")
 
+// ErrAckUnconfirmed is what a consumer's Ack returns when it asked the
+// broker to confirm the ack (NATS's double ack) and no confirmation came
+// in time: the broker may not have the ack. The consumer loop records it
+// and acks again.
+var ErrAckUnconfirmed = errors.New("the broker did not confirm the ack in time")
+
 // ErrCleanup wraps a failure to remove what a run made on an external
 // broker (topics, groups, queues): the run's counts stand, but something
 // was left behind.

@@ -115,10 +115,14 @@ type MoveLeaders struct {
 }
 
 // LoseAcks, on every consumer started afterwards: when a consumer acks a
-// delivery Fires chooses, the ack never reaches the broker and the
+// delivery Fires chooses, the ack never reaches the broker. RabbitMQ: the
 // connection then breaks; the consumer believes it acked (Ack returns
-// nil), the broker redelivers. Lost is called once per lost ack.
-// ErrNowhere when the consumers send no acks (ack: auto).
+// nil), the broker redelivers. NATS: the connection stays up and the
+// server redelivers once ack_wait has passed; a plain ack returns nil, a
+// double ack (ack: sync) waits for a confirmation that does not come and
+// returns an error wrapping ErrAckUnconfirmed (only the first send of an
+// ack is lost, so acking again gets through). Lost is called once per
+// lost ack. ErrNowhere when the consumers send no acks (ack: auto).
 type LoseAcks struct {
 	Fires func(intent, attempt int) bool
 	Lost  func(intent, attempt int)
@@ -164,6 +168,15 @@ type StopLeader struct {
 	Stopped         func(what string)
 }
 
+// AckDeadline: the destination's broker delivers a message again when its
+// consumer has held it unacked for longer than a deadline, while that
+// consumer is still connected (NATS JetStream's ack_wait); Got is called
+// with the deadline. ErrNowhere when the consumers send no acks (ack:
+// auto).
+type AckDeadline struct {
+	Got func(time.Duration)
+}
+
 // Consumer powers: each acts on one consumer instance's connection when
 // applied.
 
@@ -199,6 +212,7 @@ func (Disconnect) Does() string           { return "break client connections" }
 func (RestartAfter) Does() string         { return "be restarted" }
 func (MoveLeaders) Does() string          { return "move partition leaders" }
 func (LoseAcks) Does() string             { return "lose acknowledgements" }
+func (AckDeadline) Does() string          { return "redeliver a message held past an ack deadline" }
 func (LoseConfirms) Does() string         { return "lose publish confirms" }
 func (TakeOffline) Does() string          { return "keep the subscriber offline" }
 func (JoinFailover) Does() string         { return "stop a queue's leader" }

@@ -63,6 +63,14 @@ type VariantSettings interface {
 	ForVariant(v VariantKeys) any
 }
 
+// DeliveryLimiter is a kind's settings type whose broker gives a message
+// up after a number of deliveries set in the broker settings (NATS
+// max_deliver), not in the consumer's delivery_limit: the runner then
+// reads what the broker gives up as dead letters.
+type DeliveryLimiter interface {
+	LimitsDeliveries() bool
+}
+
 // VariantKeys is what one variant says that only some broker kinds take:
 // the kind-only producer and consumer keys (the scenario's, with the
 // variant's overrides) and the variant's override mappings. A kind's
@@ -245,13 +253,17 @@ var Brokers = []Broker{
 	},
 	{
 		Kind:           NATS,
-		Doc:            "NATS JetStream: nats-server in-process (embedded), a running server with JetStream (external) or a throwaway 3-node JetStream cluster from the installed nats-server (managed), with nats.go's jetstream client; a stream and a durable pull consumer per variant, publish acks, explicit acks that wait for the server (ack: auto is the AckNone policy), Nats-Msg-Id from the intent",
+		Doc:            "NATS JetStream: nats-server in-process (embedded), a running server with JetStream (external) or a throwaway 3-node JetStream cluster from the installed nats-server (managed), with nats.go's jetstream client; a stream and a durable pull consumer per variant, publish acks, explicit acks that wait for the server (ack: sync) or not (ack: plain), ack: auto is the AckNone policy, Nats-Msg-Id from the intent; messages given up after max_deliver are read from the server's advisories as dead letters",
 		Modes:          []Mode{Embedded, External, Managed},
 		ExampleAddress: "nats://127.0.0.1:4222",
 		DefaultAddress: "nats://127.0.0.1:4222",
 		ValidAddress:   NATSURL,
 		AutoAck:        true,
-		NewSettings:    func() any { return new(NATSSettings) },
+		DeadLetter:     true,
+		DeliveryLimit: func(any) string {
+			return "NATS counts deliveries with the broker's max_deliver (the consumer's MaxDeliver); set max_deliver on the broker instead"
+		},
+		NewSettings: func() any { return new(NATSSettings) },
 	},
 }
 

@@ -173,8 +173,8 @@ var Faults = []Fault{
 	},
 	{
 		Type:               AckLost,
-		Doc:                "an acknowledgement never arrives and the connection that carried it breaks. RabbitMQ: the consumer applies the effect and sends basic.ack, which a protocol-aware toxic in dqbench's in-process toxiproxy drops; the broker requeues and redelivers, and the consumer believes it acked (the history shows the ack, then the redelivery). MQTT: the chosen packet (PUBACK, PUBREC, PUBREL or PUBCOMP of the chosen intent, on the chosen leg) is lost, and the sender retries on reconnect as MQTT 3.1.1 requires; it acts only in variants whose QoS on that leg uses the packet",
-		Injection:          "one acknowledgement lost and its connection broken",
+		Doc:                "an acknowledgement never arrives. RabbitMQ: the consumer applies the effect and sends basic.ack, which a protocol-aware toxic in dqbench's in-process toxiproxy drops, and the connection breaks; the broker requeues and redelivers, and the consumer believes it acked (the history shows the ack, then the redelivery). MQTT: the chosen packet (PUBACK, PUBREC, PUBREL or PUBCOMP of the chosen intent, on the chosen leg) is lost and the connection breaks, and the sender retries on reconnect as MQTT 3.1.1 requires; it acts only in variants whose QoS on that leg uses the packet. NATS: the consumer's ack (a PUB to the delivery's $JS.ACK reply subject) is dropped by the NATS toxic while the connection stays up, and the server delivers the message again once ack_wait has passed; with ack: plain the consumer believes it acked, with ack: sync (the double ack) no confirmation comes, the consumer records ack-unconfirmed and acks again, in time",
+		Injection:          "one acknowledgement lost (on RabbitMQ and MQTT, its connection broken)",
 		NewParams:          func() any { return new(AckLostParams) },
 		Available:          ackLostWhere,
 		InProcessToxiproxy: true,
@@ -237,6 +237,7 @@ var Faults = []Fault{
 		NewParams: func() any { return new(SubscriberOfflineParams) },
 		Available: mqttEmbedded,
 	},
+	slowProcessing,
 }
 
 // leaderFailoverWhere: leader-failover stops a node of a local cluster
@@ -324,6 +325,9 @@ func DefaultFaultName(t FaultType, params any) string {
 	if p, ok := params.(*ConsumerCrashParams); ok && p.At != "" {
 		return fmt.Sprintf("%s@%s", t, p.At)
 	}
+	if p, ok := params.(*SlowProcessingParams); ok && p.At != "" {
+		return fmt.Sprintf("%s@%s", t, p.At)
+	}
 	if p, ok := params.(*ConsumerKillParams); ok && p.At != "" {
 		return fmt.Sprintf("%s@%s", t, p.At)
 	}
@@ -391,14 +395,15 @@ func confirmLostWhere(w Where) string {
 	return ""
 }
 
-// ackLostWhere: ack-lost acts on RabbitMQ through the AMQP toxic, and on
+// ackLostWhere: ack-lost acts on RabbitMQ through the AMQP toxic, on NATS
+// through the NATS toxic (in-process, in front of any server), and on
 // MQTT as the MQTT fault does.
 func ackLostWhere(w Where) string {
-	if w.Broker == RabbitMQ {
+	if w.Broker == RabbitMQ || w.Broker == NATS {
 		return ""
 	}
 	if why := mqttEmbeddedOrProxied(w); why != "" {
-		return why + "; or broker kind: rabbitmq (the AMQP toxic)"
+		return why + "; or broker kind: rabbitmq or nats (the AMQP or NATS toxic)"
 	}
 	return ""
 }

@@ -46,6 +46,28 @@ var NATSMsgIDs = []NATSMsgID{NoMsgID, BusinessMsgID, PerSendMsgID}
 // Allowed lists the valid values, for strict decoding and the schema.
 func (NATSMsgID) Allowed() []string { return Strings(NATSMsgIDs) }
 
+// NATSAck is how an explicit-ack consumer sends each ack.
+type NATSAck string
+
+// The NATS ack styles.
+const (
+	// SyncAck is the double ack (AckSync): the ack carries a reply
+	// subject and the consumer waits for the server to confirm it, so a
+	// lost ack is noticed (the wait times out) and the consumer acks
+	// again within ack_wait.
+	SyncAck NATSAck = "sync"
+	// PlainAck is the plain ack (Ack): fire and forget; a lost ack goes
+	// unnoticed by the consumer, and the server delivers the message
+	// again once ack_wait has passed.
+	PlainAck NATSAck = "plain"
+)
+
+// NATSAcks lists the NATS ack styles.
+var NATSAcks = []NATSAck{SyncAck, PlainAck}
+
+// Allowed lists the valid values, for strict decoding and the schema.
+func (NATSAck) Allowed() []string { return Strings(NATSAcks) }
+
 // NATSSettings are the broker settings of kind nats, written beside kind
 // in the broker mapping: the stream and the durable pull consumer each
 // variant gets, and what goes into Nats-Msg-Id.
@@ -57,6 +79,7 @@ type NATSSettings struct {
 	MaxDeliver      int         `yaml:"max_deliver" json:"max_deliver,omitempty" jsonschema:"minimum=-1,maximum=1000,description=How many times the server delivers a message before it gives it up (default -1: no limit)."`
 	MaxAckPending   int         `yaml:"max_ack_pending" json:"max_ack_pending,omitempty" jsonschema:"minimum=-1,maximum=1000000,description=Most deliveries the consumer may hold unacked at once (default: the server's\\, 1000; -1: no limit)."`
 	MsgID           NATSMsgID   `yaml:"msg_id" json:"msg_id,omitempty" jsonschema:"description=What the producer writes into each publish's Nats-Msg-Id header\\, the stream's dedup key: business (the intent's id\\, default: a retry within duplicate_window is dropped by the stream)\\, per-send-uuid (new on every application send: a retry is stored again) or none (no header)."`
+	Ack             NATSAck     `yaml:"ack" json:"ack,omitempty" jsonschema:"description=How a consumer with explicit acks (consumer ack: after-process or before-process) sends each ack: sync (default: the double ack\\, AckSync; the consumer waits for the server to confirm it and acks again when no confirmation comes in time) or plain (Ack: fire and forget; a lost ack goes unnoticed until the server redelivers after ack_wait)."`
 }
 
 // NATSOverrides are the NATS settings one variant may change (nats: in a
@@ -65,6 +88,7 @@ type NATSSettings struct {
 type NATSOverrides struct {
 	DuplicateWindow Duration  `yaml:"duplicate_window" json:"duplicate_window,omitempty" jsonschema:"description=How long this variant's stream remembers a Nats-Msg-Id (overrides the broker's duplicate_window)."`
 	MsgID           NATSMsgID `yaml:"msg_id" json:"msg_id,omitempty" jsonschema:"description=What this variant's producer writes into Nats-Msg-Id: business\\, per-send-uuid or none (overrides the broker's msg_id)."`
+	Ack             NATSAck   `yaml:"ack" json:"ack,omitempty" jsonschema:"description=How this variant's consumer sends each ack: sync (double ack) or plain (overrides the broker's ack)."`
 }
 
 // ForVariant returns a copy of s with the variant's nats overrides.
@@ -72,6 +96,7 @@ func (s NATSSettings) ForVariant(v VariantKeys) any {
 	if o := v.Overrides.NATS; o != nil {
 		setIfNonZero(&s.DuplicateWindow, o.DuplicateWindow)
 		setIfNonZero(&s.MsgID, o.MsgID)
+		setIfNonZero(&s.Ack, o.Ack)
 	}
 	return &s
 }
@@ -90,7 +115,13 @@ func (s *NATSSettings) Defaults() {
 	setIfZero(&s.AckWait, DefaultNATSAckWait)
 	setIfZero(&s.MaxDeliver, -1)
 	setIfZero(&s.MsgID, BusinessMsgID)
+	setIfZero(&s.Ack, SyncAck)
 }
+
+// LimitsDeliveries reports whether the server gives a message up after
+// max_deliver deliveries (DeliveryLimiter): the runner then reads what it
+// gives up (the MAX_DELIVERIES advisories) as dead letters.
+func (s NATSSettings) LimitsDeliveries() bool { return s.MaxDeliver > 0 }
 
 func setIfZero[T comparable](p *T, v T) {
 	var zero T

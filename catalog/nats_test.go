@@ -27,11 +27,11 @@ func TestNATSURL(t *testing.T) {
 func TestNATSDefaults(t *testing.T) {
 	var s NATSSettings
 	s.Defaults()
-	want := NATSSettings{Storage: FileStorage, Replicas: 1, DuplicateWindow: Duration(2 * time.Minute), AckWait: Duration(30 * time.Second), MaxDeliver: -1, MsgID: BusinessMsgID}
+	want := NATSSettings{Storage: FileStorage, Replicas: 1, DuplicateWindow: Duration(2 * time.Minute), AckWait: Duration(30 * time.Second), MaxDeliver: -1, MsgID: BusinessMsgID, Ack: SyncAck}
 	if s != want {
 		t.Errorf("defaults %+v, want %+v", s, want)
 	}
-	set := NATSSettings{Storage: MemoryStorage, Replicas: 3, AckWait: Duration(time.Second), MaxDeliver: 5, MaxAckPending: 10, MsgID: NoMsgID}
+	set := NATSSettings{Storage: MemoryStorage, Replicas: 3, AckWait: Duration(time.Second), MaxDeliver: 5, MaxAckPending: 10, MsgID: NoMsgID, Ack: PlainAck}
 	got := set
 	got.Defaults()
 	set.DuplicateWindow = Duration(2 * time.Minute)

@@ -108,12 +108,15 @@ type tally struct {
 	fired   map[string]int
 	armed   []string
 	crashes int
-	killed  []int // processes a fault killed (process variants)
-	drain   *history.Event
-	qos     map[string]int // deliveries per QoS level (MQTT)
-	recLost map[int]bool   // intents whose subscriber PUBREC a fault lost (MQTT QoS 2)
-	limits  string         // the broker's limits, when it drops messages past them
-	stage   *stageTally    // nil until a stage instance starts
+	// ackUnconfirmed: acks the broker did not confirm in time (a double
+	// ack), each sent again by the consumer.
+	ackUnconfirmed int
+	killed         []int // processes a fault killed (process variants)
+	drain          *history.Event
+	qos            map[string]int // deliveries per QoS level (MQTT)
+	recLost        map[int]bool   // intents whose subscriber PUBREC a fault lost (MQTT QoS 2)
+	limits         string         // the broker's limits, when it drops messages past them
+	stage          *stageTally    // nil until a stage instance starts
 	// faultReasons says what some injections did (the moves of a
 	// leader-move, the node a leader-failover stopped), for the notes;
 	// unnamed counts the rest.
@@ -242,6 +245,8 @@ func (t *tally) add(e *history.Event) {
 		}
 	case history.Crash:
 		t.crashes++
+	case history.AckUnconfirmed:
+		t.ackUnconfirmed++
 	case history.Drain:
 		d := *e
 		t.drain = &d
@@ -319,6 +324,9 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	notes = append(notes, t.stage.notes()...)
 	if t.crashes > 0 {
 		notes = append(notes, fmt.Sprintf("%d consumer crashes, each followed by a replacement; the broker redelivers whatever a crashed consumer had not acked", t.crashes))
+	}
+	if t.ackUnconfirmed > 0 {
+		notes = append(notes, fmt.Sprintf("%d acks were not confirmed by the broker in time (a double ack: the consumer waits for the broker's answer); the consumer knew, and acked again", t.ackUnconfirmed))
 	}
 	if c.Duplicates > 0 {
 		notes = append(notes, fmt.Sprintf("%d intents had their effect applied more than once: the strategy did not recognise the redelivery", c.Duplicates))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -119,4 +120,42 @@ is touched.`,
 	}
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "list what would be removed, remove nothing")
 	return c
+}
+
+// newUndertakerCmd is the hidden command a run starts as its undertaker
+// (leftover.StartUndertaker): when the run is killed (SIGKILL: it cannot
+// clean up), it removes what the run's ledger lists, at once, instead of
+// leaving it for the next run.
+func newUndertakerCmd(s Streams) *cobra.Command {
+	return &cobra.Command{
+		Use:    leftover.UndertakerArg,
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if leftover.Undertake() == "" {
+				return nil
+			}
+			sweep(context.WithoutCancel(cmd.Context()), s.Err, false)
+			return nil
+		},
+	}
+}
+
+// StartUndertaker starts this run's undertaker (leftover.StartUndertaker)
+// and returns its stop; with DQBENCH_UNDERTAKER=off it starts none, and a
+// killed run's leftovers stay for inspection until the next run or
+// "dqbench clean". The binary sets it as Streams.Undertaker.
+func StartUndertaker() (stop func()) {
+	if os.Getenv("DQBENCH_UNDERTAKER") == "off" {
+		return func() {}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return func() {}
+	}
+	stop, err = leftover.StartUndertaker(self, os.Args[0])
+	if err != nil {
+		return func() {}
+	}
+	return stop
 }

@@ -63,6 +63,10 @@ type Streams struct {
 	// LookupEnv reads the environment (DQBENCH_STORE...); nil reads the
 	// process's (os.LookupEnv).
 	LookupEnv func(string) (string, bool)
+	// Undertaker, when set, starts the run's undertaker (see
+	// leftover.StartUndertaker) and returns its stop; the binary sets it,
+	// in-process tests do not.
+	Undertaker func() (stop func())
 }
 
 // color says whether to colour what goes to Out: a terminal, no NO_COLOR.
@@ -101,7 +105,7 @@ without each consumer idempotency strategy.
 		return withCode(ExitUsage, fmt.Errorf("%v\nSee '%s --help'.", err, c.CommandPath()))
 	})
 	root.AddCommand(newRunCmd(s, runF), newListCmd(s), newValidateCmd(s), newCheckCmd(s), newExplainCmd(s), newSchemaCmd(s))
-	root.AddCommand(newBrokersCmd(s), newVersionCmd(s), newCleanCmd(s))
+	root.AddCommand(newBrokersCmd(s), newVersionCmd(s), newCleanCmd(s), newUndertakerCmd(s))
 	return root
 }
 

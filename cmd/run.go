@@ -15,6 +15,7 @@ import (
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/check"
+	"github.com/dqbench/dqbench/leftover"
 	"github.com/dqbench/dqbench/report"
 	"github.com/dqbench/dqbench/runner"
 	"github.com/dqbench/dqbench/savedrun"
@@ -230,7 +231,11 @@ func runScenarios(ctx context.Context, s Streams, o runOptions, args []string) e
 		}
 	}
 
-	// What killed runs left is removed before this one adds its own.
+	// What killed runs left is removed before this one adds its own, and
+	// what this one adds is removed even if it is killed.
+	if s.Undertaker != nil {
+		defer s.Undertaker()()
+	}
 	if o.quiet {
 		sweepBeforeRun(ctx, io.Discard)
 	} else {
@@ -287,7 +292,10 @@ func runOne(ctx context.Context, s Streams, o runOptions, sc *scenario.Scenario,
 		if err != nil {
 			return nil, fmt.Errorf("temporary history file: %w", err)
 		}
-		defer os.Remove(f.Name())
+		// In the ledger: a killed run's undertaker removes it too.
+		e := leftover.Entry{Kind: leftover.Dir, Name: f.Name()}
+		leftover.Note(e)
+		defer func() { os.Remove(f.Name()); leftover.Forget(e) }()
 		hist = f
 	}
 	defer hist.Close()

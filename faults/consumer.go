@@ -54,6 +54,11 @@ const (
 	Partition
 	// Fail: processing the delivery fails; hand it back to the broker.
 	Fail
+	// Overrun: the instance holds the delivery past the broker's ack
+	// deadline, connected (another instance starts and takes the
+	// redelivery), for For at most; then it finishes the delivery, acks
+	// it late and stops.
+	Overrun
 	// Join: a new stage instance joins the stage's group (a rebalance).
 	Join
 	// Abort: the stage aborts its batch's transaction.
@@ -70,6 +75,8 @@ type Action struct {
 	Power brokers.Power
 	// Reason is why processing failed (Fail), for the effect event.
 	Reason string
+	// For bounds how long the instance is held (Overrun).
+	For time.Duration
 }
 
 // Consumer holds the consumer-side faults armed in one variant, by the

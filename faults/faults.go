@@ -134,8 +134,8 @@ func power(f Fault, env Env, p brokers.Power) (bool, error) {
 
 // armAckLost arms ack-lost: on MQTT one acknowledgement packet of a leg,
 // lost inside the broker or the MQTT toxic (brokers.LosePackets); on
-// RabbitMQ the consumer's basic.ack, dropped by the AMQP toxic
-// (brokers.LoseAcks).
+// RabbitMQ the consumer's basic.ack, dropped by the AMQP toxic, and on
+// NATS the consumer's ack, dropped by the NATS toxic (brokers.LoseAcks).
 func armAckLost(f Fault, env Env) (bool, error) {
 	p, _ := f.Params.(*catalog.AckLostParams)
 	if p == nil {
@@ -148,7 +148,7 @@ func armAckLost(f Fault, env Env) (bool, error) {
 		return armed, err
 	}
 	if p.Packet != "" || p.Leg != "" {
-		return false, fmt.Errorf("fault %s: packet and leg are MQTT's; on RabbitMQ ack-lost loses the consumer's basic.ack", f.Name)
+		return false, fmt.Errorf("fault %s: packet and leg are MQTT's; on RabbitMQ and NATS ack-lost loses the consumer's ack", f.Name)
 	}
 	return power(f, env, brokers.LoseAcks{Fires: f.Schedule.Fires, Lost: env.firedOn(f)})
 }

@@ -3,7 +3,9 @@ package faults
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
@@ -167,5 +169,61 @@ func TestProduceResponseLostNeedsTheBroker(t *testing.T) {
 	f := Fault{Name: "p", Type: catalog.ProduceResponseLost, Schedule: Schedule{Every: 2}}
 	if _, err := Install(f, Env{Dest: nil}); err == nil {
 		t.Error("armed on a destination that cannot lose produce responses")
+	}
+}
+
+// slowDest is a destination whose consumers must ack within an ack
+// deadline (nowhere: they do not ack).
+type slowDest struct {
+	brokers.Destination
+	nowhere bool
+}
+
+func (d slowDest) Apply(_ context.Context, p brokers.Power) error {
+	ad, ok := p.(brokers.AckDeadline)
+	switch {
+	case !ok:
+		return brokers.NoPower(p)
+	case d.nowhere:
+		return brokers.ErrNowhere
+	}
+	ad.Got(time.Second)
+	return nil
+}
+
+// TestSlowProcessing: slow-processing asks the loop to overrun at its
+// crash point, for a bound past the broker's ack deadline, on the
+// scheduled delivery only; with no ack deadline (ack: auto) it is not
+// armed, and a broker without one is an error.
+func TestSlowProcessing(t *testing.T) {
+	var fired []history.Event
+	none, _ := catalog.LookupStrategy("none")
+	f := Fault{Name: "slow", Type: catalog.SlowProcessing, Schedule: Schedule{Every: 1}, Params: &catalog.SlowProcessingParams{At: catalog.AfterEffectBeforeAck}}
+	env := Env{Dest: slowDest{}, Strategy: none, Consumer: &Consumer{}, Fired: func(e history.Event) { fired = append(fired, e) }}
+	if armed, err := Install(f, env); err != nil || !armed {
+		t.Fatalf("armed %v, %v", armed, err)
+	}
+	d := brokers.Delivery{Intent: 4, Attempt: 1}
+	var got []Action
+	for a := range env.Consumer.At(context.Background(), catalog.AfterEffectBeforeAck, d, 1) {
+		got = append(got, a)
+	}
+	if len(got) != 3 || got[2].Kind != Overrun || got[2].For <= time.Second {
+		t.Fatalf("actions %+v, want settle, sync acks, overrun for more than the 1s deadline", got)
+	}
+	if len(fired) != 1 || fired[0].Intent != 4 || !strings.Contains(fired[0].Reason, "past ack_wait (1s)") {
+		t.Errorf("fired %+v", fired)
+	}
+	d.Attempt = 2
+	if got := kinds(env.Consumer, catalog.AfterEffectBeforeAck, d, 2); !slices.Equal(got, []ActionKind{Settle, Passed}) {
+		t.Errorf("the redelivery: %v, want settle, passed (it wakes the slow one)", got)
+	}
+	env.Dest, env.Consumer = slowDest{nowhere: true}, &Consumer{}
+	if armed, err := Install(f, env); err != nil || armed {
+		t.Errorf("with no ack deadline: armed %v, %v; want not armed", armed, err)
+	}
+	env.Dest = nil
+	if _, err := Install(f, env); err == nil {
+		t.Error("armed on a destination without an ack deadline")
 	}
 }

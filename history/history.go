@@ -24,20 +24,24 @@ type Type string
 // Event types. The recording clients (recording.go) and the runner record
 // these; see docs/extending.md for who records what.
 const (
-	Publish    Type = "publish"     // the producer sent an intent (Attempt counts application-level sends)
-	Confirm    Type = "confirm"     // the broker acknowledged the intent
-	PubFailed  Type = "pub-failed"  // the send ended without a confirm: the outcome is unknown, or (Refused) the broker said it did not take it
-	Deliver    Type = "deliver"     // a consumer received the intent (Attempt: its delivery count; Redelivered: the broker flagged it, or the same position came again)
-	Effect     Type = "effect"      // the strategy applied the effect (Applied), skipped it (Reason) or refused it (Rejected)
-	Ack        Type = "ack"         // the consumer acked / committed the delivery
-	Armed      Type = "armed"       // a configured fault (Fault) was armed in this variant
-	Fault      Type = "fault"       // a fault was injected (Fault, Point; Intents for a fault that hit several at once)
-	Crash      Type = "crash"       // a consumer instance died (after a fault, or Reason)
-	Start      Type = "start"       // a consumer instance started
-	DeadLetter Type = "dead-letter" // the intent went to a dead-letter queue (recorded by the runner's dead-letter reader; Position: the copy)
-	Drain      Type = "drain"       // the drain ended; Drained says whether the broker had nothing left, Reason why not (Intents: poison messages left looping, the only thing the broker still held)
-	Stop       Type = "stop"        // a consumer process was stopped at the end of the run (process variants; Reason: how it exited)
-	Limits     Type = "limits"      // the variant's broker drops messages past limits (Reason names them: a managed Mosquitto's max_queued_messages)
+	Publish   Type = "publish"    // the producer sent an intent (Attempt counts application-level sends)
+	Confirm   Type = "confirm"    // the broker acknowledged the intent
+	PubFailed Type = "pub-failed" // the send ended without a confirm: the outcome is unknown, or (Refused) the broker said it did not take it
+	Deliver   Type = "deliver"    // a consumer received the intent (Attempt: its delivery count; Redelivered: the broker flagged it, or the same position came again)
+	Effect    Type = "effect"     // the strategy applied the effect (Applied), skipped it (Reason) or refused it (Rejected)
+	Ack       Type = "ack"        // the consumer acked / committed the delivery
+	// AckUnconfirmed: the consumer asked the broker to confirm its ack
+	// (NATS's double ack) and no confirmation came in time (Reason); it
+	// acks again. The broker may or may not have had the ack.
+	AckUnconfirmed Type = "ack-unconfirmed"
+	Armed          Type = "armed"       // a configured fault (Fault) was armed in this variant
+	Fault          Type = "fault"       // a fault was injected (Fault, Point; Intents for a fault that hit several at once)
+	Crash          Type = "crash"       // a consumer instance died (after a fault, or Reason)
+	Start          Type = "start"       // a consumer instance started
+	DeadLetter     Type = "dead-letter" // the intent went to a dead-letter queue (recorded by the runner's dead-letter reader; Position: the copy)
+	Drain          Type = "drain"       // the drain ended; Drained says whether the broker had nothing left, Reason why not (Intents: poison messages left looping, the only thing the broker still held)
+	Stop           Type = "stop"        // a consumer process was stopped at the end of the run (process variants; Reason: how it exited)
+	Limits         Type = "limits"      // the variant's broker drops messages past limits (Reason names them: a managed Mosquitto's max_queued_messages)
 
 	// A consume-transform-produce stage's events (recording.Stage);
 	// Consumer is the stage instance's generation, Txn numbers its batches

@@ -78,6 +78,17 @@ var (
 // that cannot be written only means a kill could leave e unfound.
 func Note(e Entry) { write(line{Op: "+", Entry: e}) }
 
+// Path is this process's ledger, DIR/PID-START.jsonl; it exists once the
+// process has noted something.
+func Path() string {
+	start, _ := startTime(os.Getpid())
+	return filepath.Join(LedgerDir(), fmt.Sprintf("%d-%s.jsonl", os.Getpid(), start))
+}
+
+// Alive reports whether the process whose ledger is path is still
+// running (a zombie, dead and not yet reaped, is not).
+func Alive(path string) bool { return alive(filepath.Base(path)) }
+
 // Forget records that e was removed.
 func Forget(e Entry) { write(line{Op: "-", Entry: e}) }
 
@@ -90,12 +101,10 @@ func write(l line) {
 		delete(live, l.Entry)
 	}
 	if file == nil {
-		dir := LedgerDir()
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+		if err := os.MkdirAll(LedgerDir(), 0o700); err != nil {
 			return
 		}
-		start, _ := startTime(os.Getpid())
-		f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("%d-%s.jsonl", os.Getpid(), start)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		f, err := os.OpenFile(Path(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
 			return
 		}

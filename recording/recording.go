@@ -99,9 +99,14 @@ func (c *Consumer) Next(ctx context.Context) (brokers.Delivery, error) {
 	return d, nil
 }
 
-// Ack records the ack once the broker has it.
+// Ack records the ack once the broker has it, or, when the broker did not
+// confirm an ack the consumer asked it to confirm
+// (brokers.ErrAckUnconfirmed), that it did not.
 func (c *Consumer) Ack(ctx context.Context, d brokers.Delivery) error {
 	if err := c.c.Ack(ctx, d); err != nil {
+		if errors.Is(err, brokers.ErrAckUnconfirmed) {
+			c.rec.Record(history.Event{Type: history.AckUnconfirmed, Intent: d.Intent, Attempt: d.Attempt, Consumer: c.gen, Position: d.Position, Reason: err.Error()})
+		}
 		return err
 	}
 	c.rec.Record(history.Event{Type: history.Ack, Intent: d.Intent, Attempt: d.Attempt, Consumer: c.gen, Position: d.Position})

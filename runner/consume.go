@@ -29,6 +29,11 @@ var errConnectionReset = errors.New("connection reset by fault")
 // its slot has a replacement already.
 var errZombie = errors.New("consumer lost its lease")
 
+// errOverran ends a consumer that held a delivery past the broker's ack
+// deadline and then finished and acked it: its slot has a replacement
+// already.
+var errOverran = errors.New("consumer overran its ack deadline")
+
 // zombieWait bounds how long a stalled consumer waits for another instance
 // to reach the same point with the same intent before it wakes anyway.
 const zombieWait = 3 * time.Second
@@ -89,6 +94,9 @@ func (r *variantRun) consume(ctx context.Context, dest brokers.Destination, ackF
 			c.Abandon("")
 		case errors.Is(err, errZombie):
 			return nil // abandoned when it stalled; a replacement runs
+		case errors.Is(err, errOverran):
+			r.closeConsumer(ctx, c)
+			return nil // a replacement runs
 		case ctx.Err() != nil:
 			r.closeConsumer(ctx, c)
 			return nil
@@ -137,6 +145,9 @@ func (r *variantRun) handle(ctx context.Context, c *recording.Consumer, ackFirst
 		r.progress.heardFrom(r.start)
 		r.flow.inflight.Add(1)
 		err = r.deliver(ctx, c, d, ackFirst, &pending)
+		if errors.Is(err, errOverran) {
+			return err // settled: its ack has taken d out of flight
+		}
 		if err != nil {
 			r.flow.inflight.Add(-1)
 			return err
@@ -184,6 +195,9 @@ type delivery struct {
 	// zombie: the instance lost its lease at a crash point; it meets no
 	// more faults and cannot ack.
 	zombie bool
+	// overran: the instance held the delivery past the broker's ack
+	// deadline; it stops once the delivery is acked.
+	overran bool
 }
 
 // deliver handles one delivery: ack (at-most-once), process, ack
@@ -210,7 +224,10 @@ func (r *variantRun) deliver(ctx context.Context, c *recording.Consumer, d broke
 	if err := r.at(ctx, h, catalog.AfterEffectBeforeAck); err != nil {
 		return err
 	}
-	return r.settle(ctx, h)
+	if err := r.settle(ctx, h); err != nil || !h.overran {
+		return err
+	}
+	return errOverran // handle waits for the ack in flight
 }
 
 // process applies the delivery's business effect through the strategy,
@@ -308,6 +325,9 @@ func (r *variantRun) act(ctx context.Context, h *delivery, p catalog.CrashPoint,
 			return err
 		}
 		return errHandedBack
+	case faults.Overrun:
+		h.overran = true
+		r.overrun(ctx, p, h.d, a.For)
 	default:
 		return fmt.Errorf("%w: the consumer loop cannot act out action %d of fault %s", ErrInternal, a.Kind, a.Fault)
 	}
@@ -399,8 +419,39 @@ func (r *variantRun) stall(ctx context.Context, c *recording.Consumer, p catalog
 	}
 }
 
+// ackTries bounds the sends of one ack whose confirmation does not come
+// (brokers.ErrAckUnconfirmed); after the last the instance ends as after a
+// broken connection.
+const ackTries = 3
+
+// ack acks d. An ack the broker did not confirm in time (a double ack) is
+// sent again, as an application that knows would: acking twice is safe,
+// and an ack that gets there within the broker's ack deadline spares the
+// redelivery.
+// overrun holds the consumer at point p with d, connected and without
+// acking, past the broker's ack deadline: another instance starts (a
+// replacement for this one, which stops once d is acked) and the broker
+// delivers d again to it once the deadline has passed. The hold lasts until
+// that instance has reached p with the same intent (or limit passes): a
+// processing "slower than ack_wait" made exact, so the two meet every time.
+func (r *variantRun) overrun(ctx context.Context, p catalog.CrashPoint, d brokers.Delivery, limit time.Duration) {
+	k := passKey{p, d.Intent}
+	ch := r.zombies.wait(k)
+	r.startSlot()
+	select {
+	case <-ch:
+	case <-ctx.Done():
+	case <-time.After(limit):
+		r.zombies.forget(k)
+	}
+}
+
 func (r *variantRun) ack(ctx context.Context, c *recording.Consumer, d brokers.Delivery) error {
-	if err := c.Ack(ctx, d); err != nil {
+	err := c.Ack(ctx, d)
+	for try := 1; errors.Is(err, brokers.ErrAckUnconfirmed) && try < ackTries && ctx.Err() == nil; try++ {
+		err = c.Ack(ctx, d)
+	}
+	if err != nil {
 		return fmt.Errorf("ack intent %d: %w", d.Intent, err)
 	}
 	r.progress.Consumed.Add(1)

@@ -134,7 +134,7 @@ func (r *variantRun) openDestination(ctx context.Context) (brokers.Destination, 
 		Retries:  prod.RetryCount(),
 		Prefetch: cons.Prefetch, AutoAck: cons.Ack == catalog.AckAuto,
 		Settings:   r.s.BrokerSettingsFor(r.v),
-		DeadLetter: cons.OnFailure == catalog.FailReject || cons.DeliveryLimit > 0,
+		DeadLetter: r.readsDeadLetters(),
 	}
 	if st := r.s.StageFor(r.v); st != nil {
 		spec.Stage = &brokers.StageSpec{Transactional: st.IsTransactional()}
@@ -207,7 +207,7 @@ func (r *variantRun) startConsumers(ctx context.Context, dest brokers.Destinatio
 	for range cons.Instances {
 		r.startSlot()
 	}
-	if cons.OnFailure == catalog.FailReject || cons.DeliveryLimit > 0 {
+	if r.readsDeadLetters() {
 		r.slots.wg.Go(func() {
 			if err := r.readDeadLetters(consCtx, dest); err != nil {
 				r.slots.fail(err)
@@ -215,6 +215,19 @@ func (r *variantRun) startConsumers(ctx context.Context, dest brokers.Destinatio
 		})
 	}
 	return nil
+}
+
+// readsDeadLetters says whether the variant's broker dead-letters what its
+// consumer refuses (on_failure: reject) or what was delivered too often
+// (the consumer's delivery_limit, or a limit in the broker's settings such
+// as NATS max_deliver): the runner then reads the dead letters.
+func (r *variantRun) readsDeadLetters() bool {
+	cons := r.s.ConsumerFor(r.v)
+	if cons.OnFailure == catalog.FailReject || cons.DeliveryLimit > 0 {
+		return true
+	}
+	l, ok := r.s.BrokerSettingsFor(r.v).(catalog.DeliveryLimiter)
+	return ok && l.LimitsDeliveries()
 }
 
 // stopConsumers stops everything startConsumers started and waits for it.

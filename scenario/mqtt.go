@@ -63,7 +63,7 @@ func (c *checker) mqtt() {
 		}
 	}
 	for i, f := range c.s.Faults {
-		if _, ok := f.Params.(*catalog.AckLostParams); !ok || c.s.Broker.Kind != catalog.RabbitMQ {
+		if _, ok := f.Params.(*catalog.AckLostParams); !ok || (c.s.Broker.Kind != catalog.RabbitMQ && c.s.Broker.Kind != catalog.NATS) {
 			continue // elsewhere ack-lost itself is refused (faultsAvailable)
 		}
 		for _, key := range []string{"packet", "leg"} {

@@ -21,7 +21,7 @@ func (c *checker) nats() {
 		return
 	}
 	for i, f := range c.s.Faults {
-		if f.Type != catalog.ConsumerCrash && f.Type != catalog.ConsumerZombie && f.Type != catalog.LeaderFailover {
+		if f.Type != catalog.ConsumerCrash && f.Type != catalog.ConsumerZombie && f.Type != catalog.SlowProcessing && f.Type != catalog.LeaderFailover {
 			continue
 		}
 		path, what := fmt.Sprintf("faults[%d].type", i), fmt.Sprintf("faults[%d]: %s", i, f.Type)

@@ -142,7 +142,7 @@ var fixtures = []fixture{
 	}},
 	{"invalid/poison-on-kafka.yaml", []string{
 		`5:15: consumer.on_failure: kafka cannot hand a failed delivery back; leave it out`,
-		`7:11: faults[0]: ack-lost cannot act here: it is injected inside the embedded MQTT broker (mochi-mqtt) or by dqbench's in-process toxiproxy in front of an external one; use broker kind: mqtt, mode: embedded or external; or broker kind: rabbitmq (the AMQP toxic)`,
+		`7:11: faults[0]: ack-lost cannot act here: it is injected inside the embedded MQTT broker (mochi-mqtt) or by dqbench's in-process toxiproxy in front of an external one; use broker kind: mqtt, mode: embedded or external; or broker kind: rabbitmq or nats (the AMQP or NATS toxic)`,
 	}},
 	{"invalid/max-length-on-kafka.yaml", []string{
 		`5:15: producer.max_length: kafka queues have no length limit here; leave it out`,
@@ -159,6 +159,15 @@ var fixtures = []fixture{
 		`8:11: broker.msg_id: "uuid" is not allowed (allowed: none, business, per-send-uuid)`,
 		`9:16: broker.max_deliver: must be from -1 to 1,000, got -2`,
 		`10:21: broker.duplicate_window: must be more than 0s, got -1s`,
+	}},
+	{"invalid/nats-consumer-side.yaml", []string{
+		`3:27: broker.ack: "double" is not allowed (allowed: sync, plain)`,
+		`4:28: consumer.delivery_limit: NATS counts deliveries with the broker's max_deliver`,
+		`6:41: faults[0].packet: only for broker kind mqtt (which acknowledgement, on which hop); on nats, ack-lost drops the consumer's acknowledgement: remove it`,
+		`8:43: variants[0].nats.ack: "async" is not allowed (allowed: sync, plain); did you mean "sync"?`,
+	}},
+	{"invalid/slow-processing-on-rabbitmq.yaml", []string{
+		`5:12: faults[0]: slow-processing cannot act here: it needs a broker that delivers a message again when its consumer holds it too long while still connected (NATS JetStream's ack_wait); use broker kind: nats`,
 	}},
 	{"invalid/nats-address.yaml", []string{
 		`6:15: broker.addresses[0]: "tcp://127.0.0.1:4222" is not a NATS URL (nats://HOST:PORT) (e.g. "nats://127.0.0.1:4222")`,

@@ -77,9 +77,12 @@ var lessons = []lesson{
 		{"mqtt-broker-queue-limit", 5.2},
 		{"mqtt-broker-restart", 4.5},
 	}},
-	{"NATS JetStream: ack policies, ack_wait, the stream's dedup window, a cluster", []timed{
+	{"NATS JetStream: ack policies, ack_wait, max_deliver, the stream's dedup window, a cluster", []timed{
 		{"nats-ack-none", 4.6},
 		{"nats-msg-id-dedup", 3.2},
+		{"nats-ack-lost", 3.2},
+		{"nats-ack-wait", 2.7},
+		{"nats-max-deliver", 0.5},
 		{"nats-stream-failover", 10.0},
 	}},
 }

@@ -96,6 +96,8 @@ func (s *Story) Steps() []Step {
 			}
 		case history.Start:
 			text = "started"
+		case history.AckUnconfirmed:
+			text = "ack not confirmed by the broker in time; acks again"
 		case history.DeadLetter:
 			text = "dead-lettered"
 			if e.Reason != "" {

@@ -15,6 +15,7 @@ import (
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/netfault"
+	natsfault "github.com/dqbench/dqbench/netfault/nats"
 )
 
 // dest is one variant's stream and durable pull consumer.
@@ -30,8 +31,13 @@ type dest struct {
 	// what the server sent and no consumer instance has settled yet.
 	ackNone bool
 	// confirmLost, when armed (Apply), routes every producer started
-	// afterwards through a proxy that loses the chosen PubAcks.
+	// afterwards through a proxy that loses the chosen PubAcks; ackLost
+	// does the same for consumers and their acks.
 	confirmLost *lose
+	ackLost     *lose
+	// dead holds the advisories of messages the server gave up
+	// (deadletters.go), when the variant reads dead letters.
+	dead *advisories
 
 	mu      sync.Mutex
 	live    map[*consumer]bool
@@ -76,8 +82,12 @@ func (d *dest) Backlog(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// Close deletes the stream (and its consumer with it).
+// Close stops reading advisories and deletes the stream (and its
+// consumer with it).
 func (d *dest) Close(ctx context.Context) error {
+	if d.dead != nil {
+		d.dead.stop()
+	}
 	err := d.b.js.DeleteStream(ctx, d.stream)
 	if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return fmt.Errorf("%w on %s: delete stream %s: %v", brokers.ErrCleanup, d.b.Name(), d.stream, err)
@@ -201,24 +211,39 @@ func (p *producer) Close(ctx context.Context) {
 }
 
 // Consumer connects a consumer instance to the variant's durable pull
-// consumer.
+// consumer: straight to the server, or with ack-lost armed through its own
+// proxy (faults.go).
 func (d *dest) Consumer(ctx context.Context, gen int) (brokers.Consumer, error) {
-	nc, js, err := connect(ctx, d.b.url, fmt.Sprintf("dqbench-%s-c%d", d.stream, gen), false)
+	name := fmt.Sprintf("dqbench-%s-c%d", d.stream, gen)
+	c := &consumer{d: d}
+	url, opts := d.b.url, []nats.Option(nil)
+	if lose := d.ackLost; lose != nil && !d.ackNone {
+		c.acks = new(natsfault.Acks)
+		px, purl, err := d.proxy(name, func(px *netfault.Proxy) error {
+			return px.AddFilter("ack-lost", netfault.Upstream, natsfault.LoseAcks(c.acks, lose.fires, lose.lost))
+		})
+		if err != nil {
+			return nil, err
+		}
+		c.px, url, opts = px, purl, proxiedOpts
+	}
+	nc, js, err := connect(ctx, url, name, false, opts...)
 	if err != nil {
+		c.closeProxy()
 		return nil, unreachable(err)
 	}
 	cons, err := js.Consumer(ctx, d.stream, durable)
 	if err != nil {
 		nc.Close()
+		c.closeProxy()
 		return nil, fmt.Errorf("consumer of stream %s on %s: %w", d.stream, d.b.Name(), err)
 	}
-	batch := max(d.spec.Prefetch, 1)
+	c.nc, c.cons, c.batch = nc, cons, max(d.spec.Prefetch, 1)
 	if d.ackNone {
 		// One at a time: a crash drops nothing fetched beyond the
 		// message in hand.
-		batch = 1
+		c.batch = 1
 	}
-	c := &consumer{d: d, nc: nc, cons: cons, batch: batch}
 	d.mu.Lock()
 	if d.live == nil {
 		d.live = map[*consumer]bool{}
@@ -243,9 +268,24 @@ type consumer struct {
 	cancel context.CancelFunc
 	held   atomic.Int64 // AckNone: received and not yet settled
 	gone   atomic.Bool
+	// px and acks: ack-lost's proxy, and the ack subjects it may lose
+	// (nil when ack-lost is not armed).
+	px   *netfault.Proxy
+	acks *natsfault.Acks
 }
 
-var _ brokers.Consumer = (*consumer)(nil)
+var (
+	_ brokers.Consumer = (*consumer)(nil)
+	_ brokers.Nacker   = (*consumer)(nil)
+	_ brokers.Powered  = (*consumer)(nil)
+)
+
+// delivery is a Delivery's Handle: the message, and whether its ack was
+// sent once already (ack-lost loses only an ack's first send).
+type delivery struct {
+	m       jetstream.Msg
+	ackSent bool
+}
 
 // Next returns the next message of the stream for this consumer: each
 // pull request asks for up to batch messages and lasts fetchWait; the
@@ -304,22 +344,96 @@ func (c *consumer) Next(ctx context.Context) (brokers.Delivery, error) {
 		Body:        m.Data(),
 		Position:    strconv.FormatUint(meta.Sequence.Stream, 10),
 		Redelivered: meta.NumDelivered > 1,
-		Handle:      m,
+		Handle:      &delivery{m: m},
 	}, nil
 }
 
-// Ack acks d and waits for the server to confirm it (AckSync); with
+// handle is d's message, or an error when d is not from this consumer.
+func handle(d brokers.Delivery) (*delivery, error) {
+	h, ok := d.Handle.(*delivery)
+	if !ok {
+		return nil, fmt.Errorf("delivery of intent %d is not from a NATS consumer", d.Intent)
+	}
+	return h, nil
+}
+
+// Ack acks d. With ack: sync (the double ack) it waits for the server to
+// confirm the ack, at most ackTimeout: no confirmation by then is
+// brokers.ErrAckUnconfirmed (the server may not have the ack; acking
+// again is safe). With ack: plain it writes the ack and returns (Backlog
+// may count the message for a moment longer; SyncAcks waits for it). With
 // AckNone there is nothing to send.
 func (c *consumer) Ack(ctx context.Context, d brokers.Delivery) error {
 	if c.d.ackNone {
 		c.settle(1)
 		return nil
 	}
-	m, ok := d.Handle.(jetstream.Msg)
-	if !ok {
-		return fmt.Errorf("delivery of intent %d is not from this consumer", d.Intent)
+	h, err := handle(d)
+	if err != nil {
+		return err
 	}
-	return m.DoubleAck(ctx)
+	if c.acks != nil && !h.ackSent {
+		c.acks.Put(h.m.Reply(), d.Intent, d.Attempt)
+	}
+	h.ackSent = true
+	if c.d.settings.Ack == catalog.PlainAck {
+		return h.m.Ack()
+	}
+	wait := c.d.ackTimeout()
+	actx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	err = h.m.DoubleAck(actx)
+	if err != nil && ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)) {
+		return fmt.Errorf("%w: no answer to the double ack of intent %d within %s", brokers.ErrAckUnconfirmed, d.Intent, wait)
+	}
+	return err
+}
+
+// ackTimeout is how long a double ack waits for the server's answer: a
+// quarter of ack_wait (at least 100ms, at most 5s), so an ack sent again
+// after it still reaches the server before ack_wait passes.
+func (d *dest) ackTimeout() time.Duration {
+	return min(max(d.settings.AckWait.D()/4, 100*time.Millisecond), 5*time.Second)
+}
+
+// flushWait bounds a round trip to the server (SyncAcks, Nack).
+const flushWait = 5 * time.Second
+
+// Nack hands d back as failed: requeue is a nak (the server delivers it
+// again at once, until max_deliver), otherwise a term (the server gives
+// it up for good). It returns once the server has read it: a round trip
+// on the connection.
+func (c *consumer) Nack(ctx context.Context, d brokers.Delivery, requeue bool) error {
+	h, err := handle(d)
+	if err != nil {
+		return err
+	}
+	if requeue {
+		err = h.m.Nak()
+	} else {
+		err = h.m.Term()
+	}
+	if err != nil {
+		return err
+	}
+	fctx, cancel := context.WithTimeout(ctx, flushWait)
+	defer cancel()
+	return c.nc.FlushWithContext(fctx)
+}
+
+// Apply gives the consumer's one power: SyncAcks, a round trip on the
+// connection, after which the server has read every plain ack written so
+// far (a double ack is confirmed already).
+func (c *consumer) Apply(ctx context.Context, p brokers.Power) error {
+	if _, ok := p.(brokers.SyncAcks); !ok {
+		return brokers.NoPower(p)
+	}
+	if c.d.ackNone || c.d.settings.Ack != catalog.PlainAck {
+		return nil
+	}
+	fctx, cancel := context.WithTimeout(ctx, flushWait)
+	defer cancel()
+	return c.nc.FlushWithContext(fctx)
 }
 
 // settle counts n AckNone messages as done with.
@@ -333,9 +447,10 @@ func (c *consumer) settle(n int64) {
 	c.d.mu.Unlock()
 }
 
-// leave closes the connection and settles what the instance held: with
-// explicit acks the server redelivers it after ack_wait; with AckNone it
-// is lost.
+// leave closes the connection (nats.go writes out what it buffered, plain
+// acks included, before it closes the socket) and ack-lost's proxy, and
+// settles what the instance held: with explicit acks the server
+// redelivers it after ack_wait; with AckNone it is lost.
 func (c *consumer) leave() {
 	if c.gone.Swap(true) {
 		return
@@ -344,10 +459,17 @@ func (c *consumer) leave() {
 	if c.cancel != nil {
 		c.cancel()
 	}
+	c.closeProxy()
 	c.d.mu.Lock()
 	delete(c.d.live, c)
 	c.d.mu.Unlock()
 	c.settle(c.held.Load())
+}
+
+func (c *consumer) closeProxy() {
+	if c.px != nil {
+		_ = c.px.Close(context.Background())
+	}
 }
 
 // Abandon drops the connection as a crash would.

@@ -22,9 +22,10 @@ type lose struct {
 
 var _ brokers.Powered = (*dest)(nil)
 
-// Apply injects a stream's fault powers: lost publish acks, through
-// dqbench's in-process toxiproxy in front of the server (embedded or
-// external).
+// Apply injects a stream's fault powers, through dqbench's in-process
+// toxiproxy in front of the server (embedded or external): lost publish
+// acks and lost consumer acks. It also says how long the consumer may
+// hold a message (AckDeadline: ack_wait).
 func (d *dest) Apply(_ context.Context, p brokers.Power) error {
 	switch p := p.(type) {
 	case brokers.LoseConfirms:
@@ -32,6 +33,21 @@ func (d *dest) Apply(_ context.Context, p brokers.Power) error {
 			return err
 		}
 		d.confirmLost = &lose{p.Fires, p.Lost}
+		return nil
+	case brokers.LoseAcks:
+		if d.ackNone {
+			return brokers.ErrNowhere
+		}
+		if _, err := d.b.layer(); err != nil {
+			return err
+		}
+		d.ackLost = &lose{p.Fires, p.Lost}
+		return nil
+	case brokers.AckDeadline:
+		if d.ackNone {
+			return brokers.ErrNowhere
+		}
+		p.Got(d.settings.AckWait.D())
 		return nil
 	}
 	return brokers.NoPower(p)
@@ -51,12 +67,10 @@ func (b *Broker) layer() (*netfault.Layer, error) {
 	return b.net, nil
 }
 
-// proxied opens a proxy in front of the server for one producer, with
-// the filters that lose the chosen PubAcks (netfault/nats): one learns
-// from each PUB which intent and send its reply subject carries, the
-// other drops the MSG on that subject. It returns the URL to connect to:
-// the server's, with the proxy's address.
-func (d *dest) proxied(name string, lose *lose) (*netfault.Proxy, string, error) {
+// proxy opens a proxy in front of the server for one client, and lets
+// setup add its filters. It returns the URL to connect to: the server's,
+// with the proxy's address.
+func (d *dest) proxy(name string, setup func(*netfault.Proxy) error) (*netfault.Proxy, string, error) {
 	l, err := d.b.layer()
 	if err != nil {
 		return nil, "", err
@@ -69,21 +83,30 @@ func (d *dest) proxied(name string, lose *lose) (*netfault.Proxy, string, error)
 	if err != nil {
 		return nil, "", err
 	}
-	table := natsfault.NewTable()
-	intent := func(subject string) (int, bool) {
-		i, err := d.intentOf(subject)
-		return i, err == nil
-	}
-	if err := px.AddFilter("publishes", netfault.Upstream, natsfault.LearnPublishes(table, intent)); err != nil {
-		_ = px.Close(context.Background())
-		return nil, "", err
-	}
-	if err := px.AddFilter("confirm-lost", netfault.Downstream, natsfault.LosePubAcks(table, lose.fires, lose.lost)); err != nil {
+	if err := setup(px); err != nil {
 		_ = px.Close(context.Background())
 		return nil, "", err
 	}
 	u.Host = px.Addr
 	return px, u.String(), nil
+}
+
+// proxied opens a proxy in front of the server for one producer, with
+// the filters that lose the chosen PubAcks (netfault/nats): one learns
+// from each PUB which intent and send its reply subject carries, the
+// other drops the MSG on that subject.
+func (d *dest) proxied(name string, lose *lose) (*netfault.Proxy, string, error) {
+	return d.proxy(name, func(px *netfault.Proxy) error {
+		table := natsfault.NewTable()
+		intent := func(subject string) (int, bool) {
+			i, err := d.intentOf(subject)
+			return i, err == nil
+		}
+		if err := px.AddFilter("publishes", netfault.Upstream, natsfault.LearnPublishes(table, intent)); err != nil {
+			return err
+		}
+		return px.AddFilter("confirm-lost", netfault.Downstream, natsfault.LosePubAcks(table, lose.fires, lose.lost))
+	})
 }
 
 // proxiedOpts keep a proxied client on the proxy: it reconnects to the

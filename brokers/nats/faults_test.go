@@ -127,8 +127,8 @@ func TestNoPower(t *testing.T) {
 	ctx := t.Context()
 	b := embedded(t, &catalog.NATSSettings{})
 	d := brokertest.OpenDest(t, ctx, b, brokertest.Spec(t, true))
-	err := brokers.Apply(ctx, d, brokers.LoseAcks{Fires: func(int, int) bool { return true }, Lost: func(int, int) {}})
+	err := brokers.Apply(ctx, d, brokers.LoseProduceResponses{Fires: func(int, int) bool { return true }, Lost: func([]int) {}})
 	if !errors.Is(err, brokers.ErrNoPower) {
-		t.Fatalf("LoseAcks: %v, want ErrNoPower", err)
+		t.Fatalf("LoseProduceResponses: %v, want ErrNoPower", err)
 	}
 }

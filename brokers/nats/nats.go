@@ -8,8 +8,10 @@
 // published to dqbench.NAME.i (the subject carries the message key), with
 // the Nats-Msg-Id header the settings' msg_id says; the stream's sequence
 // number is the delivery's position. A consumer acks with AckSync (the
-// server confirms the ack), so the backlog is exact once Ack returns; with
-// ack: auto the consumer has the AckNone policy (at-most-once).
+// server confirms the ack: ack: sync, the default), so the backlog is exact
+// once Ack returns, or with a plain Ack (ack: plain; the backlog may be
+// high for a moment); with ack: auto the consumer has the AckNone policy
+// (at-most-once).
 package nats
 
 import (
@@ -351,6 +353,11 @@ func (b *Broker) Open(ctx context.Context, spec brokers.DestinationSpec) (broker
 		return nil, errors.Join(err, d.Close(ctx))
 	}
 	d.cons = cons
+	if spec.DeadLetter {
+		if err := d.watchGiveUps(); err != nil {
+			return nil, errors.Join(err, d.Close(ctx))
+		}
+	}
 	return d, nil
 }
 

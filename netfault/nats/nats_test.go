@@ -176,3 +176,32 @@ func TestSendsAreCounted(t *testing.T) {
 		t.Fatalf("lost %v, want intent 1's second send", lost)
 	}
 }
+
+// TestLoseAcks: on reads of every size, the loser drops exactly the first
+// ack of the chosen delivery (a plain ack, or a double ack with its reply
+// subject), passes a nak, other deliveries' acks and everything else, and
+// lets the same delivery's ack sent again through.
+func TestLoseAcks(t *testing.T) {
+	const (
+		ackA = "$JS.ACK.dqbench-v.dqbench.1.7.7.1700000000.0"
+		ackB = "$JS.ACK.dqbench-v.dqbench.2.8.9.1700000001.0"
+	)
+	chosen := pub(ackB, "_INBOX.z.1", "+ACK")
+	again := pub(ackB, "_INBOX.z.2", "+ACK")
+	stream := "PING\r\n" + pub(ackA, "", "-NAK") + pub(ackA, "", "+ACK") + chosen + pub("dqbench.v.00000009", "", "x") + again
+	for n := 1; n <= len(stream); n++ {
+		var acks Acks
+		acks.Put(ackA, 7, 1)
+		acks.Put(ackB, 8, 2)
+		var lost []Sent
+		f := LoseAcks(&acks, func(intent, attempt int) bool { return intent == 8 && attempt == 2 },
+			func(intent, attempt int) { lost = append(lost, Sent{intent, attempt}) })()
+		got := feed(f, stream, n)
+		if want := strings.Replace(stream, chosen, "", 1); got != want {
+			t.Fatalf("reads of %d: passed\n%q\nwant\n%q", n, got, want)
+		}
+		if len(lost) != 1 || lost[0] != (Sent{8, 2}) {
+			t.Fatalf("reads of %d: lost %v, want intent 8's second delivery", n, lost)
+		}
+	}
+}

@@ -1,0 +1,103 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/dqbench/dqbench/history"
+	"github.com/dqbench/dqbench/scenario"
+)
+
+// runBuiltin runs built-in name as shipped on its embedded broker, holds
+// it to its own expectations and returns its history's events by variant.
+func runBuiltin(t *testing.T, name string) map[string][]history.Event {
+	t.Helper()
+	s, err := scenario.Resolve(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := runJudged(t, context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Run.Passed || !res.Run.Valid() {
+		t.Fatalf("%s did not pass: %+v", name, res.Run)
+	}
+	by := map[string][]history.Event{}
+	for e, err := range history.Scan(bytes.NewReader(res.History)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		by[e.Variant] = append(by[e.Variant], e)
+	}
+	return by
+}
+
+// TestNATSAckWait: a slow delivery is handed again to another instance,
+// which starts while the slow one holds it, and the slow one acks its own
+// delivery late; a double ack records each lost ack as unconfirmed and
+// sends it again, a plain ack never notices.
+func TestNATSAckWait(t *testing.T) {
+	for variant, events := range runBuiltin(t, "nats-ack-wait") {
+		holder := map[[2]int]int{} // intent, attempt → consumer
+		slow, lost, unconfirmed := map[int]int{}, 0, 0
+		acked := map[[3]int]bool{} // intent, attempt, consumer
+		for _, e := range events {
+			switch {
+			case e.Type == history.Deliver:
+				holder[[2]int{e.Intent, e.Attempt}] = e.Consumer
+			case e.Type == history.Ack:
+				acked[[3]int{e.Intent, e.Attempt, e.Consumer}] = true
+			case e.Type == history.Fault && e.Fault == "slow-processing@before-process":
+				slow[e.Intent] = e.Consumer
+			case e.Type == history.Fault && e.Fault == "ack-lost":
+				lost++
+			case e.Type == history.AckUnconfirmed:
+				unconfirmed++
+			}
+		}
+		if len(slow) == 0 || lost == 0 {
+			t.Fatalf("%s: %d slow deliveries, %d lost acks; want some of each", variant, len(slow), lost)
+		}
+		for intent, c := range slow {
+			if again, ok := holder[[2]int{intent, 2}]; !ok || again == c {
+				t.Errorf("%s: intent %d was slow on consumer %d; its second delivery went to %d (delivered: %v)", variant, intent, c, again, ok)
+			}
+			if !acked[[3]int{intent, 1, c}] {
+				t.Errorf("%s: the slow consumer %d never acked intent %d (late)", variant, c, intent)
+			}
+		}
+		want := 0
+		if variant == "sync-none" || variant == "sync-dedup-table" {
+			want = lost
+		}
+		if unconfirmed != want {
+			t.Errorf("%s: %d ack-unconfirmed events for %d lost acks, want %d", variant, unconfirmed, lost, want)
+		}
+	}
+}
+
+// TestNATSMaxDeliver: each dead letter read from the server's advisories
+// is a message a consumer had been delivered: the same intent at the same
+// stream sequence.
+func TestNATSMaxDeliver(t *testing.T) {
+	for variant, events := range runBuiltin(t, "nats-max-deliver") {
+		at := map[int]string{}
+		dead := 0
+		for _, e := range events {
+			switch e.Type {
+			case history.Deliver:
+				at[e.Intent] = e.Position
+			case history.DeadLetter:
+				dead++
+				if e.Position == "" || at[e.Intent] != e.Position {
+					t.Errorf("%s: intent %d dead-lettered at %q, delivered at %q", variant, e.Intent, e.Position, at[e.Intent])
+				}
+			}
+		}
+		if dead == 0 {
+			t.Errorf("%s: no dead letters", variant)
+		}
+	}
+}
