@@ -106,14 +106,18 @@ func (f *failovers) stop(ctx context.Context, m *managed, r round, d *managedDes
 }
 
 // meet waits (at most meetWait) until every destination that joined the
-// fault reached round r, and no destination is still being opened: one
-// that is (its leaders still moving) joins right after, and a failover
-// that did not wait for it would meet it at another point of its traffic.
+// fault reached round r, no destination is still being opened, and every
+// destination opened has joined: one still opening (its leaders moving),
+// or opened and not armed yet, joins right after, and a failover that did
+// not wait for it would meet it at another point of its traffic (a
+// variant whose strategy lacks the crash point never joins: the others
+// then wait meetWait).
 func (f *failovers) meet(ctx context.Context, m *managed, r round, mt *meeting) {
 	deadline := time.Now().Add(meetWait)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		f.mu.Lock()
-		all := len(mt.dests) >= f.joined[r.fault]
+		joined := f.joined[r.fault]
+		all := len(mt.dests) >= joined && int64(joined) >= m.opened.Load()
 		f.mu.Unlock()
 		if all && m.opening.Load() == 0 {
 			return

@@ -81,6 +81,7 @@ type managed struct {
 	lead string
 
 	opening   atomic.Int64 // destinations being opened (Open)
+	opened    atomic.Int64 // destinations opened
 	failovers failovers
 }
 
@@ -186,6 +187,7 @@ func (m *managed) Open(ctx context.Context, spec brokers.DestinationSpec) (broke
 			return nil, errors.Join(err, md.Close(ctx))
 		}
 	}
+	m.opened.Add(1)
 	return md, nil
 }
 
