@@ -204,6 +204,9 @@ var fixtures = []fixture{
 		`6:9: producer.acks: acks leader needs idempotent: false (Kafka's idempotent producer requires acks all, and idempotent defaults to true)`,
 		`18:13: variants[2].producer.acks: acks none needs idempotent: false`,
 	}},
+	{"invalid/id-from-broker.yaml", []string{
+		`7:9: variants[0].id: delivery-tag: broker kind kafka has none (it comes from the broker: allowed on rabbitmq, mqtt, nats); use business, per-send-uuid or content-hash`,
+	}},
 	{"invalid/out-of-range.yaml", []string{
 		`3:11: messages: must be from 1 to 10,000,000, got -5`,
 		`6:15: broker.partitions: must be from 1 to 1,000, got 0`,

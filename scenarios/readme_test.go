@@ -83,6 +83,7 @@ var lessons = []lesson{
 		{"nats-ack-lost", 3.2},
 		{"nats-ack-wait", 2.7},
 		{"nats-max-deliver", 0.5},
+		{"strategy-weak-keys", 4.4},
 	}},
 }
 

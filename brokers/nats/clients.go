@@ -343,6 +343,7 @@ func (c *consumer) Next(ctx context.Context) (brokers.Delivery, error) {
 		Intent:      intent,
 		Body:        m.Data(),
 		Position:    strconv.FormatUint(meta.Sequence.Stream, 10),
+		Tag:         strconv.FormatUint(meta.Sequence.Consumer, 10),
 		Redelivered: meta.NumDelivered > 1,
 		Handle:      &delivery{m: m},
 	}, nil
