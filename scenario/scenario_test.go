@@ -38,6 +38,7 @@ var fixtures = []fixture{
 	{file: "valid/merge-keys.yaml"},
 	{file: "valid/rabbitmq.yaml"},
 	{file: "valid/process.yaml"},
+	{file: "valid/process-nats.yaml"},
 
 	{"invalid/unquoted-comparison.yaml", []string{
 		`8:13: YAML syntax error: invalid header option: "0"; a value that starts with > or | must be quoted: write a comparison as lost: ">0"`,
@@ -304,6 +305,9 @@ var fixtures = []fixture{
 	{"invalid/process-mqtt-instances.yaml", []string{
 		`5:31: faults[0].at: commit is not a kill point on mqtt; use delivery or ack`,
 		`8:51: variants[0].process.instances: on MQTT the consumer is one persistent session`,
+	}},
+	{"invalid/process-nats-commit.yaml", []string{
+		`5:31: faults[0].at: commit is not a kill point on nats; use delivery or ack`,
 	}},
 	{"invalid/kill-without-process.yaml", []string{
 		`5:12: faults[0]: consumer-kill kills consumer processes, and no variant has one`,
