@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -279,6 +280,34 @@ func TestProcessMQTT(t *testing.T) {
 		sameCounts(t, exampleWith(t, "examples/consumers/mqtt.yaml", map[string]string{"./mqtt-naive": naive, "./mqtt-correct": correct}), "--messages", "120")
 	})
 	processFailures(t, "{kind: mqtt}", naive)
+}
+
+// TestProcessNATS runs the NATS example consumers as process variants on
+// the embedded nats-server, as TestProcessMQTT does; with its own TMPDIR,
+// in which no run leaves a directory (the server's JetStream store, the
+// run's stores).
+func TestProcessNATS(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("process variants need Linux (/proc)")
+	}
+	tmp, err := os.MkdirTemp("", "process-nats-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	t.Setenv("TMPDIR", tmp)
+	naive, correct := buildExamples(t, "nats-naive", "nats-correct")
+	t.Run("example", func(t *testing.T) {
+		sameCounts(t, exampleWith(t, "examples/consumers/nats.yaml", map[string]string{"./nats-naive": naive, "./nats-correct": correct}), "--messages", "120")
+	})
+	processFailures(t, "{kind: nats, ack_wait: 2s}", naive)
+	// The leftover ledger's directory stays; a finished run's ledger goes.
+	left, _ := filepath.Glob(filepath.Join(tmp, "dqbench*"))
+	ledgers, _ := filepath.Glob(filepath.Join(tmp, "dqbench-ledger-*", "*"))
+	left = append(slices.DeleteFunc(left, func(p string) bool { return strings.HasPrefix(filepath.Base(p), "dqbench-ledger-") }), ledgers...)
+	if len(left) > 0 {
+		t.Errorf("the runs left %v", left)
+	}
 }
 
 // buildExamples builds the example consumers in examples/consumers/NAME.

@@ -116,6 +116,10 @@ type Delivery struct {
 	// different positions mean the broker stored it twice. Empty where the
 	// broker has no such notion.
 	Position string
+	// Tag is the broker's own tag of this delivery (RabbitMQ's delivery
+	// tag, MQTT's packet identifier, NATS's consumer sequence), what id:
+	// delivery-tag deduplicates on; empty where there is none (Kafka).
+	Tag string
 	// Redelivered: the broker flagged it, or the same position came again.
 	Redelivered bool
 	// Attempt is this intent's delivery count in the variant, from 1; the

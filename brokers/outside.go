@@ -24,7 +24,7 @@ type Outside struct {
 // it fetch and commit, each with the network connection it came on, and
 // can withhold either: the black-box side of a process variant. Only a
 // broker whose traffic dqbench sees can do this: the embedded Kafka, where
-// kfake's listener is dqbench's; RabbitMQ and MQTT, whose consumer processes connect
+// kfake's listener is dqbench's; RabbitMQ, MQTT and NATS, whose consumer processes connect
 // through dqbench's relay (netfault.Relay).
 type ConsumerWatcher interface {
 	// Outside says where a consumer outside dqbench connects.

@@ -21,7 +21,8 @@ const (
 	// after its effect and before the broker has the commit.
 	KillOnCommit KillPoint = "commit"
 	// KillOnAck: the process's acknowledgement of the intent (RabbitMQ's
-	// basic.ack, MQTT's PUBACK or PUBREC) reached dqbench on its way to
+	// basic.ack, MQTT's PUBACK or PUBREC, NATS's PUB to the delivery's
+	// $JS.ACK reply subject) reached dqbench on its way to
 	// the broker; it is dropped and the process killed, after its effect
 	// and before the broker has the ack.
 	KillOnAck KillPoint = "ack"
@@ -47,10 +48,10 @@ func ProcessOn(k BrokerKind, m Mode) string {
 	switch {
 	case k == Kafka && m != Embedded:
 		return "on Kafka, dqbench watches the consumer's fetches and commits inside the embedded broker (kfake); use broker kind: kafka, mode: embedded"
-	case k == Kafka, k == RabbitMQ, k == MQTT:
+	case k == Kafka, k == RabbitMQ, k == MQTT, k == NATS:
 		return ""
 	}
-	return "process variants run on kafka (embedded), rabbitmq and mqtt for now"
+	return "process variants run on kafka (embedded), rabbitmq, mqtt and nats for now"
 }
 
 // Allowed lists the valid values, for strict decoding and the schema.
@@ -58,13 +59,13 @@ func (KillPoint) Allowed() []string { return Strings(KillPoints) }
 
 // ConsumerKillParams are consumer-kill's own parameters.
 type ConsumerKillParams struct {
-	At KillPoint `yaml:"at" json:"at" jsonschema:"required,description=When the consumer process is killed: delivery (the broker is about to deliver the intent to it: a Kafka fetch response or a RabbitMQ basic.deliver\\, withheld) or\\, after its effect\\, commit (Kafka: its offset commit reached the broker and is withheld) or ack (RabbitMQ: its basic.ack; MQTT: its PUBACK or PUBREC; dropped)."`
+	At KillPoint `yaml:"at" json:"at" jsonschema:"required,description=When the consumer process is killed: delivery (the broker is about to deliver the intent to it: a Kafka fetch response\\, a RabbitMQ basic.deliver\\, an MQTT PUBLISH or a NATS MSG\\, withheld) or\\, after its effect\\, commit (Kafka: its offset commit reached the broker and is withheld) or ack (RabbitMQ: its basic.ack; MQTT: its PUBACK or PUBREC; NATS: its PUB to the delivery's $JS.ACK subject; dropped)."`
 }
 
 // consumerKill describes consumer-kill for catalog.Faults.
 var consumerKill = Fault{
 	Type:      ConsumerKill,
-	Doc:       "SIGKILL a consumer process of a process variant when the broker is about to deliver the intent to it (at: delivery), or when its offset commit (Kafka, at: commit) or its ack (RabbitMQ, MQTT: at: ack) of the intent reaches the broker (withheld); a fresh process is started in its place",
+	Doc:       "SIGKILL a consumer process of a process variant when the broker is about to deliver the intent to it (at: delivery), or when its offset commit (Kafka, at: commit) or its ack (RabbitMQ, MQTT, NATS: at: ack) of the intent reaches the broker (withheld); a fresh process is started in its place",
 	Injection: "one consumer process killed (SIGKILL to its process group)",
 	NewParams: func() any { return new(ConsumerKillParams) },
 	Available: func(w Where) string {

@@ -165,10 +165,35 @@ const (
 	// ContentHash is a hash of the business content (account, amount):
 	// two distinct intents with equal content get one id.
 	ContentHash IDSource = "content-hash"
+	// DeliveryTag is the broker's own tag of the delivery, what a
+	// consumer reaches for first: RabbitMQ's delivery tag (numbered per
+	// channel, from 1 again on a new one), MQTT's packet identifier (reused
+	// once acked), NATS's consumer sequence (new on every delivery, a
+	// redelivery included).
+	DeliveryTag IDSource = "delivery-tag"
+	// Offset is where the broker stores the message: Kafka's
+	// partition@offset, NATS's stream sequence. The same for every
+	// delivery of one stored copy, a new one for a copy stored again.
+	Offset IDSource = "offset"
 )
 
 // IDSources lists the message-id sources.
-var IDSources = []IDSource{BusinessID, PerSendUUID, ContentHash}
+var IDSources = []IDSource{BusinessID, PerSendUUID, ContentHash, DeliveryTag, Offset}
+
+// FromDelivery reports whether the id comes from the delivery (the broker's
+// tag or position) rather than from what the producer wrote.
+func (s IDSource) FromDelivery() bool { return s == DeliveryTag || s == Offset }
+
+// Kinds lists the broker kinds that give the id source; nil for all.
+func (s IDSource) Kinds() []BrokerKind {
+	switch s {
+	case DeliveryTag:
+		return []BrokerKind{RabbitMQ, MQTT, NATS}
+	case Offset:
+		return []BrokerKind{Kafka, NATS}
+	}
+	return nil
+}
 
 // Allowed lists the valid values, for strict decoding and the schema.
 func (IDSource) Allowed() []string { return Strings(IDSources) }

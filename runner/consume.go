@@ -238,7 +238,7 @@ func (r *variantRun) process(ctx context.Context, h *delivery) error {
 		return errFatal{fmt.Errorf("intent %d: undecodable body: %w", h.d.Intent, err)}
 	}
 	m := strategy.Message{
-		ID:      b.ID,
+		ID:      deliveryID(r.v.ID, h.d, b.ID),
 		Effect:  store.Effect{Intent: b.Intent, Account: b.Account, Amount: b.Amount},
 		Version: b.Version,
 	}
@@ -464,4 +464,17 @@ func (r *variantRun) closeConsumer(ctx context.Context, c *recording.Consumer) {
 	sctx, cancel := r.shutdown.ctx(ctx)
 	defer cancel()
 	c.Close(sctx)
+}
+
+// deliveryID is the id the strategy deduplicates on: what the producer
+// wrote (id), or with a delivery-side source the broker's tag of the
+// delivery or the position it was stored at.
+func deliveryID(src catalog.IDSource, d brokers.Delivery, id string) string {
+	switch src {
+	case catalog.DeliveryTag:
+		return "tag:" + d.Tag
+	case catalog.Offset:
+		return "offset:" + d.Position
+	}
+	return id
 }

@@ -48,7 +48,7 @@ func (r *variantRun) runProcess(ctx context.Context) (audit *history.Audit, clea
 	defer func() { cleanup = errors.Join(cleanup, r.closeDestination(ctx, dest)) }()
 	watcher, ok := dest.(brokers.ConsumerWatcher)
 	if !ok {
-		return nil, nil, fmt.Errorf("this broker cannot watch a consumer process (%s); use broker kind: kafka (embedded), rabbitmq or mqtt", r.broker.Name())
+		return nil, nil, fmt.Errorf("this broker cannot watch a consumer process (%s); use broker kind: kafka (embedded), rabbitmq, mqtt or nats", r.broker.Name())
 	}
 	r.kills = &faults.Kills{}
 	if err := r.arm(dest); err != nil {

@@ -39,6 +39,7 @@ var fixtures = []fixture{
 	{file: "valid/rabbitmq.yaml"},
 	{file: "valid/nats-managed-failover.yaml"},
 	{file: "valid/process.yaml"},
+	{file: "valid/process-nats.yaml"},
 
 	{"invalid/unquoted-comparison.yaml", []string{
 		`8:13: YAML syntax error: invalid header option: "0"; a value that starts with > or | must be quoted: write a comparison as lost: ">0"`,
@@ -215,6 +216,9 @@ var fixtures = []fixture{
 		`6:9: producer.acks: acks leader needs idempotent: false (Kafka's idempotent producer requires acks all, and idempotent defaults to true)`,
 		`18:13: variants[2].producer.acks: acks none needs idempotent: false`,
 	}},
+	{"invalid/id-from-broker.yaml", []string{
+		`7:9: variants[0].id: delivery-tag: broker kind kafka has none (it comes from the broker: allowed on rabbitmq, mqtt, nats); use business, per-send-uuid or content-hash`,
+	}},
 	{"invalid/out-of-range.yaml", []string{
 		`3:11: messages: must be from 1 to 10,000,000, got -5`,
 		`6:15: broker.partitions: must be from 1 to 1,000, got 0`,
@@ -312,6 +316,9 @@ var fixtures = []fixture{
 	{"invalid/process-mqtt-instances.yaml", []string{
 		`5:31: faults[0].at: commit is not a kill point on mqtt; use delivery or ack`,
 		`8:51: variants[0].process.instances: on MQTT the consumer is one persistent session`,
+	}},
+	{"invalid/process-nats-commit.yaml", []string{
+		`5:31: faults[0].at: commit is not a kill point on nats; use delivery or ack`,
 	}},
 	{"invalid/kill-without-process.yaml", []string{
 		`5:12: faults[0]: consumer-kill kills consumer processes, and no variant has one`,

@@ -102,7 +102,7 @@ type Variant struct {
 	Producer *Producer              `yaml:"producer" json:"producer,omitempty" jsonschema:"description=Overrides of the scenario's producer settings."`
 	Consumer *Consumer              `yaml:"consumer" json:"consumer,omitempty" jsonschema:"description=Overrides of the scenario's consumer settings."`
 	Store    string                 `yaml:"store" json:"store,omitempty" jsonschema:"description=This variant's business store (overrides the scenario's store)."`
-	ID       catalog.IDSource       `yaml:"id" json:"id,omitempty" jsonschema:"enum=business,enum=per-send-uuid,enum=content-hash,description=Where the message id the strategy deduplicates on comes from: business (the intent's id\\, default)\\, per-send-uuid (new on every publish attempt) or content-hash (a hash of account and amount)."`
+	ID       catalog.IDSource       `yaml:"id" json:"id,omitempty" jsonschema:"enum=business,enum=per-send-uuid,enum=content-hash,enum=delivery-tag,enum=offset,description=Where the message id the strategy deduplicates on comes from: business (the intent's id\\, default)\\, per-send-uuid (new on every publish attempt)\\, content-hash (a hash of account and amount)\\, delivery-tag (the broker's tag of each delivery: rabbitmq\\, mqtt\\, nats) or offset (where the broker stored the message: kafka\\, nats)."`
 	Expect   map[string]Expectation `yaml:"expect" json:"expect,omitempty" jsonschema:"description=Checks on the variant's counts\\, e.g. duplicates: 0 or lost: '>0'."`
 	// Varies names the counts that may differ between runs with one seed,
 	// each with why (timing the seed does not decide); the report says so.

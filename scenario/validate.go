@@ -436,7 +436,18 @@ func (c *checker) variants() {
 		c.producer(vp+".producer", v.Producer)
 		c.consumer(vp+".consumer", v.Consumer)
 		c.params(vp, v.Params, string(v.Strategy))
+		c.idSource(vp+".id", v.ID)
 	}
+}
+
+// idSource checks that the broker gives the id source: a delivery tag or
+// an offset is the broker's own.
+func (c *checker) idSource(path string, src catalog.IDSource) {
+	kinds := src.Kinds()
+	if kinds == nil || !c.d.Has(path) || slices.Contains(kinds, c.s.Broker.Kind) {
+		return
+	}
+	c.errorf(path, "%s: %s: broker kind %s has none (it comes from the broker: allowed on %s); use business, per-send-uuid or content-hash", path, src, c.s.Broker.Kind, strings.Join(catalog.Strings(kinds), ", "))
 }
 
 // acks checks, per variant, that the effective producer settings agree:

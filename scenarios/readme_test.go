@@ -84,6 +84,7 @@ var lessons = []lesson{
 		{"nats-ack-wait", 2.7},
 		{"nats-max-deliver", 0.5},
 		{"nats-stream-failover", 10.0},
+		{"strategy-weak-keys", 4.4},
 	}},
 }
 

@@ -115,7 +115,7 @@ func (in *inbox) next(ctx context.Context) (brokers.Delivery, error) {
 			}
 			pos, redelivered := in.d.position(r.intent, r.qos, r.dup, r.pid)
 			return brokers.Delivery{
-				Intent: r.intent, Body: r.body, Position: pos, Redelivered: redelivered,
+				Intent: r.intent, Body: r.body, Position: pos, Tag: strconv.Itoa(int(r.pid)), Redelivered: redelivered,
 				QoS: strconv.Itoa(int(r.qos)), Handle: r.handle,
 			}, nil
 		}

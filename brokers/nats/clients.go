@@ -38,6 +38,8 @@ type dest struct {
 	// dead holds the advisories of messages the server gave up
 	// (deadletters.go), when the variant reads dead letters.
 	dead *advisories
+	// out is the relay of a process variant's consumers (outside.go).
+	out *outside
 
 	mu      sync.Mutex
 	live    map[*consumer]bool
@@ -82,18 +84,19 @@ func (d *dest) Backlog(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// Close stops reading advisories and deletes the stream (and its
-// consumer with it).
+// Close stops reading advisories, stops a process variant's relay and
+// deletes the stream (and its consumer with it).
 func (d *dest) Close(ctx context.Context) error {
 	if d.dead != nil {
 		d.dead.stop()
 	}
+	rerr := d.closeOutside()
 	err := d.b.js.DeleteStream(ctx, d.stream)
 	if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
-		return fmt.Errorf("%w on %s: delete stream %s: %v", brokers.ErrCleanup, d.b.Name(), d.stream, err)
+		return errors.Join(rerr, fmt.Errorf("%w on %s: delete stream %s: %v", brokers.ErrCleanup, d.b.Name(), d.stream, err))
 	}
 	d.b.forget(d.stream)
-	return nil
+	return rerr
 }
 
 // Producer connects a publisher: straight to the server, or with
@@ -343,6 +346,7 @@ func (c *consumer) Next(ctx context.Context) (brokers.Delivery, error) {
 		Intent:      intent,
 		Body:        m.Data(),
 		Position:    strconv.FormatUint(meta.Sequence.Stream, 10),
+		Tag:         strconv.FormatUint(meta.Sequence.Consumer, 10),
 		Redelivered: meta.NumDelivered > 1,
 		Handle:      &delivery{m: m},
 	}, nil

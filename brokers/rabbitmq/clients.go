@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -373,7 +374,7 @@ func (c *consumer) Next(ctx context.Context) (brokers.Delivery, error) {
 	pos, _ := m.Headers[copyHeader].(string)
 	c.handedOut.Add(1)
 	return brokers.Delivery{
-		Intent: intent, Body: m.Body, Position: pos, Redelivered: m.Redelivered, Handle: m.DeliveryTag,
+		Intent: intent, Body: m.Body, Position: pos, Tag: strconv.FormatUint(m.DeliveryTag, 10), Redelivered: m.Redelivered, Handle: m.DeliveryTag,
 	}, nil
 }
 
