@@ -39,7 +39,7 @@ lint: ## gofmt, go vet
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet $(PKGS)
 
-bench: ## pipeline vs raw kgo loop on SQLite, then on PostgreSQL: median ratio of interleaved pairs, tx and commit bounds; then the transactional stage vs a raw kgo GroupTransactSession loop; then RabbitMQ vs a raw amqp091-go loop when it answers; then MQTT QoS 1 on mochi-mqtt vs a raw paho loop; then the cost of one consumer crash on embedded Kafka. Each prints a Markdown table (median, min, max, date, load) for the README
+bench: ## pipeline vs raw kgo loop on SQLite, then on PostgreSQL: median ratio of interleaved pairs, tx and commit bounds; then the transactional stage vs a raw kgo GroupTransactSession loop; then RabbitMQ vs a raw amqp091-go loop when it answers; then MQTT QoS 1 on mochi-mqtt vs a raw paho loop; then NATS JetStream on the embedded nats-server vs a raw nats.go loop; then the cost of one consumer crash on embedded Kafka. Each prints a Markdown table (median, min, max, date, load) for the README
 	$(GO) test -run '^$$' -bench PipelineVsRaw -benchtime 1x -timeout 60m ./bench/ \
 		-args -bench.intents=$(BENCH_INTENTS) -bench.pairs=$(BENCH_PAIRS) -bench.store=sqlite
 	$(GO) test -run '^$$' -bench PipelineVsRaw -benchtime 1x -timeout 60m ./bench/ \
@@ -50,6 +50,8 @@ bench: ## pipeline vs raw kgo loop on SQLite, then on PostgreSQL: median ratio o
 		-args -bench.intents=$(BENCH_INTENTS) -bench.pairs=$(BENCH_PAIRS)
 	$(GO) test -run '^$$' -bench MQTTVsRaw -benchtime 1x -timeout 60m ./bench/ \
 		-args -bench.intents=$(MQTT_BENCH_INTENTS) -bench.pairs=$(BENCH_PAIRS)
+	$(GO) test -run '^$$' -bench NATSVsRaw -benchtime 1x -timeout 60m ./bench/ \
+		-args -bench.intents=$(BENCH_INTENTS) -bench.pairs=$(BENCH_PAIRS)
 	$(GO) test -run '^$$' -bench CrashRecovery -benchtime 1x -timeout 60m ./bench/ \
 		-args -bench.intents=$(CRASH_BENCH_INTENTS) -bench.pairs=$(BENCH_PAIRS)
 

@@ -159,9 +159,12 @@ type JoinFailover struct {
 // StopLeader stops the node leading the destination's queue, once for
 // every destination that joined Fault, and calls Stopped with what was
 // done, for the history (which node, how, whether it led this queue).
+// StepDown: the leader hands over instead (a NATS stream's leader steps
+// down; no node stops).
 type StopLeader struct {
 	Fault           string
 	Intent, Attempt int
+	StepDown        bool
 	Stopped         func(what string)
 }
 

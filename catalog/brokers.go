@@ -253,8 +253,8 @@ var Brokers = []Broker{
 	},
 	{
 		Kind:           NATS,
-		Doc:            "NATS JetStream: nats-server in-process (embedded) or a running server with JetStream (external), with nats.go's jetstream client; a stream and a durable pull consumer per variant, publish acks, explicit acks that wait for the server (ack: sync) or not (ack: plain), ack: auto is the AckNone policy, Nats-Msg-Id from the intent; messages given up after max_deliver are read from the server's advisories as dead letters",
-		Modes:          []Mode{Embedded, External},
+		Doc:            "NATS JetStream: nats-server in-process (embedded), a running server with JetStream (external) or a throwaway 3-node JetStream cluster from the installed nats-server (managed), with nats.go's jetstream client; a stream and a durable pull consumer per variant, publish acks, explicit acks that wait for the server (ack: sync) or not (ack: plain), ack: auto is the AckNone policy, Nats-Msg-Id from the intent; messages given up after max_deliver are read from the server's advisories as dead letters",
+		Modes:          []Mode{Embedded, External, Managed},
 		ExampleAddress: "nats://127.0.0.1:4222",
 		DefaultAddress: "nats://127.0.0.1:4222",
 		ValidAddress:   NATSURL,

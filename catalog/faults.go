@@ -77,8 +77,31 @@ type PointParams interface {
 
 // LeaderFailoverParams are leader-failover's own parameters.
 type LeaderFailoverParams struct {
-	At CrashPoint `yaml:"at" json:"at" jsonschema:"required,description=Where in the consumer's handling of the chosen intent the queue's leader node is stopped (e.g. after-effect-before-ack: the effect applied and the ack not sent)."`
+	At  CrashPoint  `yaml:"at" json:"at" jsonschema:"required,description=Where in the consumer's handling of the chosen intent the queue's leader node is stopped (e.g. after-effect-before-ack: the effect applied and the ack not sent)."`
+	How FailoverHow `yaml:"how" json:"how,omitempty" jsonschema:"description=How the leader goes: kill (default: its node is killed with SIGKILL and restarted in the background) or step-down (NATS only: the stream's leader hands over to a follower\\, $JS.API.STREAM.LEADER.STEPDOWN\\, and every node keeps running)."`
 }
+
+// FailoverHow is how leader-failover removes a leader.
+type FailoverHow string
+
+// The ways a leader goes.
+const (
+	KillLeader     FailoverHow = "kill"
+	StepDownLeader FailoverHow = "step-down"
+)
+
+// Allowed lists the valid values, for strict decoding and the schema.
+func (FailoverHow) Allowed() []string { return []string{string(KillLeader), string(StepDownLeader)} }
+
+// Defaults fills in what the scenario leaves out.
+func (p *LeaderFailoverParams) Defaults() {
+	if p.How == "" {
+		p.How = KillLeader
+	}
+}
+
+// Point is where the fault acts (PointParams).
+func (p *LeaderFailoverParams) Point() CrashPoint { return p.At }
 
 // Faults lists every fault type, in the order docs list them. Each has an
 // implementation in faults/ under the same type.
@@ -143,18 +166,10 @@ var Faults = []Fault{
 	consumerKill,
 	{
 		Type:      LeaderFailover,
-		Doc:       "the node leading the variant's quorum queue is killed (SIGKILL) while the consumer handles the chosen intent at a crash point; clients reconnect to a surviving node, a new leader is elected and the dead connections' unacked messages and unconfirmed publishes are redelivered or retried; the node restarts in the background",
+		Doc:       "the node leading the variant's quorum queue (RabbitMQ) or replicated stream and its consumer (NATS) is killed (SIGKILL) while the consumer handles the chosen intent at a crash point; clients reconnect to a surviving node, a new leader is elected and the dead connections' unacked messages and unconfirmed publishes are redelivered or retried; the node restarts in the background. On NATS, how: step-down makes the stream's leader hand over instead, every node running",
 		Injection: "one queue leader node stopped (once for all variants that reach the same intent)",
 		NewParams: func() any { return new(LeaderFailoverParams) },
-		Available: func(w Where) string {
-			if w.Broker != RabbitMQ || w.Mode != Managed {
-				return "it stops a node of the local cluster dqbench manages; use broker kind: rabbitmq, mode: managed, queue_type: quorum"
-			}
-			if s, ok := w.Settings.(*RabbitMQSettings); ok && s.QueueType != QuorumQueue {
-				return "it stops the leader of a quorum queue, and classic queues have none; add queue_type: quorum to the broker"
-			}
-			return ""
-		},
+		Available: leaderFailoverWhere,
 	},
 	{
 		Type:               AckLost,
@@ -223,6 +238,22 @@ var Faults = []Fault{
 		Available: mqttEmbedded,
 	},
 	slowProcessing,
+}
+
+// leaderFailoverWhere: leader-failover stops a node of a local cluster
+// dqbench manages, leading a quorum queue (RabbitMQ) or a stream with
+// replicas to fail over to (NATS).
+func leaderFailoverWhere(w Where) string {
+	if (w.Broker != RabbitMQ && w.Broker != NATS) || w.Mode != Managed {
+		return "it stops a node of the local cluster dqbench manages; use broker kind: rabbitmq, mode: managed, queue_type: quorum, or kind: nats, mode: managed, replicas: 3"
+	}
+	if s, ok := w.Settings.(*RabbitMQSettings); ok && s.QueueType != QuorumQueue {
+		return "it stops the leader of a quorum queue, and classic queues have none; add queue_type: quorum to the broker"
+	}
+	if s, ok := w.Settings.(*NATSSettings); ok && s.Replicas < 3 {
+		return "it fails a stream's leader over to a follower, and a stream needs replicas: 3 on the 3-node cluster to have a majority left; add replicas: 3 to the broker"
+	}
+	return ""
 }
 
 // mqttManaged says why a restart of a broker process dqbench started

@@ -52,12 +52,13 @@ func brokersLong() string {
 func newBrokersCmd(s Streams) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "brokers",
-		Short: "Start, stop or show a local broker that dqbench leaves running (RabbitMQ, Mosquitto)",
+		Short: "Start, stop or show a local broker that dqbench leaves running (RabbitMQ, Mosquitto, NATS)",
 		Long:  brokersLong(),
 		Example: `  dqbench brokers up rabbitmq
   dqbench brokers status rabbitmq
   dqbench brokers down rabbitmq
-  dqbench brokers up mosquitto`,
+  dqbench brokers up mosquitto
+  dqbench brokers up nats`,
 		Args: cobra.ArbitraryArgs,
 		// Without a RunE, cobra prints the help and exits 0 for an unknown
 		// verb ("brokers stop"): a typo must fail.

@@ -19,8 +19,8 @@ func TestBrokersCommand(t *testing.T) {
 		code int
 		out  string
 	}{
-		{[]string{"brokers", "up", "kafka"}, ExitUsage, "takes one broker kind (allowed: rabbitmq, mqtt, mosquitto)"},
-		{[]string{"brokers", "down"}, ExitUsage, "takes one broker kind (allowed: rabbitmq, mqtt, mosquitto)"},
+		{[]string{"brokers", "up", "kafka"}, ExitUsage, "takes one broker kind (allowed: rabbitmq, mqtt, mosquitto, nats)"},
+		{[]string{"brokers", "down"}, ExitUsage, "takes one broker kind (allowed: rabbitmq, mqtt, mosquitto, nats)"},
 		{[]string{"brokers", "status", "rabbitmq", "mqtt"}, ExitUsage, "takes one broker kind"},
 		{[]string{"brokers", "status", "rabbitmq"}, ExitIncomplete, `rabbitmq: no managed cluster is running; start one with "dqbench brokers up rabbitmq"`},
 		{[]string{"brokers", "down", "rabbitmq"}, ExitPass, "rabbitmq: no managed cluster is running"},

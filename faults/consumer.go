@@ -230,11 +230,12 @@ const failoverLimit = 2 * time.Minute
 // failover is bounded by failoverLimit, not by the consumer's context: the
 // variants that reach the intent wait for each other.
 func stopLeader(f Fault, dest brokers.Destination) func(context.Context, brokers.Delivery) (Action, string) {
+	p := f.Params.(*catalog.LeaderFailoverParams)
 	return func(_ context.Context, d brokers.Delivery) (Action, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), failoverLimit)
 		defer cancel()
 		var what string
-		err := brokers.Apply(ctx, dest, brokers.StopLeader{Fault: f.Name, Intent: d.Intent, Attempt: d.Attempt,
+		err := brokers.Apply(ctx, dest, brokers.StopLeader{Fault: f.Name, Intent: d.Intent, Attempt: d.Attempt, StepDown: p.How == catalog.StepDownLeader,
 			Stopped: func(w string) { what = w }})
 		if err != nil {
 			return Action{}, "the failover failed: " + err.Error()

@@ -9,7 +9,8 @@ import (
 	"github.com/dqbench/dqbench/catalog"
 )
 
-// armLeaderFailover stops the node leading the variant's queue when the
+// armLeaderFailover stops the node leading the variant's queue or stream
+// (or makes the stream's leader step down) when the
 // consumer reaches the fault's crash point with a chosen intent; the
 // consumer then goes on (its ack meets a dead connection, and it
 // reconnects to a survivor).
@@ -20,7 +21,7 @@ func armLeaderFailover(f Fault, env Env) (bool, error) {
 	}
 	err := brokers.Apply(context.Background(), env.Dest, brokers.JoinFailover{Fault: f.Name})
 	if errors.Is(err, brokers.ErrNoPower) {
-		return false, fmt.Errorf("fault %s: %w (it needs broker kind: rabbitmq, mode: managed)", f.Name, err)
+		return false, fmt.Errorf("fault %s: %w (it needs broker kind: rabbitmq or nats, mode: managed)", f.Name, err)
 	}
 	if err != nil {
 		return false, err

@@ -21,7 +21,7 @@ func (c *checker) nats() {
 		return
 	}
 	for i, f := range c.s.Faults {
-		if f.Type != catalog.ConsumerCrash && f.Type != catalog.ConsumerZombie && f.Type != catalog.SlowProcessing {
+		if f.Type != catalog.ConsumerCrash && f.Type != catalog.ConsumerZombie && f.Type != catalog.SlowProcessing && f.Type != catalog.LeaderFailover {
 			continue
 		}
 		path, what := fmt.Sprintf("faults[%d].type", i), fmt.Sprintf("faults[%d]: %s", i, f.Type)
@@ -45,4 +45,28 @@ func (c *checker) explicitAcks() bool {
 		}
 	}
 	return false
+}
+
+// natsCluster checks what needs a JetStream cluster: replicas above 1 on
+// the embedded single server, and leader-failover's how: step-down, which
+// only a NATS stream has.
+func (c *checker) natsCluster() {
+	for i, f := range c.s.Faults {
+		p, ok := f.Params.(*catalog.LeaderFailoverParams)
+		kp := fmt.Sprintf("faults[%d].how", i)
+		if ok && p.How == catalog.StepDownLeader && c.s.Broker.Kind != catalog.NATS && c.d.Has(kp) {
+			c.errorf(kp, "%s: step-down is a NATS stream's ($JS.API.STREAM.LEADER.STEPDOWN); on %s, leader-failover kills the leader's node: remove it, or write how: kill", kp, c.s.Broker.Kind)
+		}
+	}
+	settings, ok := c.s.Broker.Settings.(*catalog.NATSSettings)
+	if !ok || c.s.Broker.Kind != catalog.NATS || settings.Replicas <= 1 {
+		return
+	}
+	mode := c.s.Broker.Mode
+	if mode == "" {
+		mode = catalog.ModeOf(c.s.Broker.Kind)
+	}
+	if mode == catalog.Embedded {
+		c.errorf("broker.replicas", "broker.replicas: %d replicas need a JetStream cluster, and the embedded server is one node; use mode: managed (a local 3-node cluster from nats-server) or mode: external with a cluster's addresses", settings.Replicas)
+	}
 }

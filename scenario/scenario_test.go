@@ -37,6 +37,7 @@ var fixtures = []fixture{
 	{file: "valid/external.yaml"},
 	{file: "valid/merge-keys.yaml"},
 	{file: "valid/rabbitmq.yaml"},
+	{file: "valid/nats-managed-failover.yaml"},
 	{file: "valid/process.yaml"},
 	{file: "valid/process-nats.yaml"},
 
@@ -178,6 +179,16 @@ var fixtures = []fixture{
 	}},
 	{"invalid/nats-ack-wait-set.yaml", []string{
 		`4:32: broker.ack_wait: 5s: a consumer killed with unacked messages gets them back from NATS only after ack_wait (5s), and the drain gives up after 5s`,
+	}},
+	{"invalid/nats-failover.yaml", []string{
+		`3:46: broker.replicas: 3 replicas need a JetStream cluster, and the embedded server is one node; use mode: managed`,
+		`5:11: faults[0]: leader-failover cannot act here: it stops a node of the local cluster dqbench manages; use broker kind: rabbitmq, mode: managed, queue_type: quorum, or kind: nats, mode: managed, replicas: 3`,
+	}},
+	{"invalid/nats-failover-replicas.yaml", []string{
+		`5:11: faults[0]: leader-failover cannot act here: it fails a stream's leader over to a follower, and a stream needs replicas: 3`,
+	}},
+	{"invalid/rabbitmq-failover-step-down.yaml", []string{
+		`7:10: faults[0].how: step-down is a NATS stream's ($JS.API.STREAM.LEADER.STEPDOWN); on rabbitmq, leader-failover kills the leader's node`,
 	}},
 	{"invalid/addresses-without-external.yaml", []string{
 		`5:14: broker.addresses: only used with mode: external`,

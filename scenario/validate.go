@@ -38,6 +38,7 @@ func (c *checker) check() {
 	c.processVariants()
 	c.mqtt()
 	c.nats()
+	c.natsCluster()
 }
 
 func (c *checker) top() {

@@ -77,12 +77,13 @@ var lessons = []lesson{
 		{"mqtt-broker-queue-limit", 5.2},
 		{"mqtt-broker-restart", 4.5},
 	}},
-	{"NATS JetStream: ack policies, ack_wait, max_deliver, the stream's dedup window", []timed{
+	{"NATS JetStream: ack policies, ack_wait, max_deliver, the stream's dedup window, a cluster", []timed{
 		{"nats-ack-none", 4.6},
 		{"nats-msg-id-dedup", 3.2},
 		{"nats-ack-lost", 3.2},
 		{"nats-ack-wait", 2.7},
 		{"nats-max-deliver", 0.5},
+		{"nats-stream-failover", 10.0},
 		{"strategy-weak-keys", 4.4},
 	}},
 }
@@ -116,7 +117,7 @@ Each file here is a scenario dqbench embeds: ` + "`dqbench run NAME`" + ` runs i
 
 - **broker**: the kind and mode. embedded runs in-process; external is a running broker
   (RabbitMQ at amqp://guest:guest@127.0.0.1:5672/ unless ` + "`--addresses`" + `); managed is one dqbench
-  starts from the installed server (a 3-node RabbitMQ cluster, a Mosquitto per variant);
+  starts from the installed server (a 3-node RabbitMQ or NATS cluster, a Mosquitto per variant);
   "+ Redis": a variant keeps its markers in Redis (127.0.0.1:6379 unless ` + "`--redis`" + `).
 - **what it teaches**: the file's ` + "`description`" + `, as ` + "`dqbench list`" + ` prints it.
 - **runs**: ` + measuredHow + `

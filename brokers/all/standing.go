@@ -5,6 +5,7 @@ import (
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/brokers/mqtt"
+	"github.com/dqbench/dqbench/brokers/nats"
 	"github.com/dqbench/dqbench/brokers/rabbitmq"
 	"github.com/dqbench/dqbench/catalog"
 )
@@ -14,6 +15,7 @@ import (
 var Standing = map[catalog.BrokerKind]brokers.Standing{
 	catalog.RabbitMQ: rabbitmq.Standing,
 	catalog.MQTT:     mqtt.Standing,
+	catalog.NATS:     nats.Standing,
 }
 
 // ManagedKinds lists the kinds with a managed mode, in catalog order.

@@ -49,8 +49,11 @@ type Broker struct {
 	settings catalog.NATSSettings
 	srv      *server.Server // embedded only
 	storeDir string         // embedded only: removed on Close
-	nc       *nats.Conn     // admin: streams, consumers, backlog
-	js       jetstream.JetStream
+	// throwaway: a managed cluster started for this run, which takes its
+	// streams with it when it stops: none is noted in the leftover ledger.
+	throwaway bool
+	nc        *nats.Conn // admin: streams, consumers, backlog
+	js        jetstream.JetStream
 
 	// net is the in-process toxiproxy producers connect through when a
 	// fault needs it (confirm-lost), started on first use.
@@ -68,8 +71,11 @@ func Open(ctx context.Context, cfg brokers.Config) (brokers.Broker, error) {
 		*settings = *s
 	}
 	settings.Defaults()
-	if cfg.Mode == catalog.External {
+	switch cfg.Mode {
+	case catalog.External:
 		return connectExternal(ctx, cfg.Addresses, *settings)
+	case catalog.Managed:
+		return openManaged(ctx, *settings)
 	}
 	return startEmbedded(*settings)
 }
@@ -153,6 +159,13 @@ var (
 func connect(ctx context.Context, url, name string, reconnect bool, extra ...nats.Option) (*nats.Conn, jetstream.JetStream, error) {
 	masked := catalog.MaskURL(url)
 	opts := append([]nats.Option{nats.Name(name), nats.Timeout(dialTimeout)}, extra...)
+	if strings.Contains(url, ",") {
+		// A managed cluster's URLs, the node leading every stream first:
+		// each client connects to it, and a client whose node dies
+		// reconnects to the next, not to a random one (the counts do not
+		// depend on a pick).
+		opts = append(opts, nats.DontRandomize())
+	}
 	if !reconnect {
 		opts = append(opts, nats.NoReconnect())
 	} else {
@@ -257,13 +270,13 @@ func (b *Broker) Close() error {
 // leftover ledger, so that a killed run's stream is found and deleted
 // later (dqbench clean); forget removes it once deleted.
 func (b *Broker) note(stream string) {
-	if b.srv == nil {
+	if b.srv == nil && !b.throwaway {
 		leftover.Note(leftover.Entry{Kind: leftover.Stream, Where: b.url, Name: stream})
 	}
 }
 
 func (b *Broker) forget(stream string) {
-	if b.srv == nil {
+	if b.srv == nil && !b.throwaway {
 		leftover.Forget(leftover.Entry{Kind: leftover.Stream, Where: b.url, Name: stream})
 	}
 }

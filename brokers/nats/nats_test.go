@@ -14,6 +14,7 @@ import (
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/brokers/brokertest"
 	"github.com/dqbench/dqbench/brokers/nats"
+	"github.com/dqbench/dqbench/brokers/nats/cluster"
 	"github.com/dqbench/dqbench/catalog"
 )
 
@@ -209,4 +210,48 @@ func TestRefusedLogin(t *testing.T) {
 	if !strings.Contains(msg, "refused the login") || strings.Contains(msg, "wrong-pw") || strings.Contains(msg, "start one") {
 		t.Errorf("error %q, want it to say the login was refused, mask the password and not say \"start one\"", msg)
 	}
+}
+
+// TestManaged runs the contract on a managed 3-node JetStream cluster
+// with replicated streams: one cluster for every subtest, started as
+// "dqbench brokers up nats" does in a state directory of its own (about a
+// second), stopped at the end. Skipped when nats-server is not installed,
+// unless DQBENCH_REQUIRE_BROKERS=1.
+func TestManaged(t *testing.T) {
+	if !cluster.Installed() {
+		if os.Getenv("DQBENCH_REQUIRE_BROKERS") == "1" {
+			t.Fatal("DQBENCH_REQUIRE_BROKERS=1 but nats-server is not installed (mode: managed needs it)")
+		}
+		t.Skip("nats-server is not installed: mode: managed cannot start a cluster")
+	}
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	cl, _, err := nats.Up(ctx, func() {})
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if _, err := nats.Down(); err != nil {
+			t.Error(err)
+		}
+		if cluster.Running(cl) {
+			t.Error("a node still runs after Down")
+		}
+	}()
+	brokertest.Run(t, func(t *testing.T) brokers.Broker {
+		t.Helper()
+		s := settings()
+		s.Replicas = 3
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		b, err := nats.Open(ctx, brokers.Config{Kind: catalog.NATS, Mode: catalog.Managed, Settings: s})
+		if err != nil {
+			t.Fatalf("nats.Open: %v", err)
+		}
+		if !strings.Contains(b.Name(), "started by dqbench brokers up") {
+			t.Errorf("Open did not reuse the cluster: %s", b.Name())
+		}
+		return b
+	})
 }

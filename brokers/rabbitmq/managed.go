@@ -138,6 +138,9 @@ func (d *managedDest) Apply(ctx context.Context, p brokers.Power) error {
 	case brokers.JoinFailover:
 		return d.joinFailover(p.Fault)
 	case brokers.StopLeader:
+		if p.StepDown {
+			return fmt.Errorf("fault %s: how: step-down is a NATS stream's; a RabbitMQ quorum queue's leader is stopped by killing its node (how: kill)", p.Fault)
+		}
 		what, err := d.stopLeader(ctx, p.Fault, p.Intent, p.Attempt)
 		if err == nil {
 			p.Stopped(what)

@@ -1,0 +1,215 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// NodeStatus is what Status says about one node.
+type NodeStatus struct {
+	Node
+	Running bool // its process lives and it accepts client connections
+}
+
+// Status says which nodes run.
+func (c *Cluster) Status() []NodeStatus {
+	c.mu.Lock()
+	nodes := append([]Node(nil), c.Nodes...)
+	c.mu.Unlock()
+	out := make([]NodeStatus, len(nodes))
+	for i, n := range nodes {
+		out[i] = NodeStatus{Node: n, Running: c.ours(n.PID) && listening(n.ClientPort)}
+	}
+	return out
+}
+
+// Healthy reports whether every node runs.
+func (c *Cluster) Healthy() bool {
+	for _, s := range c.Status() {
+		if !s.Running {
+			return false
+		}
+	}
+	return len(c.Nodes) > 0
+}
+
+func listening(port int) bool {
+	conn, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), time.Second)
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
+}
+
+// ours reports whether pid is a live (not zombie) nats-server of this
+// cluster: its command line names a configuration in c.Dir. A pid from an
+// old state file may belong to another program by now, and the system's
+// nats-server is never one of ours.
+func (c *Cluster) ours(pid int) bool {
+	if pid <= 1 || c.Dir == "" {
+		return false
+	}
+	if zombie(pid) {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return false
+	}
+	return strings.Contains(string(b), "\x00"+filepath.Join(c.Dir, "")+string(filepath.Separator))
+}
+
+// zombie reports whether process pid is gone or a zombie.
+func zombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z'
+}
+
+// Stop kills every node (SIGKILL to its process group), waits until they
+// are gone and removes the directory.
+func (c *Cluster) Stop() error {
+	c.mu.Lock()
+	var pids []int
+	for _, n := range c.Nodes {
+		pids = append(pids, n.PID)
+	}
+	c.mu.Unlock()
+	var errs []error
+	for _, pid := range pids {
+		if err := c.kill(pid); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.Dir != "" {
+		if err := os.RemoveAll(c.Dir); err != nil {
+			errs = append(errs, fmt.Errorf("remove %s: %w", c.Dir, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// kill SIGKILLs the process group pid leads, when pid is a node of this
+// cluster, and waits until it is gone.
+func (c *Cluster) kill(pid int) error {
+	if !c.ours(pid) {
+		return nil
+	}
+	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("kill process group %d: %w", pid, err)
+	}
+	c.mu.Lock()
+	exited := c.exited[pid]
+	c.mu.Unlock()
+	if exited != nil { // our child: wait until it is reaped
+		select {
+		case <-exited:
+			return nil
+		case <-time.After(10 * time.Second):
+			return fmt.Errorf("NATS node pid %d still runs 10s after SIGKILL", pid)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for c.ours(pid) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("NATS node pid %d still runs 10s after SIGKILL", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
+}
+
+// Kill stops node i as a crash does: SIGKILL, no goodbye to the other
+// nodes or the clients. It returns the pid it killed.
+func (c *Cluster) Kill(i int) (int, error) {
+	c.mu.Lock()
+	pid := c.Nodes[i].PID
+	c.Nodes[i].PID = 0
+	c.mu.Unlock()
+	if err := c.kill(pid); err != nil {
+		return pid, err
+	}
+	return pid, c.save()
+}
+
+// Restart starts node i again after Kill on the same ports and store
+// directory: it rejoins the cluster and catches up. It returns once the
+// node's JetStream answers.
+func (c *Cluster) Restart(ctx context.Context, i int) error {
+	if err := c.startNode(ctx, i); err != nil {
+		return err
+	}
+	return waitJetStream(ctx, c.Nodes[i].URL())
+}
+
+// Index returns the index of the node named name, or -1.
+func (c *Cluster) Index(name string) int {
+	for i, n := range c.Nodes {
+		if n.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// Running reports whether any node of c is still alive.
+func Running(c *Cluster) bool {
+	for _, n := range c.Nodes {
+		if c.ours(n.PID) {
+			return true
+		}
+	}
+	return false
+}
+
+// Sweep stops the throwaway clusters in the directories that match glob
+// whose owner process is gone (their nodes die with it; this is for a
+// platform without Pdeathsig, or a node that outlived it), and returns
+// their directories.
+func Sweep(glob string) ([]string, error) {
+	var errs []error
+	var stopped []string
+	for _, dir := range Orphans(glob) {
+		c, err := Load(dir)
+		if err != nil {
+			continue
+		}
+		if err := c.Stop(); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		stopped = append(stopped, dir)
+	}
+	return stopped, errors.Join(errs...)
+}
+
+// Orphans lists the directories matching glob of throwaway clusters whose
+// owner process is gone: what Sweep would stop.
+func Orphans(glob string) []string {
+	dirs, _ := filepath.Glob(glob)
+	var out []string
+	for _, dir := range dirs {
+		if c, err := Load(dir); err == nil && c.Owner > 0 && !ownerAlive(c.Owner) {
+			out = append(out, dir)
+		}
+	}
+	return out
+}
+
+// ownerAlive reports whether process pid runs.
+func ownerAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
