@@ -33,6 +33,13 @@ func TestMain(m *testing.M) {
 
 // TestScripts runs the CLI end to end: commands, their output and exit codes.
 func TestScripts(t *testing.T) {
+	if raceEnabled {
+		// Each script runs the test binary as dqbench, end to end: under
+		// the race detector that is minutes of CI for code whose
+		// concurrency the cmd, runner and broker packages' own tests
+		// already run with -race. The plain tier runs every script.
+		t.Skip("the CLI scripts run in the plain test tier, not under -race")
+	}
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
