@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
@@ -41,7 +42,14 @@ type outside struct {
 	watch brokers.ConsumerWatch
 	pos   map[uint16]string // packet id → the copy it carries
 	lose  []*ackRule        // ack-lost on the consumer's acks
+	// passed is closed once the embedded broker has processed the last
+	// ack the relay let through (nil elsewhere, or once waited for).
+	passed chan struct{}
 }
+
+// passWait bounds the wait for the embedded broker to process an ack the
+// relay let through: longer only if the connection that carried it died.
+const passWait = time.Second
 
 // ackRule is one ack-lost fault on the consumer's PUBACK (QoS 1) or
 // PUBREC (QoS 2).
@@ -151,7 +159,23 @@ func (o *outside) w() brokers.ConsumerWatch {
 
 // deliver shows a PUBLISH to the watch, which may kill its consumer and
 // withhold it.
+//
+// On the embedded broker it first waits until the broker has processed the
+// last ack the relay let through: a kill here then meets the broker with
+// that ack applied, as a crash of dqbench's own consumer does (SyncAcks).
+// Without it, whether the broker resent the previous message after the
+// kill depended on which came first, its reading of that ack or the cut.
 func (o *outside) deliver(d *dest, remote net.Addr, x nfmqtt.Delivery) error {
+	o.mu.Lock()
+	passed := o.passed
+	o.passed = nil
+	o.mu.Unlock()
+	if passed != nil {
+		select {
+		case <-passed:
+		case <-time.After(passWait):
+		}
+	}
 	pos, redelivered := d.position(x.Intent, x.QoS, x.Dup, x.PacketID)
 	if w := o.w(); w.Fetched != nil {
 		if err := w.Fetched(remote, []brokers.Delivery{{Intent: x.Intent, Position: pos, Redelivered: redelivered, QoS: strconv.Itoa(int(x.QoS))}}); err != nil {
@@ -192,6 +216,12 @@ func (o *outside) ack(d *dest, remote net.Addr, x nfmqtt.Delivery) error {
 	}
 	if pos != "" {
 		d.ackedCopy(pos)
+	}
+	if d.state != nil {
+		ch := d.state.awaitAck(x.PacketID) // before the relay writes it on
+		o.mu.Lock()
+		o.passed = ch
+		o.mu.Unlock()
 	}
 	return nil
 }
