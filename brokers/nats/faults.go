@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	neturl "net/url"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 
@@ -75,7 +76,7 @@ func (d *dest) proxy(name string, setup func(*netfault.Proxy) error) (*netfault.
 	if err != nil {
 		return nil, "", err
 	}
-	u, err := neturl.Parse(d.b.url)
+	u, err := neturl.Parse(d.b.firstURL())
 	if err != nil {
 		return nil, "", fmt.Errorf("NATS URL %s: %w", catalog.MaskURL(d.b.url), err)
 	}
@@ -112,3 +113,11 @@ func (d *dest) proxied(name string, lose *lose) (*netfault.Proxy, string, error)
 // proxiedOpts keep a proxied client on the proxy: it reconnects to the
 // proxy's address only, never to a server the INFO advertises.
 var proxiedOpts = []nats.Option{nats.IgnoreDiscoveredServers()}
+
+// firstURL is the server a proxied client connects to: the only one, or
+// on a managed cluster the first of the list (the node every client tries
+// first, which leads the variants' streams).
+func (b *Broker) firstURL() string {
+	first, _, _ := strings.Cut(b.url, ",")
+	return strings.TrimSpace(first)
+}

@@ -41,7 +41,7 @@ type outside struct {
 // stream (Topic) and its durable pull consumer (Group).
 func (d *dest) Outside() brokers.Outside {
 	where := brokers.Outside{Topic: d.stream, Group: durable, Env: []string{"DQBENCH_SUBJECTS=" + d.prefix + ">"}}
-	u, err := neturl.Parse(d.b.url)
+	u, err := neturl.Parse(d.b.firstURL())
 	if err != nil {
 		return where
 	}
