@@ -80,3 +80,33 @@ func StandingDir(kind string) string {
 	}
 	return filepath.Join(base, "dqbench-brokers", kind)
 }
+
+// StandingCalls makes a Standing's Down and Status from a kind's own:
+// down and status return its broker (the zero C when there is none) and
+// errNone when "brokers up" started none, which become ErrNoStanding;
+// state describes a broker, asking its nodes whether they run when probe
+// is set (Down does not: they have just been stopped).
+func StandingCalls[C comparable](down, status func() (C, error), errNone error, state func(c C, probe bool) StandingState) (downF, statusF func() (StandingState, error)) {
+	var none C
+	downF = func() (StandingState, error) {
+		c, err := down()
+		if errors.Is(err, errNone) {
+			return StandingState{}, ErrNoStanding
+		}
+		if c == none {
+			return StandingState{}, err
+		}
+		return state(c, false), err
+	}
+	statusF = func() (StandingState, error) {
+		c, err := status()
+		if errors.Is(err, errNone) {
+			return StandingState{}, ErrNoStanding
+		}
+		if err != nil {
+			return StandingState{}, err
+		}
+		return state(c, true), nil
+	}
+	return downF, statusF
+}

@@ -94,28 +94,13 @@ var Standing = brokers.Standing{
 		}
 		return standingState(c, true), running, nil
 	},
-	Down: func() (brokers.StandingState, error) {
-		c, err := Down()
-		if errors.Is(err, ErrNoCluster) {
-			return brokers.StandingState{}, brokers.ErrNoStanding
-		}
-		if c == nil {
-			return brokers.StandingState{}, err
-		}
-		return standingState(c, false), err
-	},
-	Status: func() (brokers.StandingState, error) {
-		c, err := Status()
-		if errors.Is(err, ErrNoCluster) {
-			return brokers.StandingState{}, brokers.ErrNoStanding
-		}
-		if err != nil {
-			return brokers.StandingState{}, err
-		}
-		return standingState(c, true), nil
-	},
+	Down:    standingDown,
+	Status:  standingStatus,
 	Orphans: OrphanClusters,
 }
+
+// standingDown and standingStatus are Standing's, from Down and Status.
+var standingDown, standingStatus = brokers.StandingCalls(Down, Status, ErrNoCluster, standingState)
 
 // standingState describes c; probe: ask each node whether it runs (else
 // every node counts as stopped).
