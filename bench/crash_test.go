@@ -37,20 +37,21 @@ variants:
 `
 
 // runCrashes runs crashScenario with or without its crashes and returns
-// the run's time and how many crashes it had. Every intent must be
-// applied exactly once either way.
-func runCrashes(n int, crashes bool) (time.Duration, int, error) {
+// the run's time, how many crashes it had and, from the history, each
+// crash's stall (stalls). Every intent must be applied exactly once either
+// way.
+func runCrashes(n int, crashes bool) (time.Duration, int, []time.Duration, error) {
 	faults := ""
 	if crashes {
 		faults = fmt.Sprintf("faults: [{type: consumer-crash, at: after-effect-before-ack, every: %d}]", crashEvery)
 	}
 	s, err := scenario.Parse("bench-crash.yaml", fmt.Appendf(nil, crashScenario, n, faults))
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	hist, err := os.CreateTemp("", "dqbench-bench-history-*.jsonl")
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	defer os.Remove(hist.Name())
 	defer hist.Close()
@@ -58,20 +59,50 @@ func runCrashes(n int, crashes bool) (time.Duration, int, error) {
 	res, err := runner.Run(context.Background(), s, runner.Options{History: hist})
 	d := time.Since(start)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	if _, err := hist.Seek(0, io.SeekStart); err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	run, err := check.Judge(s.Plan(), res.Meta, history.Scan(hist), res.Audits)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	v := run.Variants[0]
 	if v.Effects != n || v.Lost != 0 || v.Duplicates != 0 {
-		return 0, 0, fmt.Errorf("%d effects, %d duplicates, %d lost; want %d, 0, 0", v.Effects, v.Duplicates, v.Lost, n)
+		return 0, 0, nil, fmt.Errorf("%d effects, %d duplicates, %d lost; want %d, 0, 0", v.Effects, v.Duplicates, v.Lost, n)
 	}
-	return d, v.FaultsInjected, nil
+	if _, err := hist.Seek(0, io.SeekStart); err != nil {
+		return 0, 0, nil, err
+	}
+	st, err := stalls(hist)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	return d, v.FaultsInjected, st, nil
+}
+
+// stalls reads, for each consumer crash in a history, how long the
+// consumer side stood still: from the fault that killed an instance to the
+// first delivery to a later one (the old client leaving the group, the
+// replacement starting, joining and fetching from the last commit).
+func stalls(r io.Reader) ([]time.Duration, error) {
+	var out []time.Duration
+	var at time.Duration
+	crashed := 0 // the instance killed last, until a later one has a delivery
+	for e, err := range history.Scan(r) {
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case e.Type == history.Fault && e.Consumer > 0 && crashed == 0:
+			crashed, at = e.Consumer, e.T
+		case e.Type == history.Deliver && crashed > 0 && e.Consumer > crashed:
+			out = append(out, e.T-at)
+			crashed = 0
+		}
+	}
+	return out, nil
 }
 
 // BenchmarkCrashRecovery answers "what does one consumer crash cost?" on
@@ -84,14 +115,15 @@ func runCrashes(n int, crashes bool) (time.Duration, int, error) {
 func BenchmarkCrashRecovery(b *testing.B) {
 	n := *intents
 	t := newTable("Crash recovery on embedded Kafka",
-		fmt.Sprintf("%d interleaved pairs of %d intents on SQLite, one `dedup-table` variant, with and without a consumer crash every %d intents (after the effect, before the commit); the cost of a crash is the difference in run time divided by the crashes.", *pairs, n, crashEvery))
-	var perCrash, withRate, withoutRate []float64
+		fmt.Sprintf("%d interleaved pairs of %d intents on SQLite, one `dedup-table` variant, with and without a consumer crash every %d intents (after the effect, before the commit); the stall of a crash is the time from the fault to the replacement's first delivery, read from the history (the run's median); the run time per crash is the difference in run time divided by the crashes (noisier: it carries the run-to-run spread).", *pairs, n, crashEvery))
+	var perCrash, stall, withRate, withoutRate []float64
 	for i := range *pairs {
 		var with, without time.Duration
 		var crashes int
+		var st []time.Duration
 		sides := []func() error{
-			func() (err error) { with, crashes, err = runCrashes(n, true); return err },
-			func() (err error) { without, _, err = runCrashes(n, false); return err },
+			func() (err error) { with, crashes, st, err = runCrashes(n, true); return err },
+			func() (err error) { without, _, _, err = runCrashes(n, false); return err },
 		}
 		if i%2 == 1 {
 			sides[0], sides[1] = sides[1], sides[0]
@@ -102,20 +134,27 @@ func BenchmarkCrashRecovery(b *testing.B) {
 				b.Fatalf("pair %d: %v", i+1, err)
 			}
 		}
-		if crashes == 0 {
+		if crashes == 0 || len(st) == 0 {
 			b.Fatalf("pair %d: no crash happened", i+1)
+		}
+		ms := make([]float64, len(st))
+		for j, d := range st {
+			ms[j] = d.Seconds() * 1000
 		}
 		cost := (with - without).Seconds() * 1000 / float64(crashes)
 		perCrash = append(perCrash, cost)
+		stall = append(stall, spreadOf(ms).median)
 		withRate = append(withRate, float64(n)/with.Seconds())
 		withoutRate = append(withoutRate, float64(n)/without.Seconds())
-		fmt.Printf("crash pair %d/%d: %d crashes, with %v, without %v, %.2f ms per crash\n", i+1, *pairs, crashes,
-			with.Round(time.Millisecond), without.Round(time.Millisecond), cost)
+		fmt.Printf("crash pair %d/%d: %d crashes, with %v, without %v, %.2f ms per crash, stall median %.2f ms\n", i+1, *pairs, crashes,
+			with.Round(time.Millisecond), without.Round(time.Millisecond), cost, spreadOf(ms).median)
 	}
-	t.add("ms per crash", perCrash)
+	t.add("stall per crash, ms (median in the run)", stall)
+	t.add("run time per crash, ms", perCrash)
 	t.add("with crashes, intents/s", withRate)
 	t.add("without, intents/s", withoutRate)
 	t.print(os.Stdout)
 	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(spreadOf(stall).median, "ms/stall")
 	b.ReportMetric(spreadOf(perCrash).median, "ms/crash")
 }
