@@ -20,6 +20,7 @@ STRATEGY_INTENTS ?= 5000
 STRATEGY_ROUNDS ?= 3
 # make bench-scale SCALE_SIZES=10000,100000 skips the 1M run (about 6 minutes and 0.9 GiB peak RSS with three variants, as measured in the README)
 SCALE_SIZES ?= 10000,100000,1000000
+SCALE_BROKERS ?= kafka,mqtt,rabbitmq
 
 .PHONY: help build test race lint bench bench-strategies bench-scale demo schema compose-check repeat quorum-evidence qos2-evidence
 
@@ -59,8 +60,8 @@ bench-strategies: ## each strategy's intents/s on SQLite and PostgreSQL, through
 	$(GO) test -run '^$$' -bench Strategies -benchtime 1x -timeout 60m ./bench/ \
 		-args -bench.intents=$(STRATEGY_INTENTS) -bench.pairs=$(STRATEGY_ROUNDS) -bench.postgres=$(BENCH_POSTGRES)
 
-bench-scale: ## wall time and peak RSS of the dqbench binary at 10k, 100k, 1M intents, 1 and 3 variants
-	$(GO) run ./bench/scale -sizes $(SCALE_SIZES)
+bench-scale: ## wall time and peak RSS of the dqbench binary at 10k, 100k, 1M intents: embedded Kafka with 1 and 3 variants, embedded MQTT and the local RabbitMQ with 1 (SCALE_BROKERS=kafka for Kafka only)
+	$(GO) run ./bench/scale -sizes $(SCALE_SIZES) -brokers $(SCALE_BROKERS)
 
 demo: ## run the built-in scenarios on the embedded broker (the strategy ones need Redis)
 	$(GO) run . run $$($(GO) run . list | cut -d" " -f1)

@@ -21,8 +21,12 @@ type flow struct {
 	// handling.
 	progressed atomic.Int64
 	inflight   atomic.Int64
-	mu         sync.Mutex
-	done       []uint8 // by intent: doneAck, doneEffect
+	// acked counts intents acked for the first time; ackedCh gets a
+	// signal each time (producer.max_lag waits on it).
+	acked   atomic.Int64
+	ackedCh chan struct{}
+	mu      sync.Mutex
+	done    []uint8 // by intent: doneAck, doneEffect
 }
 
 const (
@@ -31,7 +35,10 @@ const (
 )
 
 // init readies f for intents 1..messages.
-func (f *flow) init(messages int) { f.done = make([]uint8, messages+1) }
+func (f *flow) init(messages int) {
+	f.done = make([]uint8, messages+1)
+	f.ackedCh = make(chan struct{}, 1)
+}
 
 // reached notes that intent reached an ack or an effect; the first time
 // it does counts as progress.
@@ -45,6 +52,13 @@ func (f *flow) reached(intent int, what uint8) {
 	f.mu.Unlock()
 	if first {
 		f.progressed.Add(1)
+		if what == doneAck {
+			f.acked.Add(1)
+			select {
+			case f.ackedCh <- struct{}{}:
+			default:
+			}
+		}
 	}
 }
 

@@ -27,3 +27,48 @@ func TestPacer(t *testing.T) {
 		t.Error("an ended run: wait said go on")
 	}
 }
+
+// TestLagLimit: the producer waits while max intents are published and not
+// acked, goes on at the first ack that brings it under, goes on after the
+// idle period when no ack comes (counting the outstanding ones given up),
+// and stops when the run ends.
+func TestLagLimit(t *testing.T) {
+	ctx := context.Background()
+	var f flow
+	f.init(100)
+	l := lagLimit{max: 3, idle: time.Hour, f: &f}
+	for i := 1; i <= 3; i++ {
+		if !l.wait(ctx, i) {
+			t.Fatalf("intent %d: wait said the run ended", i)
+		}
+	}
+	done := make(chan bool)
+	go func() { done <- l.wait(ctx, 4) }()
+	select {
+	case <-done:
+		t.Fatal("intent 4 went out with 3 intents outstanding and max_lag 3")
+	case <-time.After(20 * time.Millisecond):
+	}
+	f.reached(2, doneEffect) // an effect is not an ack
+	f.reached(2, doneAck)
+	if !<-done {
+		t.Fatal("intent 4: wait said the run ended")
+	}
+	f.reached(2, doneAck) // a second ack of the same intent does not count
+	if got := f.acked.Load(); got != 1 {
+		t.Errorf("acked = %d after two acks of one intent, want 1", got)
+	}
+
+	stalled := lagLimit{max: 2, idle: 10 * time.Millisecond, f: &f} // 1 acked of 4
+	if !stalled.wait(ctx, 5) {
+		t.Fatal("stalled: wait said the run ended")
+	}
+	if stalled.givenUp != 3 {
+		t.Errorf("given up %d after the idle period with 3 outstanding, want 3", stalled.givenUp)
+	}
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	if (&lagLimit{max: 1, idle: time.Hour, f: &f}).wait(ended, 50) {
+		t.Error("an ended run: wait said go on")
+	}
+}

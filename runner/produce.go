@@ -41,9 +41,10 @@ func (r *variantRun) produce(ctx context.Context, dest brokers.Destination, prod
 	policy := retryPolicy{retries: prod.RetryCount(), timeout: prod.ConfirmTimeout.D()}
 	var wg sync.WaitGroup
 	pace := newPacer(prod.Rate)
+	lag := lagLimit{max: int64(prod.MaxLag), idle: r.s.Drain.D(), f: &r.flow}
 publish:
 	for intent := 1; intent <= r.s.Messages; intent++ {
-		if !pace.wait(ctx, intent) {
+		if !pace.wait(ctx, intent) || !lag.wait(ctx, intent) {
 			break publish
 		}
 		select {
@@ -189,5 +190,48 @@ func (p pacer) wait(ctx context.Context, intent int) bool {
 		return true
 	case <-ctx.Done():
 		return false
+	}
+}
+
+// lagLimit holds the producer to producer.max_lag intents published and
+// not yet acked: intent i goes out once fewer than max are outstanding.
+// Intents that never get an ack (lost, refused, stuck) would hold it for
+// good, so when none is acked for idle (the drain period) it counts what
+// is outstanding as given up and goes on.
+type lagLimit struct {
+	max     int64 // 0: no limit
+	idle    time.Duration
+	f       *flow
+	givenUp int64
+}
+
+// wait waits until intent may go out; false when ctx ended first.
+func (l *lagLimit) wait(ctx context.Context, intent int) bool {
+	if l.max == 0 {
+		return ctx.Err() == nil
+	}
+	var stall *time.Timer
+	defer func() {
+		if stall != nil {
+			stall.Stop()
+		}
+	}()
+	for {
+		out := int64(intent-1) - l.f.acked.Load() - l.givenUp
+		if out < l.max {
+			return ctx.Err() == nil
+		}
+		if stall == nil {
+			stall = time.NewTimer(l.idle)
+		}
+		select {
+		case <-l.f.ackedCh:
+			stall.Reset(l.idle) // no stale tick since Go 1.23
+		case <-stall.C:
+			l.givenUp += out
+			stall = nil
+		case <-ctx.Done():
+			return false
+		}
 	}
 }

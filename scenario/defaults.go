@@ -154,6 +154,7 @@ func (s *Scenario) ProducerFor(v Variant) Producer {
 		setIfNonZero(&p.Acks, o.Acks)
 		setIfNonZero(&p.Window, o.Window)
 		setIfNonZero(&p.Rate, o.Rate)
+		setIfNonZero(&p.MaxLag, o.MaxLag)
 		if o.Retries != nil {
 			p.Retries = new(*o.Retries)
 		}

@@ -697,6 +697,7 @@ func TestBounds(t *testing.T) {
 		{"broker: {kind: kafka, partitions: %d}\n", 1000, "broker.partitions"}, // catalog.KafkaSettings' maximum
 		{"producer: {window: %d}\n", MaxWindow, "producer.window"},
 		{"producer: {rate: %d}\n", MaxRate, "producer.rate"},
+		{"producer: {max_lag: %d}\n", MaxMessages, "producer.max_lag"},
 		{"consumer: {instances: %d}\n", MaxInstances, "consumer.instances"},
 		{"consumer: {prefetch: %d}\n", MaxPrefetch, "consumer.prefetch"},
 		{"messages: 10000000\nfaults: [{type: produce-response-lost, every: %d}]\n", MaxEvery, "faults[0].every"},

@@ -297,6 +297,7 @@ func (c *checker) producer(path string, p *Producer) {
 	}
 	c.inRange(path+".window", p.Window, MaxWindow)
 	c.inRange(path+".rate", p.Rate, MaxRate)
+	c.inRange(path+".max_lag", p.MaxLag, MaxMessages)
 	if p.Retries != nil && c.d.Has(path+".retries") {
 		if err := checkRange(*p.Retries, 0, MaxRetries); err != nil {
 			c.errorf(path+".retries", "%s.retries: %v", path, err)

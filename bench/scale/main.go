@@ -1,13 +1,19 @@
 // Command scale measures how the dqbench binary scales with the number of
-// intents: it writes no-fault scenarios on the embedded broker for each size,
-// with one dedup-table variant and with three variants (none, dedup-table,
-// dedup-table-split), runs "dqbench run FILE -o json" on each as a child
-// process, checks that every variant lost nothing and applied every effect
-// once, and prints wall time and the child's peak RSS, then how time grew
-// from one size to the next.
+// intents: it writes no-fault scenarios for each broker and size, runs
+// "dqbench run FILE -o json" on each as a child process, checks that every
+// variant lost nothing and applied every effect once, and prints wall time
+// and the child's peak RSS, then how time grew from one size to the next.
+//
+// On embedded Kafka it runs one dedup-table variant and three variants
+// (none, dedup-table, dedup-table-split); on embedded MQTT (mochi-mqtt, QoS
+// 1, persistent session) and on the local RabbitMQ (a classic queue) one
+// dedup-table variant. The MQTT runs set producer.max_lag 4096: mochi-mqtt
+// keeps at most 8,192 unacknowledged messages per session and drops the
+// rest, so a producer faster than the consumer would lose intents to that
+// limit (which is what the run would then report).
 //
 //	go run ./bench/scale                                  # 10k, 100k, 1M ("make bench-scale")
-//	go run ./bench/scale -sizes 10000,100000 -bin ./dqbench
+//	go run ./bench/scale -sizes 10000,100000 -brokers kafka -bin ./dqbench
 package main
 
 import (
@@ -34,15 +40,32 @@ var sets = map[string][]string{
 	"three": {"none", "dedup-table", "dedup-table-split"},
 }
 
+// brokerYAML is each broker's part of the scenario, and setsFor the
+// variant sets it runs.
+var (
+	brokerYAML = map[string]string{
+		"kafka": `broker: {kind: kafka, mode: embedded}
+producer: {idempotent: true, acks: all, window: 256}
+consumer: {instances: 1, ack: after-process, prefetch: 100}
+`,
+		"mqtt": `broker: {kind: mqtt, mode: embedded, qos: 1, subscription_qos: 1, clean_session: false}
+producer: {window: 256, max_lag: 4096}
+consumer: {instances: 1, ack: after-process}
+`,
+		"rabbitmq": `broker: {kind: rabbitmq, queue_type: classic}
+producer: {window: 256}
+consumer: {instances: 1, ack: after-process, prefetch: 100}
+`,
+	}
+	brokerNames = []string{"kafka", "mqtt", "rabbitmq"}
+)
+
 const scenarioYAML = `version: 1
-name: scale-%s-%d
+name: scale-%s-%s-%d
 messages: %d
 deadline: 60m
 drain: 30s
-broker: {kind: kafka, mode: embedded}
-producer: {idempotent: true, acks: all, window: 256}
-consumer: {instances: 1, ack: after-process, prefetch: 100}
-variants:
+%svariants:
 %s`
 
 func main() {
@@ -53,9 +76,10 @@ func main() {
 }
 
 type options struct {
-	sizes []int
-	sets  []string
-	bin   string
+	sizes   []int
+	sets    []string
+	brokers []string
+	bin     string
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -63,6 +87,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	sizes := fs.String("sizes", "10000,100000,1000000", "comma-separated intents per variant")
 	setNames := fs.String("sets", "one,three", `comma-separated variant sets: "one" (dedup-table), "three" (none, dedup-table, dedup-table-split)`)
+	brokerList := fs.String("brokers", "kafka,mqtt,rabbitmq", "comma-separated brokers: kafka (embedded, every set), mqtt (embedded, the set \"one\"), rabbitmq (the local one at 127.0.0.1:5672, the set \"one\")")
 	bin := fs.String("bin", "", "path to the dqbench binary (default: go build it into a temporary directory)")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
@@ -82,11 +107,19 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		}
 		o.sets = append(o.sets, s)
 	}
+	for _, b := range strings.Split(*brokerList, ",") {
+		b = strings.TrimSpace(b)
+		if _, ok := brokerYAML[b]; !ok {
+			return o, fmt.Errorf(`-brokers: unknown broker %q (allowed: %s)`, b, strings.Join(brokerNames, ", "))
+		}
+		o.brokers = append(o.brokers, b)
+	}
 	return o, nil
 }
 
 // result is one child run.
 type result struct {
+	broker   string
 	set      string
 	n        int
 	wall     time.Duration // the child process, start to exit
@@ -117,20 +150,22 @@ func run(args []string, stdout, stderr io.Writer) error {
 
 	var results []result
 	failed := false
-	for _, n := range o.sizes {
-		for _, set := range o.sets {
-			r, err := runOne(o.bin, dir, set, n)
-			if err != nil {
-				return err
+	for _, b := range o.brokers {
+		for _, n := range o.sizes {
+			for _, set := range setsFor(b, o.sets) {
+				r, err := runOne(o.bin, dir, b, set, n)
+				if err != nil {
+					return err
+				}
+				results = append(results, r)
+				status := "ok"
+				if len(r.problems) > 0 {
+					status = "ERROR: " + strings.Join(r.problems, "; ")
+					failed = true
+				}
+				fmt.Fprintf(stdout, "%s %s, %d intents: wall %v, run %v, peak RSS %.0f MiB: %s\n",
+					b, set, n, r.wall.Round(time.Millisecond), r.runTime.Round(time.Millisecond), float64(r.maxRSS)/1024, status)
 			}
-			results = append(results, r)
-			status := "ok"
-			if len(r.problems) > 0 {
-				status = "ERROR: " + strings.Join(r.problems, "; ")
-				failed = true
-			}
-			fmt.Fprintf(stdout, "%s, %d intents: wall %v, run %v, peak RSS %.0f MiB: %s\n",
-				set, n, r.wall.Round(time.Millisecond), r.runTime.Round(time.Millisecond), float64(r.maxRSS)/1024, status)
 		}
 	}
 	printTable(stdout, results, o)
@@ -140,14 +175,29 @@ func run(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// runOne writes the scenario for set and n, runs it, and checks the counts.
-func runOne(bin, dir, set string, n int) (result, error) {
+// setsFor is the variant sets broker runs: every set asked for on Kafka,
+// only "one" (when asked for) on the others.
+func setsFor(broker string, sets []string) []string {
+	if broker == "kafka" {
+		return sets
+	}
+	for _, s := range sets {
+		if s == "one" {
+			return []string{"one"}
+		}
+	}
+	return nil
+}
+
+// runOne writes the scenario for broker, set and n, runs it, and checks the
+// counts.
+func runOne(bin, dir, broker, set string, n int) (result, error) {
 	var variants strings.Builder
 	for _, v := range sets[set] {
 		fmt.Fprintf(&variants, "  - {name: %s, strategy: %s}\n", v, v)
 	}
-	file := filepath.Join(dir, fmt.Sprintf("scale-%s-%d.yaml", set, n))
-	yaml := fmt.Sprintf(scenarioYAML, set, n, n, variants.String())
+	file := filepath.Join(dir, fmt.Sprintf("scale-%s-%s-%d.yaml", broker, set, n))
+	yaml := fmt.Sprintf(scenarioYAML, broker, set, n, n, brokerYAML[broker], variants.String())
 	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
 		return result{}, err
 	}
@@ -157,7 +207,7 @@ func runOne(bin, dir, set string, n int) (result, error) {
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	start := time.Now()
 	err := cmd.Run()
-	r := result{set: set, n: n, wall: time.Since(start)}
+	r := result{broker: broker, set: set, n: n, wall: time.Since(start)}
 	if cmd.ProcessState == nil {
 		return r, fmt.Errorf("start %s: %w", bin, err)
 	}
@@ -212,30 +262,32 @@ func maxRSSKiB(ps *os.ProcessState) int64 {
 func printTable(w io.Writer, results []result, o options) {
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "variants\tintents\twall\trun\tintents/s\tpeak RSS MiB\tcheck")
+	fmt.Fprintln(tw, "broker\tvariants\tintents\twall\trun\tintents/s\tpeak RSS MiB\tcheck")
 	for _, r := range results {
 		check := "ok"
 		if len(r.problems) > 0 {
 			check = "ERROR"
 		}
 		total := r.n * len(sets[r.set])
-		fmt.Fprintf(tw, "%s\t%d\t%.1fs\t%.1fs\t%.0f\t%.0f\t%s\n", strings.Join(sets[r.set], ","), r.n,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1fs\t%.1fs\t%.0f\t%.0f\t%s\n", r.broker, strings.Join(sets[r.set], ","), r.n,
 			r.wall.Seconds(), r.runTime.Seconds(), float64(total)/r.wall.Seconds(), float64(r.maxRSS)/1024, check)
 	}
 	tw.Flush()
 	// How wall time grew from each size to the next (linear: the size ratio).
-	for _, set := range o.sets {
-		var prev *result
-		for i := range results {
-			r := &results[i]
-			if r.set != set {
-				continue
+	for _, b := range o.brokers {
+		for _, set := range setsFor(b, o.sets) {
+			var prev *result
+			for i := range results {
+				r := &results[i]
+				if r.broker != b || r.set != set {
+					continue
+				}
+				if prev != nil {
+					fmt.Fprintf(w, "%s %s: time(%s)/time(%s) = %.2f (intents x%.0f; peak RSS x%.2f)\n", b, set, short(r.n), short(prev.n),
+						r.wall.Seconds()/prev.wall.Seconds(), float64(r.n)/float64(prev.n), float64(r.maxRSS)/float64(prev.maxRSS))
+				}
+				prev = r
 			}
-			if prev != nil {
-				fmt.Fprintf(w, "%s: time(%s)/time(%s) = %.2f (intents x%.0f; peak RSS x%.2f)\n", set, short(r.n), short(prev.n),
-					r.wall.Seconds()/prev.wall.Seconds(), float64(r.n)/float64(prev.n), float64(r.maxRSS)/float64(prev.maxRSS))
-			}
-			prev = r
 		}
 	}
 }
