@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"iter"
+	"strings"
 	"time"
 
 	"github.com/dqbench/dqbench/history"
@@ -108,6 +109,9 @@ type tally struct {
 	fired   map[string]int
 	armed   []string
 	crashes int
+	// leases counts the instances that stalled past their lease
+	// (consumer-zombie) and were replaced while still holding deliveries.
+	leases int
 	// ackUnconfirmed: acks the broker did not confirm in time (a double
 	// ack), each sent again by the consumer.
 	ackUnconfirmed int
@@ -244,7 +248,11 @@ func (t *tally) add(e *history.Event) {
 			t.killed = append(t.killed, e.PID)
 		}
 	case history.Crash:
-		t.crashes++
+		if strings.HasPrefix(e.Reason, history.LeaseLost) {
+			t.leases++
+		} else {
+			t.crashes++
+		}
 	case history.AckUnconfirmed:
 		t.ackUnconfirmed++
 	case history.Drain:
@@ -324,6 +332,9 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	notes = append(notes, t.stage.notes()...)
 	if t.crashes > 0 {
 		notes = append(notes, fmt.Sprintf("%d consumer crashes, each followed by a replacement; the broker redelivers whatever a crashed consumer had not acked", t.crashes))
+	}
+	if t.leases > 0 {
+		notes = append(notes, fmt.Sprintf("%d consumer instances stalled past their lease (a session timeout, a max.poll.interval, a consumer_timeout) and were replaced while still holding a delivery: the broker gave it to another instance, and the stalled one finished it without being able to ack", t.leases))
 	}
 	if t.ackUnconfirmed > 0 {
 		notes = append(notes, fmt.Sprintf("%d acks were not confirmed by the broker in time (a double ack: the consumer waits for the broker's answer); the consumer knew, and acked again", t.ackUnconfirmed))

@@ -198,6 +198,11 @@ func Read(r io.Reader) ([]Event, error) {
 // is not an event, or an event that cannot have happened.
 var ErrMalformed = errors.New("malformed history")
 
+// LeaseLost begins the Reason of a crash event whose instance stalled past
+// its lease (consumer-zombie) rather than died: the broker gave its
+// deliveries to another instance while it still held them.
+const LeaseLost = "lease lost"
+
 // Scan reads JSON lines one event at a time; it stops at the first error,
 // which names the line and wraps ErrMalformed when the file is at fault.
 func Scan(r io.Reader) iter.Seq2[Event, error] { return ScanRun(r, 0) }

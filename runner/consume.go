@@ -224,6 +224,9 @@ func (r *variantRun) deliver(ctx context.Context, c *recording.Consumer, d broke
 	if err := r.at(ctx, h, catalog.AfterEffectBeforeAck); err != nil {
 		return err
 	}
+	if h.zombie {
+		return errZombie // it lost its lease here: it cannot ack
+	}
 	if err := r.settle(ctx, h); err != nil || !h.overran {
 		return err
 	}
@@ -409,7 +412,7 @@ func (z *zombies) pass(p catalog.CrashPoint, intent int) {
 func (r *variantRun) stall(ctx context.Context, c *recording.Consumer, p catalog.CrashPoint, d brokers.Delivery) {
 	k := passKey{p, d.Intent}
 	ch := r.zombies.wait(k)
-	c.Abandon(fmt.Sprintf("lease lost: stalled at %s past its session timeout; another instance took over", p))
+	c.Abandon(fmt.Sprintf("%s: stalled at %s past its session timeout; another instance took over", history.LeaseLost, p))
 	r.startSlot()
 	select {
 	case <-ch:

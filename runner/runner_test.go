@@ -355,3 +355,48 @@ variants:
 		t.Fatalf("want a judged, failed result with what was published; got %+v", res)
 	}
 }
+
+// TestZombieEndsItsInstance: an instance that stalls past its lease after
+// its effect (consumer-zombie at after-effect-before-ack) finishes without
+// acking and ends; its replacement is the only new instance. So the history
+// has one crash per fault and one start per instance plus one per fault,
+// and each zombie's intent applies twice with strategy none.
+func TestZombieEndsItsInstance(t *testing.T) {
+	s := parse(t, `
+version: 1
+name: zombie-after-effect
+messages: 400
+broker: {kind: kafka, partitions: 4}
+consumer: {instances: 2}
+faults:
+  - {type: consumer-zombie, at: after-effect-before-ack, every: 100}
+variants:
+  - {name: none, strategy: none}
+`)
+	res, err := runJudged(t, context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := res.Run.Variants[0]
+	if v.FaultsInjected != 4 || v.Duplicates != 4 || v.Lost != 0 {
+		t.Errorf("want 4 faults, 4 duplicates, 0 lost; got %+v", v.Counts)
+	}
+	starts, crashes := 0, 0
+	for e, err := range history.Scan(bytes.NewReader(res.History)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch e.Type {
+		case history.Start:
+			starts++
+		case history.Crash:
+			crashes++
+			if !strings.HasPrefix(e.Reason, history.LeaseLost) {
+				t.Errorf("crash of instance %d: %q, want only lost leases", e.Consumer, e.Reason)
+			}
+		}
+	}
+	if starts != 2+4 || crashes != 4 {
+		t.Errorf("%d instances started and %d crashed, want 6 and 4", starts, crashes)
+	}
+}
