@@ -54,6 +54,7 @@ var lessons = []lesson{
 		{"kafka-transactions", 1.2},
 		{"kafka-eos-to-database", 2.7},
 		{"kafka-rebalance", 4.7},
+		{"kafka-consumer-evicted", 1.5},
 		{"kafka-leader-move", 2.1},
 	}},
 	{"RabbitMQ: acks, confirms, the network, queue limits, a cluster", []timed{
