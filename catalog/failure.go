@@ -13,10 +13,17 @@ const (
 	// FailReject refuses it for good (basic.reject without requeue): the
 	// broker dead-letters it at once.
 	FailReject FailureMode = "reject"
+	// FailRetryInProcess runs the processing again at once, in the
+	// consumer, without handing the delivery back: any broker.
+	FailRetryInProcess FailureMode = "retry-in-process"
 )
 
 // FailureModes lists the failure modes.
-var FailureModes = []FailureMode{FailRequeue, FailReject}
+var FailureModes = []FailureMode{FailRequeue, FailReject, FailRetryInProcess}
+
+// HandsBack reports whether the mode hands the delivery back to the broker
+// (which needs a broker that takes it: Broker.DeadLetter).
+func (m FailureMode) HandsBack() bool { return m != FailRetryInProcess }
 
 // Allowed lists the valid values, for strict decoding and the schema.
 func (FailureMode) Allowed() []string { return Strings(FailureModes) }

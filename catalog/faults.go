@@ -238,6 +238,7 @@ var Faults = []Fault{
 		Available: mqttEmbedded,
 	},
 	slowProcessing,
+	failOnce,
 }
 
 // leaderFailoverWhere: leader-failover stops a node of a local cluster
@@ -326,6 +327,9 @@ func DefaultFaultName(t FaultType, params any) string {
 		return fmt.Sprintf("%s@%s", t, p.At)
 	}
 	if p, ok := params.(*SlowProcessingParams); ok && p.At != "" {
+		return fmt.Sprintf("%s@%s", t, p.At)
+	}
+	if p, ok := params.(*FailOnceParams); ok && p.At != "" {
 		return fmt.Sprintf("%s@%s", t, p.At)
 	}
 	if p, ok := params.(*ConsumerKillParams); ok && p.At != "" {

@@ -71,7 +71,7 @@ func (p RabbitMQProducer) With(o RabbitMQProducer) RabbitMQProducer {
 // happens to a delivery whose processing failed (poison-message). An
 // empty OnFailure is requeue.
 type RabbitMQConsumer struct {
-	OnFailure     FailureMode `yaml:"on_failure" json:"on_failure,omitempty" jsonschema:"description=What the consumer does with a delivery whose processing failed (poison-message): requeue (basic.nack with requeue\\, default: a transient failure; it comes back) or reject (basic.reject: a permanent one; the broker dead-letters it). rabbitmq only."`
+	OnFailure     FailureMode `yaml:"on_failure" json:"on_failure,omitempty" jsonschema:"description=What the consumer does with a delivery whose processing failed (poison-message\\, fail-once): requeue (basic.nack with requeue\\, the default where the broker takes deliveries back: a transient failure; it comes back) or reject (basic.reject: a permanent one; the broker dead-letters it)\\, on rabbitmq and nats; or retry-in-process (the consumer runs the processing again at once\\, without the broker; the default elsewhere)\\, on every broker."`
 	DeliveryLimit int         `yaml:"delivery_limit" json:"delivery_limit,omitempty" jsonschema:"minimum=0,maximum=1000,description=The queue dead-letters a message once it has been delivered this many times without an ack (RabbitMQ quorum queues: x-delivery-limit); 0 (default): no limit. rabbitmq with queue_type quorum only."`
 }
 

@@ -28,14 +28,14 @@ var (
 
 // facts is everything the history and audit say about one intent.
 type facts struct {
-	flags      uint16
+	flags      uint32
 	deliveries uint16 // saturating
 	applied    int32  // ledger rows, from the audit
 	pos        uint64 // hash of the first delivered position, 0 if none
 }
 
 const (
-	published uint16 = 1 << iota
+	published uint32 = 1 << iota
 	confirmed
 	flagged        // a delivery was flagged as redelivered
 	skipped        // the strategy skipped a delivery as a duplicate
@@ -51,9 +51,10 @@ const (
 	acked          // the consumer acked a delivery of it
 	afterAck       // delivered again after the consumer had acked it
 	faultNamed     // a fault event named it (an ack-lost: the ack was lost on purpose)
+	cutFirst       // a consumer fault cut its first delivery's processing at a crash point (fail-once retried in process: a skip on that same delivery found its own marker)
 )
 
-func (f *facts) has(flag uint16) bool { return f.flags&flag != 0 }
+func (f *facts) has(flag uint32) bool { return f.flags&flag != 0 }
 
 // ackedAgain: the broker delivered the intent again after the consumer
 // had acked it, and no fault was aimed at it (an ack-lost fault loses the
@@ -232,6 +233,9 @@ func (t *tally) add(e *history.Event) {
 		t.addFaultReason(e)
 		if e.Intent != 0 {
 			t.get(e.Intent).flags |= faultNamed
+			if e.Consumer > 0 && e.Attempt == 1 && e.Point != "" {
+				t.get(e.Intent).flags |= cutFirst
+			}
 		}
 		if e.Point == "PUBREC/subscriber" && e.Intent > 0 {
 			if t.recLost == nil {

@@ -112,7 +112,7 @@ func (f *facts) lossCause() Cause {
 		return LostUnconfirmed
 	case f.deliveries == 0:
 		return LostUndelivered
-	case f.has(skippedFirst):
+	case f.has(skippedFirst) && !f.has(cutFirst):
 		return LostIDShared
 	case f.has(skipped):
 		return LostSkipped

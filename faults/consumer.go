@@ -54,6 +54,9 @@ const (
 	Partition
 	// Fail: processing the delivery fails; hand it back to the broker.
 	Fail
+	// FailTransient: processing the delivery fails this time (fail-once);
+	// the consumer hands it back or retries, as on_failure says.
+	FailTransient
 	// Overrun: the instance holds the delivery past the broker's ack
 	// deadline, connected (another instance starts and takes the
 	// redelivery), for For at most; then it finishes the delivery, acks
@@ -111,6 +114,9 @@ type consumerFault struct {
 	// event's reason. It runs on the consumer's goroutine, and ctx ends
 	// with the run.
 	act func(ctx context.Context, d brokers.Delivery) (Action, string)
+	// atPoint: the fault event names the point, as a crash step's does
+	// (fail-once, which may act at any crash point).
+	atPoint bool
 }
 
 func (c *Consumer) add(p catalog.CrashPoint, cf consumerFault) {
@@ -145,6 +151,25 @@ func (c *Consumer) At(ctx context.Context, p catalog.CrashPoint, d brokers.Deliv
 	}
 }
 
+// Again asks the fail step's faults at p once more, for a delivery whose
+// processing the consumer retries in process (on_failure:
+// retry-in-process) after one of them failed it there; the faults of the
+// steps before (a crash, a reset, latency) decided already and do not act
+// again.
+func (c *Consumer) Again(ctx context.Context, p catalog.CrashPoint, d brokers.Delivery, consumer int) iter.Seq[Action] {
+	return func(yield func(Action) bool) {
+		var fails []consumerFault
+		for _, cf := range c.at[p] {
+			if cf.step == failStep {
+				fails = append(fails, cf)
+			}
+		}
+		if len(fails) > 0 {
+			c.stepAt(ctx, p, failStep, fails, d, consumer, yield)
+		}
+	}
+}
+
 // stepAt runs one step of At: the first of its faults that fires, if any.
 // It reports false when the loop stopped asking.
 func (c *Consumer) stepAt(ctx context.Context, p catalog.CrashPoint, s step, faults []consumerFault, d brokers.Delivery, consumer int, yield func(Action) bool) bool {
@@ -158,6 +183,8 @@ func (c *Consumer) stepAt(ctx context.Context, p catalog.CrashPoint, s step, fau
 		if !yield(Action{Kind: SyncAcks, Power: brokers.SyncAcks{}}) {
 			return false
 		}
+	}
+	if s == crashStep || cf.atPoint {
 		e.Point = string(p)
 	}
 	a, reason := cf.act(ctx, d)

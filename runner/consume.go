@@ -209,20 +209,36 @@ func (r *variantRun) deliver(ctx context.Context, c *recording.Consumer, d broke
 			return err
 		}
 	}
-	if err := r.at(ctx, h, catalog.BeforeProcess); err != nil {
+	err := r.at(ctx, h, catalog.BeforeProcess)
+	for errors.Is(err, errRetry) {
+		err = r.again(ctx, h, catalog.BeforeProcess)
+	}
+	if errors.Is(err, errHandedBack) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for {
+		// A processing that fails (fail-once) with on_failure
+		// retry-in-process runs again from here: what it wrote stays.
+		err := r.process(ctx, h)
+		if err == nil && h.zombie {
+			return errZombie // it cannot ack: its connection is gone
+		}
+		if err == nil {
+			err = r.at(ctx, h, catalog.AfterEffectBeforeAck)
+		}
+		if errors.Is(err, errRetry) {
+			continue
+		}
 		if errors.Is(err, errHandedBack) {
 			return nil
 		}
-		return err
-	}
-	if err := r.process(ctx, h); err != nil {
-		return err
-	}
-	if h.zombie {
-		return errZombie // it cannot ack: its connection is gone
-	}
-	if err := r.at(ctx, h, catalog.AfterEffectBeforeAck); err != nil {
-		return err
+		if err != nil {
+			return err
+		}
+		break
 	}
 	if h.zombie {
 		return errZombie // it lost its lease here: it cannot ack
@@ -247,7 +263,7 @@ func (r *variantRun) process(ctx context.Context, h *delivery) error {
 	}
 	out, err := r.strat.Process(ctx, r.env, m, func(p catalog.CrashPoint) error { return r.at(ctx, h, p) })
 	if err != nil {
-		if errors.Is(err, errCrash) || ctx.Err() != nil && !errors.Is(err, store.ErrStalled) {
+		if errors.Is(err, errCrash) || errors.Is(err, errRetry) || errors.Is(err, errHandedBack) || ctx.Err() != nil && !errors.Is(err, store.ErrStalled) {
 			return err
 		}
 		// A store that stopped answering is why the run ends, even when
@@ -296,6 +312,17 @@ func (r *variantRun) at(ctx context.Context, h *delivery, p catalog.CrashPoint) 
 	return nil
 }
 
+// again asks the faults that failed the processing at p once more, for a
+// retry in process; errRetry when one fails it again.
+func (r *variantRun) again(ctx context.Context, h *delivery, p catalog.CrashPoint) error {
+	for a := range r.consumerFaults.Again(ctx, p, h.d, h.c.Gen()) {
+		if err := r.act(ctx, h, p, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // act performs one action a fault decided at point p.
 func (r *variantRun) act(ctx context.Context, h *delivery, p catalog.CrashPoint, a faults.Action) error {
 	switch a.Kind {
@@ -328,6 +355,8 @@ func (r *variantRun) act(ctx context.Context, h *delivery, p catalog.CrashPoint,
 			return err
 		}
 		return errHandedBack
+	case faults.FailTransient:
+		return r.failTransient(ctx, h)
 	case faults.Overrun:
 		h.overran = true
 		r.overrun(ctx, p, h.d, a.For)

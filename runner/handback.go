@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -19,6 +20,11 @@ import (
 // the queue's delivery_limit dead-letters it; rejected, the broker
 // dead-letters it at once. The runner reads the dead-letter queue and
 // records a dead-letter event for each message in it.
+//
+// A transient failure (fail-once) is only the fault event: the delivery is
+// handed back the same way, or, with on_failure retry-in-process,
+// processed again at once (errRetry); what the processing wrote before it
+// failed stays written either way.
 
 // fail handles a delivery whose processing failed (why: the effect
 // event's reason): it records the refused effect and hands the delivery
@@ -27,6 +33,43 @@ import (
 func (r *variantRun) fail(ctx context.Context, h *delivery, why string) error {
 	c, d := h.c, h.d
 	r.rec.Record(history.Event{Type: history.Effect, Intent: d.Intent, Attempt: d.Attempt, Consumer: c.Gen(), Rejected: true, Reason: why})
+	return r.giveBack(ctx, h)
+}
+
+// errRetry ends a processing that failed (fail-once) when the consumer
+// runs it again at once (on_failure: retry-in-process).
+var errRetry = errors.New("processing failed: retried in process")
+
+// failTransient handles a delivery whose processing failed this time
+// (fail-once) as the consumer's on_failure says: retried in process
+// (errRetry) or handed back (errHandedBack).
+func (r *variantRun) failTransient(ctx context.Context, h *delivery) error {
+	if r.onFailure() == catalog.FailRetryInProcess {
+		return errRetry
+	}
+	if err := r.giveBack(ctx, h); err != nil {
+		return err
+	}
+	return errHandedBack
+}
+
+// onFailure is the variant's on_failure: by default requeue where the
+// broker takes deliveries back, else retry-in-process.
+func (r *variantRun) onFailure() catalog.FailureMode {
+	if m := r.s.ConsumerFor(r.v).OnFailure; m != "" {
+		return m
+	}
+	if b, _ := catalog.LookupBroker(r.s.Broker.Kind); b.DeadLetter {
+		return catalog.FailRequeue
+	}
+	return catalog.FailRetryInProcess
+}
+
+// giveBack hands a delivery whose processing failed back to the broker, as
+// on_failure says. With the ack before processing the broker has
+// forgotten it already.
+func (r *variantRun) giveBack(ctx context.Context, h *delivery) error {
+	c, d := h.c, h.d
 	r.flow.reached(d.Intent, doneEffect)
 	if h.ackFirst {
 		r.flow.inflight.Add(-1)
@@ -35,7 +78,7 @@ func (r *variantRun) fail(ctx context.Context, h *delivery, why string) error {
 	if err := h.pending.wait(); err != nil {
 		return err
 	}
-	requeue := r.s.ConsumerFor(r.v).OnFailure != catalog.FailReject
+	requeue := r.onFailure() != catalog.FailReject
 	// Noted before the broker has it: the dead-letter reader may see the
 	// message before Nack returns.
 	r.handBack.note(d.Intent, requeue)

@@ -400,3 +400,35 @@ variants:
 		t.Errorf("%d instances started and %d crashed, want 6 and 4", starts, crashes)
 	}
 }
+
+// TestFailOnceRetriedInProcess: on Kafka a failed processing is retried in
+// the consumer (the default where the broker takes nothing back), with no
+// redelivery. A failure after the effect applies it again with none
+// (times: 2, so three times in all); dedup-table-split failing between its
+// dedup row and the effect skips the retry on the same delivery, which is
+// a loss by the skip (cause skipped), not an id shared with another intent.
+func TestFailOnceRetriedInProcess(t *testing.T) {
+	s := parse(t, `
+version: 1
+name: fail-once
+messages: 200
+broker: {kind: kafka}
+faults:
+  - {type: fail-once, at: after-effect-before-ack, times: 2, every: 50}
+  - {type: fail-once, at: between-dedup-and-effect, every: 50}
+variants:
+  - {name: none, strategy: none}
+  - {name: split, strategy: dedup-table-split}
+`)
+	res, err := runJudged(t, context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	none, split := res.Run.Variants[0], res.Run.Variants[1]
+	if none.Duplicates != 4 || none.Effects != 208 || none.Redelivered != 0 || none.FaultsInjected != 8 {
+		t.Errorf("none: want 4 duplicates, 208 effects, 0 redelivered, 8 faults; got %+v", none.Counts)
+	}
+	if split.Lost != 4 || split.LostByCause[string(check.LostSkipped)] != 4 || split.Duplicates != 0 {
+		t.Errorf("split: want 4 lost (skipped), 0 duplicates; got %+v, lost by %v", split.Counts, split.LostByCause)
+	}
+}

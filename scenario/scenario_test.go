@@ -139,11 +139,15 @@ var fixtures = []fixture{
 	}},
 	{"invalid/dead-letter-where-none.yaml", []string{
 		`5:19: consumer.delivery_limit: RabbitMQ counts deliveries only on quorum queues (x-delivery-limit); set queue_type: quorum on the broker, or in the variant's rabbitmq`,
-		`12:28: variants[0].consumer.on_failure: "drop" is not allowed (allowed: requeue, reject)`,
+		`12:28: variants[0].consumer.on_failure: "drop" is not allowed (allowed: requeue, reject, retry-in-process)`,
 	}},
 	{"invalid/poison-on-kafka.yaml", []string{
-		`5:15: consumer.on_failure: kafka cannot hand a failed delivery back; leave it out`,
+		`5:15: consumer.on_failure: kafka cannot hand a failed delivery back (reject); use retry-in-process or leave it out`,
 		`7:11: faults[0]: ack-lost cannot act here: it is injected inside the embedded MQTT broker (mochi-mqtt) or by dqbench's in-process toxiproxy in front of an external one; use broker kind: mqtt, mode: embedded or external; or broker kind: rabbitmq or nats (the AMQP or NATS toxic)`,
+	}},
+	{"invalid/retry-in-process-poison.yaml", []string{
+		`5:15: consumer.on_failure: retry-in-process with a poison-message fault (faults[0]) retries for ever: a poison message fails every time; use requeue with a delivery_limit, or reject`,
+		`11:12: faults[1].times: must be from 1 to 100, got 101`,
 	}},
 	{"invalid/max-length-on-kafka.yaml", []string{
 		`5:15: producer.max_length: kafka queues have no length limit here; leave it out`,

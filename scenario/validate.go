@@ -173,8 +173,15 @@ func (c *checker) deadLetter() {
 		if cs == nil {
 			return
 		}
-		if c.d.Has(path+".on_failure") && !kind.DeadLetter {
-			c.errorf(path+".on_failure", "%s.on_failure: %s cannot hand a failed delivery back; leave it out", path, kind.Kind)
+		if c.d.Has(path+".on_failure") && cs.OnFailure.HandsBack() && !kind.DeadLetter {
+			c.errorf(path+".on_failure", "%s.on_failure: %s cannot hand a failed delivery back (%s); use retry-in-process or leave it out", path, kind.Kind, cs.OnFailure)
+		}
+		if c.d.Has(path+".on_failure") && cs.OnFailure == catalog.FailRetryInProcess {
+			for i, f := range c.s.Faults {
+				if f.Type == catalog.PoisonMessage {
+					c.errorf(path+".on_failure", "%s.on_failure: retry-in-process with a poison-message fault (faults[%d]) retries for ever: a poison message fails every time; use requeue with a delivery_limit, or reject", path, i)
+				}
+			}
 		}
 		if cs.DeliveryLimit == 0 {
 			return

@@ -66,6 +66,7 @@ var lessons = []lesson{
 		{"rabbitmq-connection-reset", 1.7},
 		{"rabbitmq-partition", 3.3},
 		{"rabbitmq-poison-dlq", 2.4},
+		{"consumer-transient-failure", 6.4},
 		{"rabbitmq-max-length", 0.3},
 		{"rabbitmq-quorum-failover", 142.7},
 	}},
