@@ -22,7 +22,7 @@ import (
 // unless DQBENCH_REQUIRE_BROKERS=1.
 func TestRabbitMQBuiltins(t *testing.T) {
 	// Built-ins whose expectations count intents of their own message count.
-	ownMessages := map[string]bool{"rabbitmq-poison-dlq": true, "rabbitmq-max-length": true, "rabbitmq-partition": true}
+	ownMessages := map[string]bool{"rabbitmq-poison-dlq": true, "rabbitmq-max-length": true, "rabbitmq-partition": true, "consumer-transient-failure": true}
 	for _, tc := range []struct {
 		name string
 		want map[string]func(c map[string]int) bool
@@ -94,6 +94,21 @@ func TestRabbitMQBuiltins(t *testing.T) {
 				return c["rejected"] == 4 && c["dead_lettered"] == 4 && c["faults_injected"] == 4
 			},
 		}, false},
+		// A failure after a partial write, under each on_failure: one
+		// duplicate, loss or dead letter per failure, exactly.
+		{"consumer-transient-failure", map[string]func(map[string]int) bool{
+			"none-requeue": func(c map[string]int) bool {
+				return c["duplicates"] == 20 && c["redelivered"] == 20 && c["lost"] == 0
+			},
+			"none-retry-in-process": func(c map[string]int) bool {
+				return c["duplicates"] == 20 && c["redelivered"] == 0 && c["lost"] == 0
+			},
+			"dedup-table":       func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 && c["faults_injected"] == 20 },
+			"dedup-table-split": func(c map[string]int) bool { return c["lost"] == 20 && c["faults_injected"] == 40 },
+			"none-reject": func(c map[string]int) bool {
+				return c["dead_lettered"] == 20 && c["duplicates"] == 0 && c["lost"] == 0 && c["effects"] == 500
+			},
+		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if raceEnabled && (tc.name == "rabbitmq-confirm-lost" || tc.name == "rabbitmq-connection-reset" || tc.name == "rabbitmq-partition") {
