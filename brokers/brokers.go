@@ -191,6 +191,15 @@ type Nacker interface {
 	Nack(ctx context.Context, d Delivery, requeue bool) error
 }
 
+// BatchAcker is a consumer whose ack of a delivery also acks the
+// deliveries before it on the same partition (a Kafka offset commit): one
+// request can ack many.
+type BatchAcker interface {
+	// AckBatch acks ds (in the order delivered) in one request and
+	// returns once the broker has it.
+	AckBatch(ctx context.Context, ds []Delivery) error
+}
+
 // DeadLetterer is a destination whose broker moves refused and
 // over-delivered messages to a dead-letter queue; the runner reads that
 // queue and records a dead-letter event for each message there.

@@ -103,7 +103,9 @@ func TestRabbitMQBuiltins(t *testing.T) {
 			"none-retry-in-process": func(c map[string]int) bool {
 				return c["duplicates"] == 20 && c["redelivered"] == 0 && c["lost"] == 0
 			},
-			"dedup-table":       func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 && c["faults_injected"] == 20 },
+			"dedup-table": func(c map[string]int) bool {
+				return c["duplicates"] == 0 && c["lost"] == 0 && c["faults_injected"] == 20
+			},
 			"dedup-table-split": func(c map[string]int) bool { return c["lost"] == 20 && c["faults_injected"] == 40 },
 			"none-reject": func(c map[string]int) bool {
 				return c["dead_lettered"] == 20 && c["duplicates"] == 0 && c["lost"] == 0 && c["effects"] == 500

@@ -352,6 +352,16 @@ func (k *consumer) Ack(ctx context.Context, d brokers.Delivery) error {
 	return k.cl.CommitRecords(ctx, d.Handle.(*kgo.Record))
 }
 
+// AckBatch commits ds in one OffsetCommit: each partition's commit is the
+// offset after the last of ds on it (brokers.BatchAcker).
+func (k *consumer) AckBatch(ctx context.Context, ds []brokers.Delivery) error {
+	rs := make([]*kgo.Record, len(ds))
+	for i, d := range ds {
+		rs[i] = d.Handle.(*kgo.Record)
+	}
+	return k.cl.CommitRecords(ctx, rs...)
+}
+
 // Abandon closes the client without committing, as a process that dies and
 // is noticed at once by its supervisor: it leaves the group (so the
 // replacement gets the partitions without waiting out the session timeout)
