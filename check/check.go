@@ -28,10 +28,12 @@ var (
 
 // facts is everything the history and audit say about one intent.
 type facts struct {
-	flags      uint32
-	deliveries uint16 // saturating
-	applied    int32  // ledger rows, from the audit
-	pos        uint64 // hash of the first delivered position, 0 if none
+	pos          uint64        // hash of the first delivered position, 0 if none
+	firstDeliver time.Duration // offset of the first delivery
+	flags        uint32
+	applied      int32  // ledger rows, from the audit
+	pubSeq       uint32 // the first publish's place in the variant's history, 0 if none
+	deliveries   uint16 // saturating
 }
 
 const (
@@ -52,6 +54,8 @@ const (
 	afterAck       // delivered again after the consumer had acked it
 	faultNamed     // a fault event named it (an ack-lost: the ack was lost on purpose)
 	cutFirst       // a consumer fault cut its first delivery's processing at a crash point (fail-once retried in process: a skip on that same delivery found its own marker)
+	effected       // an effect event says the strategy applied it
+	outOfOrder     // its first effect came after the effect of an intent of its account published later
 )
 
 func (f *facts) has(flag uint32) bool { return f.flags&flag != 0 }
@@ -129,6 +133,15 @@ type tally struct {
 	unnamed      int
 	// lostBy counts the lost intents by cause, once counts has run.
 	lostBy map[Cause]int
+	// seq numbers the variant's events, for the order of publishes and
+	// effects; newest maps an account to the latest publish (pubSeq) of
+	// its intents whose effect has applied.
+	seq    uint32
+	newest map[int]uint32
+	// gap is the largest time between an intent's first and last
+	// delivery, gapIntent that intent.
+	gap       time.Duration
+	gapIntent int
 }
 
 // denseLimit bounds the slice of per-intent facts; intent ids past it (a
@@ -170,9 +183,16 @@ func (t *tally) each(fn func(id int, f *facts)) {
 var posSeed = maphash.MakeSeed()
 
 func (t *tally) add(e *history.Event) {
+	if t.seq < ^uint32(0) {
+		t.seq++
+	}
 	switch e.Type {
 	case history.Publish:
-		t.get(e.Intent).flags |= published
+		f := t.get(e.Intent)
+		f.flags |= published
+		if f.pubSeq == 0 {
+			f.pubSeq = t.seq
+		}
 	case history.Confirm:
 		t.get(e.Intent).flags |= confirmed
 	case history.PubFailed:
@@ -181,6 +201,11 @@ func (t *tally) add(e *history.Event) {
 		}
 	case history.Deliver:
 		f := t.get(e.Intent)
+		if f.deliveries == 0 {
+			f.firstDeliver = e.T
+		} else if gap := e.T - f.firstDeliver; gap > t.gap {
+			t.gap, t.gapIntent = gap, e.Intent
+		}
 		if f.deliveries < ^uint16(0) {
 			f.deliveries++
 		}
@@ -209,6 +234,8 @@ func (t *tally) add(e *history.Event) {
 		}
 	case history.Effect:
 		switch {
+		case e.Applied:
+			t.effected(e.Intent, t.get(e.Intent))
 		case e.Rejected:
 			t.get(e.Intent).flags |= rejected
 		case !e.Applied:
@@ -270,6 +297,27 @@ func (t *tally) add(e *history.Event) {
 	if t.stage != nil && e.Type == history.Deliver && e.Position != "" {
 		t.stage.delivered = append(t.stage.delivered, delivered{intent: e.Intent, pos: e.Position})
 	}
+}
+
+// effected notes an applied effect of intent f. Its first one is out of
+// order when an intent of the same account published after it has had
+// its effect applied already; a second one (a duplicate) is not judged.
+func (t *tally) effected(id int, f *facts) {
+	if f.has(effected) {
+		return
+	}
+	f.flags |= effected
+	if f.pubSeq == 0 {
+		return // never published: unexpected, with no place in the order
+	}
+	if t.newest == nil {
+		t.newest = map[int]uint32{}
+	}
+	a := history.Account(id)
+	if t.newest[a] > f.pubSeq {
+		f.flags |= outOfOrder
+	}
+	t.newest[a] = max(t.newest[a], f.pubSeq)
 }
 
 // Tally counts one variant's events (all for that variant) against its
@@ -348,6 +396,9 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	}
 	if ackedAgain > 0 {
 		notes = append(notes, fmt.Sprintf("%d of them were delivered again after the consumer had acked them (%s): %s", ackedAgain, DupAckedAgain, DupAckedAgain.Doc()))
+	}
+	if c.OutOfOrder > 0 {
+		notes = append(notes, fmt.Sprintf("%d intents had their effect applied after the effect of a later-published intent of the same account: the consumers applied the account's updates out of publication order (partitions read in parallel, a redelivery after the next update); a strategy that needs their order must refuse them (version-cas) or the producer must keep one account's updates on one partition", c.OutOfOrder))
 	}
 	if c.Rejected > 0 {
 		notes = append(notes, fmt.Sprintf("%d intents were refused by the consumer and never applied (an out-of-order version, an illegal state transition, a poison message that fails every time): refused and reported, not silently lost", c.Rejected))

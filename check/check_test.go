@@ -87,6 +87,30 @@ func TestTally(t *testing.T) {
 			want:   map[string]int{"attempted": 0, "effects": 0, "duplicates": 0, "lost": 0, "faults_injected": 0},
 		},
 		{
+			// Intents 1 and 17 update account 1, 2 account 2. 17 is
+			// applied before 1, which was published earlier: 1 is out of
+			// order. 2 comes after 17 too, but updates another account;
+			// 1's second application (a duplicate) is not judged again.
+			name: "an account's later update applied first",
+			events: join(published(1), published(2), published(17),
+				one(delivered(17, 3), effect(17, true), delivered(1, 1), effect(1, true), delivered(2, 2), effect(2, true),
+					delivered(1, 1), effect(1, true), drainEnd)),
+			audit: applied(map[int]int{1: 2, 2: 1, 17: 1}),
+			want:  map[string]int{"out_of_order": 1, "duplicates": 1, "lost": 0},
+			notes: []string{"1 intents had their effect applied more than once", "1 intents had their effect applied after the effect of a later-published intent of the same account"},
+		},
+		{
+			// Publication order is the first publish's place in the
+			// history, not the intent id; an intent skipped or never
+			// applied has no place in the effect order.
+			name: "effects in publication order, one skipped",
+			events: join(published(33), published(17), published(1),
+				one(delivered(33, 1), effect(33, true), delivered(17, 2), effect(17, false), delivered(1, 3), effect(1, true), drainEnd)),
+			audit: applied(map[int]int{33: 1, 1: 1}),
+			want:  map[string]int{"out_of_order": 0, "lost": 1},
+			notes: []string{"1 intents lost in the consumer (skipped)"},
+		},
+		{
 			name:   "clean run",
 			events: join(clean(1), clean(2), clean(3), one(drainEnd)),
 			audit:  applied(map[int]int{1: 1, 2: 1, 3: 1}),
