@@ -203,7 +203,7 @@ func (t *tally) add(e *history.Event) {
 		f := t.get(e.Intent)
 		if f.deliveries == 0 {
 			f.firstDeliver = e.T
-		} else if gap := e.T - f.firstDeliver; gap > t.gap {
+		} else if gap := e.T - f.firstDeliver; gap > t.gap || t.gapIntent == 0 {
 			t.gap, t.gapIntent = gap, e.Intent
 		}
 		if f.deliveries < ^uint16(0) {
@@ -496,7 +496,76 @@ type PlanVariant struct {
 	Strategy string
 	Expect   []Expect
 	Varies   []Varies
+	// Window is how long the variant's strategy remembers a message id
+	// (redis-setnx ttl, dedup-table retention), nil when it has no limit.
+	Window *Window
 }
+
+// Window is a dedup TTL or retention: a redelivery later than it after
+// the first delivery finds the marker gone.
+type Window struct {
+	Key string        `json:"key"` // the setting, e.g. "ttl"
+	D   time.Duration `json:"ns"`
+}
+
+// RedeliveryGap is the largest time between an intent's first and last
+// delivery in a variant: what a dedup TTL or window must outlast for the
+// redeliveries to find the marker.
+type RedeliveryGap struct {
+	D time.Duration `json:"ns"`
+	// Intent is the intent it was measured on (0: no intent was
+	// delivered twice).
+	Intent int `json:"intent,omitempty"`
+	// Window is the variant's dedup TTL or retention it is compared with.
+	Window *Window `json:"window,omitempty"`
+}
+
+// Text says the gap for people, against the window when there is one:
+// "max redelivery gap 48.2ms (intent 833), longer than ttl 1ms: ...".
+func (g RedeliveryGap) Text() string {
+	var out string
+	if g.Intent == 0 {
+		out = "no intent was delivered twice"
+	} else {
+		out = fmt.Sprintf("max redelivery gap %s (intent %d, between its first and last delivery)", roundGap(g.D), g.Intent)
+	}
+	switch {
+	case g.Window == nil:
+	case g.Intent == 0:
+		out += fmt.Sprintf(" (%s %s)", g.Window.Key, short(g.Window.D))
+	case g.Outlasted():
+		out += fmt.Sprintf(", longer than %s %s: a redelivery can come after the marker of its first delivery is gone, and apply again", g.Window.Key, short(g.Window.D))
+	default:
+		out += fmt.Sprintf(", within %s %s: every redelivery came while the marker of its first delivery was there", g.Window.Key, short(g.Window.D))
+	}
+	return out
+}
+
+// short writes a setting's duration as a scenario would: 1m, 1h.
+func short(d time.Duration) string {
+	s := d.String()
+	s, _ = strings.CutSuffix(s, "m0s")
+	if s != d.String() {
+		s += "m"
+	}
+	if t, ok := strings.CutSuffix(s, "h0m"); ok {
+		s = t + "h"
+	}
+	return s
+}
+
+// roundGap keeps a gap readable: microseconds below a second, else
+// milliseconds.
+func roundGap(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(time.Microsecond)
+	}
+	return d.Round(time.Millisecond)
+}
+
+// Outlasted says whether the gap is longer than the window: a redelivery
+// came after the marker of its first delivery was gone.
+func (g RedeliveryGap) Outlasted() bool { return g.Window != nil && g.D > g.Window.D }
 
 // Varies is a count that may differ between runs with one seed, and why.
 type Varies struct {
@@ -531,6 +600,10 @@ type Variant struct {
 	// LostByCause counts the lost intents by cause (a Cause: unconfirmed,
 	// undelivered, unprocessed, ...); they add up to lost.
 	LostByCause map[string]int `json:"lost_by_cause"`
+	// MaxRedeliveryGap is the largest time between an intent's first and
+	// last delivery, with the dedup window it is compared with. Timing:
+	// it differs from run to run.
+	MaxRedeliveryGap RedeliveryGap `json:"max_redelivery_gap"`
 	// Varies lists the counts the scenario says may differ between runs
 	// with the same seed, and why.
 	Varies []Varies `json:"varies,omitempty"`
@@ -599,7 +672,8 @@ func judge(plan Plan, meta Meta, events iter.Seq2[history.Event, error], audits 
 		audit, haveAudit := audits[v.Name]
 		counts, notes := t.counts(audit)
 		res := Variant{Name: v.Name, Strategy: v.Strategy, Passed: true, Counts: counts, Notes: notes, KilledPIDs: t.killed,
-			DeliveredQoS: t.deliveredQoS(), Legs: t.legs(), LostByCause: t.lostByCause(), Varies: v.Varies}
+			DeliveredQoS: t.deliveredQoS(), Legs: t.legs(), LostByCause: t.lostByCause(), Varies: v.Varies,
+			MaxRedeliveryGap: RedeliveryGap{D: t.gap, Intent: t.gapIntent, Window: v.Window}}
 		res.Invalid = t.invalid(haveAudit, audit)
 		for _, exp := range v.Expect {
 			got, _ := counts.Get(exp.Count)

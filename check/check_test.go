@@ -601,3 +601,45 @@ func TestJudge(t *testing.T) {
 		}
 	})
 }
+
+// The largest time between an intent's first and last delivery, over
+// the variant's intents, against the variant's dedup window.
+func TestMaxRedeliveryGap(t *testing.T) {
+	at := func(e history.Event, ms int) history.Event {
+		e.T = time.Duration(ms) * time.Millisecond
+		return e
+	}
+	events := join(published(1), published(2), published(3), one(
+		at(delivered(1, 1), 10), at(delivered(2, 2), 5), at(delivered(3, 3), 6),
+		at(delivered(1, 1), 40), at(delivered(2, 2), 20), at(delivered(2, 2), 100), // 2: 95ms
+	))
+	for _, tc := range []struct {
+		name   string
+		window *check.Window
+		events []history.Event
+		gap    time.Duration
+		intent int
+		text   string
+	}{
+		{"shorter window", &check.Window{Key: "ttl", D: 50 * time.Millisecond}, events, 95 * time.Millisecond, 2,
+			"max redelivery gap 95ms (intent 2, between its first and last delivery), longer than ttl 50ms: a redelivery can come after"},
+		{"longer window", &check.Window{Key: "retention", D: time.Hour}, events, 95 * time.Millisecond, 2, ", within retention 1h: every redelivery"},
+		{"no window", nil, events, 95 * time.Millisecond, 2, "(intent 2, between its first and last delivery)"},
+		{"nothing delivered twice", &check.Window{Key: "ttl", D: time.Minute}, join(clean(1), clean(2)), 0, 0, "no intent was delivered twice (ttl 1m)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := check.Plan{Variants: []check.PlanVariant{{Name: "v", Strategy: "redis-setnx", Window: tc.window}}}
+			run := judge(t, plan, check.Meta{}, tc.events, map[string]history.Audit{"v": applied(map[int]int{1: 1, 2: 1, 3: 1})})
+			g := run.Variants[0].MaxRedeliveryGap
+			if g.D != tc.gap || g.Intent != tc.intent || g.Window != tc.window {
+				t.Errorf("gap = %v on intent %d, window %v; want %v on intent %d, window %v", g.D, g.Intent, g.Window, tc.gap, tc.intent, tc.window)
+			}
+			if !strings.Contains(g.Text(), tc.text) {
+				t.Errorf("text = %q, want it to contain %q", g.Text(), tc.text)
+			}
+			if want := tc.window != nil && tc.gap > tc.window.D; g.Outlasted() != want {
+				t.Errorf("outlasted = %v, want %v", g.Outlasted(), want)
+			}
+		})
+	}
+}
