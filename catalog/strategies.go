@@ -71,6 +71,16 @@ type DedupWindow interface {
 	DedupWindow() (key string, d Duration)
 }
 
+// PublishDedupWindow is a broker kind's settings whose broker drops a
+// publish carrying a message id it has seen within a window (NATS
+// JetStream's duplicate_window): the report compares the window with the
+// variant's longest gap between an intent's first and last publish.
+type PublishDedupWindow interface {
+	// PublishDedupWindow returns the setting's key and its duration, 0
+	// when the broker drops no republish.
+	PublishDedupWindow() (key string, d Duration)
+}
+
 // DedupWindow is the retention: rows older than it are deleted.
 func (p *DedupTableParams) DedupWindow() (string, Duration) { return "retention", p.Retention }
 

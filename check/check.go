@@ -30,6 +30,7 @@ var (
 type facts struct {
 	pos          uint64        // hash of the first delivered position, 0 if none
 	firstDeliver time.Duration // offset of the first delivery
+	firstPublish time.Duration // offset of the first publish
 	flags        uint32
 	applied      int32  // ledger rows, from the audit
 	pubSeq       uint32 // the first publish's place in the variant's history, 0 if none
@@ -138,10 +139,22 @@ type tally struct {
 	// its intents whose effect has applied.
 	seq    uint32
 	newest map[int]uint32
-	// gap is the largest time between an intent's first and last
-	// delivery, gapIntent that intent.
-	gap       time.Duration
-	gapIntent int
+	// redelivery and republish are the largest times between an intent's
+	// first and last delivery, and first and last publish.
+	redelivery, republish gapTally
+}
+
+// gapTally is the largest gap seen so far and the intent it was seen on.
+type gapTally struct {
+	d      time.Duration
+	intent int
+}
+
+// see notes a gap of intent's.
+func (g *gapTally) see(d time.Duration, intent int) {
+	if d > g.d || g.intent == 0 {
+		g.d, g.intent = d, intent
+	}
 }
 
 // denseLimit bounds the slice of per-intent facts; intent ids past it (a
@@ -191,7 +204,9 @@ func (t *tally) add(e *history.Event) {
 		f := t.get(e.Intent)
 		f.flags |= published
 		if f.pubSeq == 0 {
-			f.pubSeq = t.seq
+			f.pubSeq, f.firstPublish = t.seq, e.T
+		} else {
+			t.republish.see(e.T-f.firstPublish, e.Intent)
 		}
 	case history.Confirm:
 		t.get(e.Intent).flags |= confirmed
@@ -203,8 +218,8 @@ func (t *tally) add(e *history.Event) {
 		f := t.get(e.Intent)
 		if f.deliveries == 0 {
 			f.firstDeliver = e.T
-		} else if gap := e.T - f.firstDeliver; gap > t.gap || t.gapIntent == 0 {
-			t.gap, t.gapIntent = gap, e.Intent
+		} else {
+			t.redelivery.see(e.T-f.firstDeliver, e.Intent)
 		}
 		if f.deliveries < ^uint16(0) {
 			f.deliveries++
@@ -499,44 +514,64 @@ type PlanVariant struct {
 	// Window is how long the variant's strategy remembers a message id
 	// (redis-setnx ttl, dedup-table retention), nil when it has no limit.
 	Window *Window
+	// PublishWindow is how long the broker remembers a message id to drop
+	// a republish (NATS duplicate_window with msg_id business), or nil.
+	PublishWindow *Window
 }
 
-// Window is a dedup TTL or retention: a redelivery later than it after
-// the first delivery finds the marker gone.
+// Window is how long a message id is remembered to drop what comes again
+// with it: a consumer's dedup TTL or retention (a redelivery later than it
+// finds the marker gone), or a broker's dedup window of publishes (NATS
+// duplicate_window: a republish later than it is stored again).
 type Window struct {
 	Key string        `json:"key"` // the setting, e.g. "ttl"
 	D   time.Duration `json:"ns"`
 }
 
-// RedeliveryGap is the largest time between an intent's first and last
-// delivery in a variant: what a dedup TTL or window must outlast for the
-// redeliveries to find the marker.
-type RedeliveryGap struct {
+// Gap is the largest time between an intent's first and last delivery
+// (or publish) in a variant: what a dedup window must outlast for what
+// comes again to find the id remembered.
+type Gap struct {
 	D time.Duration `json:"ns"`
 	// Intent is the intent it was measured on (0: no intent was
-	// delivered twice).
+	// delivered, or published, twice).
 	Intent int `json:"intent,omitempty"`
-	// Window is the variant's dedup TTL or retention it is compared with.
+	// Window is the dedup window it is compared with.
 	Window *Window `json:"window,omitempty"`
 }
 
-// Text says the gap for people, against the window when there is one:
-// "max redelivery gap 48.2ms (intent 833), longer than ttl 1ms: ...".
-func (g RedeliveryGap) Text() string {
+// Text says the redelivery gap for people, against the strategy's window
+// when there is one: "max redelivery gap 48.2ms (intent 833, ...), longer
+// than ttl 1ms: ...".
+func (g Gap) Text() string {
+	return g.text("redelivery", "delivered", "delivery",
+		"a redelivery can come after the marker of its first delivery is gone, and apply again",
+		"every redelivery came while the marker of its first delivery was there")
+}
+
+// RepublishText says the republish gap for people, against the broker's
+// dedup window of publishes when there is one.
+func (g Gap) RepublishText() string {
+	return g.text("republish", "published", "publish",
+		"a retry can come after the broker has forgotten the message id, and be stored again",
+		"the broker still knew the message id of every retry, and dropped it")
+}
+
+func (g Gap) text(gap, twice, one, longer, within string) string {
 	var out string
 	if g.Intent == 0 {
-		out = "no intent was delivered twice"
+		out = fmt.Sprintf("no intent was %s twice", twice)
 	} else {
-		out = fmt.Sprintf("max redelivery gap %s (intent %d, between its first and last delivery)", roundGap(g.D), g.Intent)
+		out = fmt.Sprintf("max %s gap %s (intent %d, between its first and last %s)", gap, roundGap(g.D), g.Intent, one)
 	}
 	switch {
 	case g.Window == nil:
 	case g.Intent == 0:
 		out += fmt.Sprintf(" (%s %s)", g.Window.Key, short(g.Window.D))
 	case g.Outlasted():
-		out += fmt.Sprintf(", longer than %s %s: a redelivery can come after the marker of its first delivery is gone, and apply again", g.Window.Key, short(g.Window.D))
+		out += fmt.Sprintf(", longer than %s %s: %s", g.Window.Key, short(g.Window.D), longer)
 	default:
-		out += fmt.Sprintf(", within %s %s: every redelivery came while the marker of its first delivery was there", g.Window.Key, short(g.Window.D))
+		out += fmt.Sprintf(", within %s %s: %s", g.Window.Key, short(g.Window.D), within)
 	}
 	return out
 }
@@ -563,9 +598,9 @@ func roundGap(d time.Duration) time.Duration {
 	return d.Round(time.Millisecond)
 }
 
-// Outlasted says whether the gap is longer than the window: a redelivery
-// came after the marker of its first delivery was gone.
-func (g RedeliveryGap) Outlasted() bool { return g.Window != nil && g.D > g.Window.D }
+// Outlasted says whether the gap is longer than the window: something
+// came again after its id was forgotten.
+func (g Gap) Outlasted() bool { return g.Window != nil && g.D > g.Window.D }
 
 // Varies is a count that may differ between runs with one seed, and why.
 type Varies struct {
@@ -603,7 +638,11 @@ type Variant struct {
 	// MaxRedeliveryGap is the largest time between an intent's first and
 	// last delivery, with the dedup window it is compared with. Timing:
 	// it differs from run to run.
-	MaxRedeliveryGap RedeliveryGap `json:"max_redelivery_gap"`
+	MaxRedeliveryGap Gap `json:"max_redelivery_gap"`
+	// MaxRepublishGap is the largest time between an intent's first and
+	// last publish, with the broker's dedup window of publishes; nil when
+	// no intent was published twice and the broker drops no republish.
+	MaxRepublishGap *Gap `json:"max_republish_gap,omitempty"`
 	// Varies lists the counts the scenario says may differ between runs
 	// with the same seed, and why.
 	Varies []Varies `json:"varies,omitempty"`
@@ -673,7 +712,10 @@ func judge(plan Plan, meta Meta, events iter.Seq2[history.Event, error], audits 
 		counts, notes := t.counts(audit)
 		res := Variant{Name: v.Name, Strategy: v.Strategy, Passed: true, Counts: counts, Notes: notes, KilledPIDs: t.killed,
 			DeliveredQoS: t.deliveredQoS(), Legs: t.legs(), LostByCause: t.lostByCause(), Varies: v.Varies,
-			MaxRedeliveryGap: RedeliveryGap{D: t.gap, Intent: t.gapIntent, Window: v.Window}}
+			MaxRedeliveryGap: Gap{D: t.redelivery.d, Intent: t.redelivery.intent, Window: v.Window}}
+		if t.republish.intent != 0 || v.PublishWindow != nil {
+			res.MaxRepublishGap = &Gap{D: t.republish.d, Intent: t.republish.intent, Window: v.PublishWindow}
+		}
 		res.Invalid = t.invalid(haveAudit, audit)
 		for _, exp := range v.Expect {
 			got, _ := counts.Get(exp.Count)

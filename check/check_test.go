@@ -643,3 +643,40 @@ func TestMaxRedeliveryGap(t *testing.T) {
 		})
 	}
 }
+
+// The largest time between an intent's first and last publish (an
+// application retry), against the broker's dedup window of publishes.
+func TestMaxRepublishGap(t *testing.T) {
+	at := func(e history.Event, ms int) history.Event {
+		e.T = time.Duration(ms) * time.Millisecond
+		return e
+	}
+	retried := join(one(at(ev(history.Publish, 1), 1), at(ev(history.Publish, 2), 2), at(ev(history.PubFailed, 1), 2001)),
+		one(at(ev(history.Publish, 1), 2003))) // 1: a retry 2002ms after its first send
+	window := &check.Window{Key: "duplicate_window", D: time.Second}
+	for _, tc := range []struct {
+		name   string
+		window *check.Window
+		events []history.Event
+		want   *check.Gap
+		text   string
+	}{
+		{"a retry past the window", window, retried, &check.Gap{D: 2002 * time.Millisecond, Intent: 1, Window: window},
+			"max republish gap 2.002s (intent 1, between its first and last publish), longer than duplicate_window 1s: a retry can come after the broker has forgotten"},
+		{"a retry, no window", nil, retried, &check.Gap{D: 2002 * time.Millisecond, Intent: 1}, "max republish gap 2.002s"},
+		{"no retry, a window", window, join(clean(1)), &check.Gap{Window: window}, "no intent was published twice (duplicate_window 1s)"},
+		{"no retry, no window", nil, join(clean(1)), nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := check.Plan{Variants: []check.PlanVariant{{Name: "v", Strategy: "none", PublishWindow: tc.window}}}
+			run := judge(t, plan, check.Meta{}, tc.events, map[string]history.Audit{"v": applied(map[int]int{1: 1})})
+			g := run.Variants[0].MaxRepublishGap
+			if (g == nil) != (tc.want == nil) || g != nil && *g != *tc.want {
+				t.Fatalf("republish gap = %+v, want %+v", g, tc.want)
+			}
+			if g != nil && !strings.Contains(g.RepublishText(), tc.text) {
+				t.Errorf("text = %q, want it to contain %q", g.RepublishText(), tc.text)
+			}
+		})
+	}
+}

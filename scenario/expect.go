@@ -155,6 +155,11 @@ func (s *Scenario) Plan() check.Plan {
 				pv.Window = &check.Window{Key: key, D: d.D()}
 			}
 		}
+		if w, ok := s.BrokerSettingsFor(v).(catalog.PublishDedupWindow); ok {
+			if key, d := w.PublishDedupWindow(); d > 0 {
+				pv.PublishWindow = &check.Window{Key: key, D: d.D()}
+			}
+		}
 		for _, name := range check.CountNames() {
 			if e, ok := v.Expect[name]; ok {
 				pv.Expect = append(pv.Expect, check.Expect{Count: name, Text: e.String(), Holds: e.Holds})
