@@ -19,9 +19,18 @@ func (s *KafkaSettings) Defaults() {
 	}
 }
 
-// ForVariant returns a copy of s with the variant's Kafka producer and
-// consumer keys.
+// KafkaOverrides are the Kafka settings one variant may change (kafka: in
+// a variant), so one run can compare one partition with several.
+type KafkaOverrides struct {
+	Partitions int `yaml:"partitions" json:"partitions,omitempty" jsonschema:"minimum=1,maximum=1000,description=Partitions of this variant's topic (overrides the broker's partitions)."`
+}
+
+// ForVariant returns a copy of s with the variant's kafka overrides and its
+// Kafka producer and consumer keys.
 func (s KafkaSettings) ForVariant(v VariantKeys) any {
+	if o := v.Overrides.Kafka; o != nil {
+		setIfNonZero(&s.Partitions, o.Partitions)
+	}
 	s.KafkaProducer = v.Producer.KafkaProducer
 	s.KafkaConsumer = v.Consumer.KafkaConsumer
 	return &s

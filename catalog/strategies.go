@@ -62,6 +62,31 @@ type DedupTableParams struct {
 	Retention Duration `yaml:"retention" json:"retention,omitempty" jsonschema:"description=Delete dedup rows older than this before each insert (default: keep them forever); a redelivery arriving later is applied again."`
 }
 
+// DedupWindow is a strategy's settings that forget a message id after a
+// while: the report compares the window with the variant's longest
+// redelivery gap.
+type DedupWindow interface {
+	// DedupWindow returns the setting's key and its duration, 0 when the
+	// ids are kept for good.
+	DedupWindow() (key string, d Duration)
+}
+
+// PublishDedupWindow is a broker kind's settings whose broker drops a
+// publish carrying a message id it has seen within a window (NATS
+// JetStream's duplicate_window): the report compares the window with the
+// variant's longest gap between an intent's first and last publish.
+type PublishDedupWindow interface {
+	// PublishDedupWindow returns the setting's key and its duration, 0
+	// when the broker drops no republish.
+	PublishDedupWindow() (key string, d Duration)
+}
+
+// DedupWindow is the retention: rows older than it are deleted.
+func (p *DedupTableParams) DedupWindow() (string, Duration) { return "retention", p.Retention }
+
+// DedupWindow is the Redis marker's TTL.
+func (p *RedisSetNXParams) DedupWindow() (string, Duration) { return "ttl", p.TTL }
+
 // RedisSetNXParams are redis-setnx's own settings.
 type RedisSetNXParams struct {
 	TTL Duration `yaml:"ttl" json:"ttl,omitempty" jsonschema:"description=Expiry of each Redis marker (SET key NX PX ttl; default 1m); a redelivery after it expires is applied again."`

@@ -10,3 +10,12 @@ type Audit struct {
 	// ledger rows; empty when the store is consistent.
 	BalanceMismatch []int `json:"balance_mismatch,omitempty"`
 }
+
+// Accounts is how many accounts the business effects spread over.
+const Accounts = 16
+
+// Account is the account intent's effect updates: intents take turns over
+// the accounts. The producer writes it into each message, and the checker
+// orders effects per account by the same rule (out_of_order), so it is a
+// fact of every history without a field in every event.
+func Account(intent int) int { return intent % Accounts }

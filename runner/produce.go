@@ -14,7 +14,6 @@ import (
 	"github.com/dqbench/dqbench/recording"
 	"github.com/dqbench/dqbench/scenario"
 	"github.com/dqbench/dqbench/seeded"
-	"github.com/dqbench/dqbench/store"
 	"github.com/dqbench/dqbench/strategy"
 )
 
@@ -136,7 +135,7 @@ func (r *variantRun) send(ctx context.Context, p *recording.Producer, intent int
 // itself, resending the same bytes, so the same message id); done gets the
 // outcome.
 func (r *variantRun) publish(ctx context.Context, p *recording.Producer, intent, attempt int, done func(error)) {
-	account, amount := intent%store.Accounts, seeded.Amount(r.s.Seed, intent)
+	account, amount := history.Account(intent), seeded.Amount(r.s.Seed, intent)
 	buf, _ := json.Marshal(body{
 		Intent: intent, Account: account, Amount: amount,
 		Version: strategy.ExpectedVersion(intent),

@@ -56,6 +56,7 @@ var lessons = []lesson{
 		{"kafka-rebalance", 4.7},
 		{"kafka-consumer-evicted", 1.5},
 		{"kafka-leader-move", 2.1},
+		{"kafka-partition-order", 21.4},
 	}},
 	{"RabbitMQ: acks, confirms, the network, queue limits, a cluster", []timed{
 		{"rabbitmq-consumer-crash", 2.8},

@@ -28,8 +28,9 @@ var ErrStalled = errors.New("the store stopped answering")
 // (a schema, keys): the counts stand, but something was left behind.
 var ErrCleanup = errors.New("cleanup on the store failed")
 
-// Accounts is how many account rows intents spread their amounts over.
-const Accounts = 16
+// Accounts is how many account rows intents spread their amounts over
+// (history.Account says which one each intent's effect updates).
+const Accounts = history.Accounts
 
 // Effect is one business effect: add Amount to Account, on behalf of Intent.
 type Effect struct {

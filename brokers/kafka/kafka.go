@@ -124,20 +124,23 @@ func (k *Kafka) Close() error {
 // Open creates the variant's topic.
 func (k *Kafka) Open(ctx context.Context, spec brokers.DestinationSpec) (brokers.Destination, error) {
 	topic := "dqbench-" + spec.Name
-	resp, err := k.adm.CreateTopic(ctx, k.partitions, k.replicas(), nil, topic)
+	d := &topicDest{k: k, spec: spec, topic: topic, group: topic + "-group", seen: map[int32]int64{}, partitions: k.partitions}
+	if s, ok := spec.Settings.(*catalog.KafkaSettings); ok && s != nil {
+		d.settings = *s
+		if s.Partitions > 0 { // the variant's, when it overrides them
+			d.partitions = int32(s.Partitions)
+		}
+	}
+	resp, err := k.adm.CreateTopic(ctx, d.partitions, k.replicas(), nil, topic)
 	if err == nil {
 		err = resp.Err
 	}
 	if err != nil {
 		return nil, fmt.Errorf("create topic %s: %w", topic, err)
 	}
-	d := &topicDest{k: k, spec: spec, topic: topic, group: topic + "-group", seen: map[int32]int64{}}
-	if s, ok := spec.Settings.(*catalog.KafkaSettings); ok && s != nil {
-		d.settings = *s
-	}
 	if spec.Stage != nil {
 		d.stage = newStage(*spec.Stage, topic, d.settings.Isolation == catalog.ReadCommitted)
-		resp, err := k.adm.CreateTopic(ctx, k.partitions, k.replicas(), nil, d.stage.out)
+		resp, err := k.adm.CreateTopic(ctx, d.partitions, k.replicas(), nil, d.stage.out)
 		if err == nil {
 			err = resp.Err
 		}
@@ -171,6 +174,9 @@ type topicDest struct {
 	settings catalog.KafkaSettings
 	topic    string
 	group    string
+	// partitions of the variant's topics (the broker's, or the variant's
+	// kafka: partitions).
+	partitions int32
 
 	mu   sync.Mutex
 	seen map[int32]int64 // highest offset delivered per partition, for the redelivered flag
