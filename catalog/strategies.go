@@ -11,8 +11,10 @@ const (
 	UniqueKey       StrategyName = "unique-key"
 	StateMachine    StrategyName = "state-machine"
 	VersionCAS      StrategyName = "version-cas"
-	CheckThenAct    StrategyName = "check-then-act"
-	RedisSetNX      StrategyName = "redis-setnx"
+	// ConditionalUpdate withdraws while the balance covers the amount.
+	ConditionalUpdate StrategyName = "conditional-update"
+	CheckThenAct      StrategyName = "check-then-act"
+	RedisSetNX        StrategyName = "redis-setnx"
 )
 
 // Strategy describes one consumer idempotency strategy.
@@ -30,30 +32,99 @@ type Strategy struct {
 	NeedsRedis bool
 }
 
-// EffectKind is the shape of the business effect a unique-key consumer
-// protects.
+// EffectKind is the shape of the business effect a consumer applies: what
+// it writes, so what applying it twice leaves behind.
 type EffectKind string
 
 // The effect kinds.
 const (
 	// Increment adds the amount to an account balance: no row of its own.
 	Increment EffectKind = "increment"
-	// Create inserts an order row keyed by the business id.
+	// Create inserts an order row keyed by the business id (unique-key).
 	Create EffectKind = "create"
+	// Set writes an absolute value into the intent's own existing row.
+	Set EffectKind = "set"
+	// Upsert inserts the intent's row, or overwrites it with the same value.
+	Upsert EffectKind = "upsert"
+	// Delete deletes the intent's own existing row.
+	Delete EffectKind = "delete"
+	// Append inserts a row per application, with no key (a plain INSERT).
+	Append EffectKind = "append"
+	// Call calls an external HTTP service that has an effect per call.
+	Call EffectKind = "call"
+	// CallWithKey calls it with an Idempotency-Key header (the message
+	// id), which the service honours.
+	CallWithKey EffectKind = "call-with-key"
 )
 
-// Allowed lists the valid values, for strict decoding and the schema.
-func (EffectKind) Allowed() []string { return []string{string(Increment), string(Create)} }
+// Effect describes one effect kind.
+type Effect struct {
+	Kind EffectKind
+	// Doc is what the effect does, for docs and the schema.
+	Doc string
+	// Counted is what the audit counts as the intent's effects.
+	Counted string
+	// Idempotent: applying the effect twice leaves what applying it once
+	// does, so a redelivery cannot duplicate it whatever the strategy.
+	Idempotent bool
+	// Only names the one strategy the kind works with; "" for all.
+	Only StrategyName
+}
 
-// UniqueKeyParams are unique-key's own settings.
-type UniqueKeyParams struct {
-	Effect EffectKind `yaml:"effect" json:"effect,omitempty" jsonschema:"enum=increment,enum=create,description=The business effect: create (insert an order row keyed by the business id\\, default) or increment (add to a balance: no natural unique row\\, so the key protects nothing)."`
+// Effects lists the effect kinds, in the order docs list them. Each is
+// implemented in store/ (store.Where.Effect).
+var Effects = []Effect{
+	{Kind: Increment, Doc: "UPDATE accounts SET balance = balance + amount, plus a ledger row", Counted: "ledger rows of the intent"},
+	{Kind: Create, Doc: "INSERT INTO orders (id = business id, ...) ON CONFLICT DO NOTHING, then as increment", Counted: "ledger rows of the intent", Only: UniqueKey},
+	{Kind: Set, Doc: "UPDATE records SET value = amount WHERE id = intent (every intent's row exists before the run, value 0)", Counted: "1 if the intent's row holds its amount", Idempotent: true},
+	{Kind: Upsert, Doc: "INSERT INTO records (id, value) VALUES (intent, amount) ON CONFLICT (id) DO UPDATE SET value = amount", Counted: "1 if the intent's row exists", Idempotent: true},
+	{Kind: Delete, Doc: "DELETE FROM records WHERE id = intent (every intent's row exists before the run)", Counted: "1 if the intent's row is gone", Idempotent: true},
+	{Kind: Append, Doc: "INSERT INTO entries (intent, account, amount): a plain insert, no key", Counted: "entries rows of the intent"},
+	{Kind: Call, Doc: "POST to an HTTP service dqbench runs on 127.0.0.1 (a random port), which records every call and has an effect per call", Counted: "calls the service took effect on"},
+	{Kind: CallWithKey, Doc: "the same call with an Idempotency-Key header (the message id); the service takes effect once per key and answers a repeated key with the first response", Counted: "calls the service took effect on (the first of each key)", Idempotent: true},
+}
+
+// LookupEffect returns the effect kind k.
+func LookupEffect(k EffectKind) (Effect, bool) {
+	for _, e := range Effects {
+		if e.Kind == k {
+			return e, true
+		}
+	}
+	return Effect{}, false
+}
+
+// Allowed lists the valid values, for strict decoding and the schema.
+func (EffectKind) Allowed() []string {
+	out := make([]string, len(Effects))
+	for i, e := range Effects {
+		out[i] = string(e.Kind)
+	}
+	return out
+}
+
+// DefaultEffect is the effect a variant with strategy s gets when it names
+// none: create for unique-key (its key needs a row of its own), increment
+// for the others.
+func DefaultEffect(s StrategyName) EffectKind {
+	if s == UniqueKey {
+		return Create
+	}
+	return Increment
+}
+
+// IsCall reports whether the effect calls the external HTTP service.
+func (k EffectKind) IsCall() bool { return k == Call || k == CallWithKey }
+
+// ConditionalParams are conditional-update's own settings.
+type ConditionalParams struct {
+	Balance int `yaml:"balance" json:"balance,omitempty" jsonschema:"minimum=1,maximum=1000000000,description=Opening balance of each of the 16 accounts' wallets (default 1000000: enough for every withdrawal of the run\\, and for its redeliveries)."`
 }
 
 // Defaults fills in what the scenario leaves out.
-func (p *UniqueKeyParams) Defaults() {
-	if p.Effect == "" {
-		p.Effect = Create
+func (p *ConditionalParams) Defaults() {
+	if p.Balance == 0 {
+		p.Balance = 1_000_000
 	}
 }
 
@@ -92,9 +163,8 @@ var Strategies = []Strategy{
 		CrashPoints: []CrashPoint{BetweenDedupAndEffect},
 	},
 	{
-		Name:      UniqueKey,
-		Doc:       "the business row's primary key is the business id; a conflict means already done (only a create-type effect has such a row)",
-		NewParams: func() any { return new(UniqueKeyParams) },
+		Name: UniqueKey,
+		Doc:  "the business row's primary key is the business id; a conflict means already done (only a create-type effect has such a row)",
 	},
 	{
 		Name: StateMachine,
@@ -103,6 +173,11 @@ var Strategies = []Strategy{
 	{
 		Name: VersionCAS,
 		Doc:  "UPDATE ... SET version = version + 1 WHERE id = ? AND version = ? with the expected version from the message; an earlier version is already done, a later one is rejected (out of order)",
+	},
+	{
+		Name:      ConditionalUpdate,
+		Doc:       "UPDATE wallets SET balance = balance - amount WHERE account = ? AND balance >= amount: a business precondition, not an idempotency guard; 0 rows: insufficient funds, rejected",
+		NewParams: func() any { return new(ConditionalParams) },
 	},
 	{
 		Name:        CheckThenAct,

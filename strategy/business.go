@@ -10,9 +10,10 @@ import (
 
 // UniqueKey relies on the business table's own primary key. With a create
 // effect the order row is keyed by the business id: a second insert
-// conflicts, and the conflict means "already done". An increment (add to a
-// balance) has no row of its own to key, so nothing conflicts and every
-// delivery applies again: the strategy cannot protect it.
+// conflicts, and the conflict means "already done". Any other effect (add
+// to a balance, a ledger row, a call) has no row of its own keyed by the
+// business id, so nothing conflicts and every delivery applies again: the
+// strategy cannot protect it.
 type UniqueKey struct{}
 
 var _ Strategy = UniqueKey{}
@@ -24,10 +25,10 @@ func (UniqueKey) Setup(ctx context.Context, env Env) error {
 }
 
 func effectKind(env Env) catalog.EffectKind {
-	if p, ok := env.Params.(*catalog.UniqueKeyParams); ok && p.Effect != "" {
-		return p.Effect
+	if env.Effect == "" {
+		return catalog.DefaultEffect(catalog.UniqueKey)
 	}
-	return catalog.Create
+	return env.Effect
 }
 
 func (UniqueKey) Process(ctx context.Context, env Env, m Message, _ CrashHook) (Outcome, error) {
@@ -156,6 +157,54 @@ func (VersionCAS) Process(ctx context.Context, env Env, m Message, _ CrashHook) 
 			out.Reason = fmt.Sprintf("rejected: account %d is at version %d, the message expects %d (out of order)", m.Effect.Account, current, m.Version)
 		}
 		return nil
+	})
+}
+
+// ConditionalUpdate withdraws the intent's amount from its account's
+// wallet only while the balance covers it: a business precondition, the
+// check a payment service has anyway. It is not an idempotency guard: a
+// redelivered withdrawal applies again as long as the balance still covers
+// it, and after a deposit brings a balance back up (A to B and back to
+// A), a stale redelivery that once failed the check passes it. 0 rows:
+// insufficient funds, a business refusal (rejected), not a duplicate.
+type ConditionalUpdate struct{}
+
+var _ Strategy = ConditionalUpdate{}
+
+const createWallets = `CREATE TABLE IF NOT EXISTS wallets (account INTEGER PRIMARY KEY, balance BIGINT NOT NULL)`
+
+// Setup opens every account's wallet with the opening balance.
+func (ConditionalUpdate) Setup(ctx context.Context, env Env) error {
+	if err := env.Store.Setup(ctx, createWallets); err != nil {
+		return err
+	}
+	opening := int64(1_000_000)
+	if p, ok := env.Params.(*catalog.ConditionalParams); ok && p.Balance > 0 {
+		opening = int64(p.Balance)
+	}
+	return env.Store.Tx(ctx, func(tx store.Tx) error {
+		for id := range store.Accounts {
+			if _, err := tx.Exec(`INSERT INTO wallets (account, balance) VALUES (?, ?) ON CONFLICT DO NOTHING`, id, opening); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (ConditionalUpdate) Process(ctx context.Context, env Env, m Message, _ CrashHook) (Outcome, error) {
+	return inTx(ctx, env, func(tx store.Tx, out *Outcome) error {
+		n, err := tx.Exec(`UPDATE wallets SET balance = balance - ? WHERE account = ? AND balance >= ?`, m.Effect.Amount, m.Effect.Account, m.Effect.Amount)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			out.Rejected = true
+			out.Reason = fmt.Sprintf("rejected: account %d's balance does not cover %d (insufficient funds)", m.Effect.Account, m.Effect.Amount)
+			return nil
+		}
+		out.Applied = true
+		return tx.Apply(m.Effect)
 	})
 }
 
