@@ -13,8 +13,10 @@ const (
 	VersionCAS      StrategyName = "version-cas"
 	// ConditionalUpdate withdraws while the balance covers the amount.
 	ConditionalUpdate StrategyName = "conditional-update"
-	CheckThenAct      StrategyName = "check-then-act"
-	RedisSetNX        StrategyName = "redis-setnx"
+	// ValueCAS compares the value itself, not a version: ABA.
+	ValueCAS     StrategyName = "value-cas"
+	CheckThenAct StrategyName = "check-then-act"
+	RedisSetNX   StrategyName = "redis-setnx"
 )
 
 // Strategy describes one consumer idempotency strategy.
@@ -173,6 +175,10 @@ var Strategies = []Strategy{
 	{
 		Name: VersionCAS,
 		Doc:  "UPDATE ... SET version = version + 1 WHERE id = ? AND version = ? with the expected version from the message; an earlier version is already done, a later one is rejected (out of order)",
+	},
+	{
+		Name: ValueCAS,
+		Doc:  "UPDATE wallets SET balance = ? WHERE account = ? AND balance = ? with the balance before the update, from the message, in place of a version: the balance goes back and forth (A, B, A), so a stale redelivery finds the value it expects (ABA) and applies again",
 	},
 	{
 		Name:      ConditionalUpdate,

@@ -160,6 +160,64 @@ func (VersionCAS) Process(ctx context.Context, env Env, m Message, _ CrashHook) 
 	})
 }
 
+// ValueCAS is version-cas with the value itself as the version: the
+// message carries the balance its account had before the update (what the
+// producer read), and the update applies only while the balance is still
+// that: UPDATE wallets SET balance = new WHERE account = ? AND balance =
+// old. Each account's balance goes back and forth between two values, a
+// withdrawal of everything and its refund (A, B, A, ...), so update n of
+// an account expects A when n is even and B when it is odd. A redelivery
+// of update n after update n+1 finds B for A's update: taken for done.
+// After n+2 the balance is A again, the value update n expects: the stale
+// redelivery applies a second time (ABA). A failed check finds the other
+// value, which is also what the update would have set, so it reads as
+// "already done": value-cas never rejects, and an update that comes
+// before the one it follows is skipped (lost) as if done.
+type ValueCAS struct{}
+
+var _ Strategy = ValueCAS{}
+
+// The two balances of ValueCAS's accounts: A before an even update.
+const (
+	balanceA = 100
+	balanceB = 0
+)
+
+// balanceBefore is the balance update number n of an account expects.
+func balanceBefore(n int64) int64 {
+	if n%2 == 0 {
+		return balanceA
+	}
+	return balanceB
+}
+
+func (ValueCAS) Setup(ctx context.Context, env Env) error {
+	if err := env.Store.Setup(ctx, createWallets); err != nil {
+		return err
+	}
+	return env.Store.Tx(ctx, func(tx store.Tx) error {
+		for id := range store.Accounts {
+			if _, err := tx.Exec(`INSERT INTO wallets (account, balance) VALUES (?, ?) ON CONFLICT DO NOTHING`, id, balanceBefore(0)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (ValueCAS) Process(ctx context.Context, env Env, m Message, _ CrashHook) (Outcome, error) {
+	old, next := balanceBefore(m.Version), balanceBefore(m.Version+1)
+	return inTx(ctx, env, func(tx store.Tx, out *Outcome) error {
+		n, err := tx.Exec(`UPDATE wallets SET balance = ? WHERE account = ? AND balance = ?`, next, m.Effect.Account, old)
+		if err != nil || n == 0 {
+			out.Reason = fmt.Sprintf("duplicate: account %d's balance is not %d but %d, what this update sets", m.Effect.Account, old, next)
+			return err
+		}
+		out.Applied = true
+		return tx.Apply(m.Effect)
+	})
+}
+
 // ConditionalUpdate withdraws the intent's amount from its account's
 // wallet only while the balance covers it: a business precondition, the
 // check a payment service has anyway. It is not an idempotency guard: a

@@ -92,3 +92,34 @@ func TestConditionalUpdateABA(t *testing.T) {
 		}
 	})
 }
+
+// A stale redelivery after two later updates of its account: version-cas
+// sees a version past the one it expects and skips it; value-cas finds
+// the balance back at the value it expects (A, B, A) and applies it again.
+func TestValueCASABA(t *testing.T) {
+	for _, tc := range []struct {
+		strategy catalog.StrategyName
+		want     int
+	}{
+		{catalog.VersionCAS, 1},
+		{catalog.ValueCAS, 2},
+	} {
+		eachEnv(t, tc.strategy, func(t *testing.T, env Env) {
+			ctx := context.Background()
+			s := All[tc.strategy]
+			setup(t, env, s)
+			// Intents 3 and 19: updates 0 and 1 of account 3.
+			for _, intent := range []int{3, 3, 19, 3} {
+				if _, err := s.Process(ctx, env, msg(intent), noCrash); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := applied(t, env, 3); got != tc.want {
+				t.Errorf("intent 3 applied %d times, want %d", got, tc.want)
+			}
+			if got := applied(t, env, 19); got != 1 {
+				t.Errorf("intent 19 applied %d times, want 1", got)
+			}
+		})
+	}
+}

@@ -116,6 +116,7 @@ var All = map[catalog.StrategyName]Strategy{
 	catalog.UniqueKey:         UniqueKey{},
 	catalog.StateMachine:      StateMachine{},
 	catalog.VersionCAS:        VersionCAS{},
+	catalog.ValueCAS:          ValueCAS{},
 	catalog.ConditionalUpdate: ConditionalUpdate{},
 	catalog.CheckThenAct:      CheckThenAct{},
 	catalog.RedisSetNX:        RedisSetNX{},

@@ -43,6 +43,7 @@ func TestRedelivery(t *testing.T) {
 		{"unique-key", nil, catalog.Increment, 2}, // no natural unique row
 		{"unique-key", nil, catalog.Append, 2},    // nor here
 		{"conditional-update", nil, "", 2},        // the balance covers it twice
+		{"value-cas", nil, "", 1},                 // right after it, the value has moved on
 		{"state-machine", nil, "", 1},
 		{"version-cas", nil, "", 1},
 		{"check-then-act", nil, "", 1}, // one at a time, it holds
