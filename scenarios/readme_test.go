@@ -87,7 +87,7 @@ var lessons = []lesson{
 		{"nats-max-deliver", 0.5},
 		{"nats-stream-failover", 10.0},
 		{"strategy-weak-keys", 4.4},
-		{"strategy-effect-kinds", 6.4},
+		{"strategy-effect-kinds", 7.0},
 		{"strategy-conditional-aba", 11.3},
 	}},
 }
