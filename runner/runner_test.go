@@ -73,13 +73,13 @@ func parse(t *testing.T, yaml string) *scenario.Scenario {
 	return s
 }
 
-// TestBuiltins runs every built-in scenario end to end on the embedded
-// broker, with fewer messages, and checks the signs the README promises.
 // applyOnce and applyAgain: every intent's effect shows once, or the
 // redelivered ones show twice; none is lost.
 func applyOnce(c map[string]int) bool  { return c["duplicates"] == 0 && c["lost"] == 0 }
 func applyAgain(c map[string]int) bool { return c["duplicates"] > 0 && c["lost"] == 0 }
 
+// TestBuiltins runs every built-in scenario end to end on the embedded
+// broker, with fewer messages, and checks the signs the README promises.
 func TestBuiltins(t *testing.T) {
 	for _, tc := range []struct {
 		name string
