@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"iter"
+	"maps"
 	"strings"
 	"time"
 
@@ -23,6 +24,7 @@ var (
 	ErrFaultNeverFired = errors.New("a configured fault never fired")
 	ErrInconsistent    = errors.New("the store's balances disagree with its ledger")
 	ErrNoAudit         = errors.New("no store audit was recorded for this variant")
+	ErrCallsDisagree   = errors.New("the external service's effects disagree with its recorded calls")
 	ErrIncomplete      = errors.New("the drain gave up before the broker had delivered everything")
 )
 
@@ -743,6 +745,11 @@ func (t *tally) invalid(haveAudit bool, audit history.Audit) []string {
 	if len(audit.BalanceMismatch) > 0 {
 		out = append(out, fmt.Sprintf("%v: accounts %v", ErrInconsistent, audit.BalanceMismatch))
 	}
+	if audit.Calls != nil {
+		if recount := history.CallEffects(audit.Calls); !maps.Equal(recount, audit.Applied) {
+			out = append(out, fmt.Sprintf("%v: recounted from their keys, the %d calls took effect %d times, the service says %d", ErrCallsDisagree, len(audit.Calls), sum(recount), sum(audit.Applied)))
+		}
+	}
 	for _, name := range t.armed {
 		if t.fired[name] == 0 {
 			out = append(out, fmt.Sprintf("%v: %s (raise messages or lower every/probability)", ErrFaultNeverFired, name))
@@ -756,6 +763,14 @@ func (t *tally) invalid(haveAudit bool, audit history.Audit) []string {
 		out = append(out, fmt.Sprintf("%v (%s; %d messages still on the broker): its counts are not final", ErrIncomplete, why, t.drain.Backlog))
 	}
 	return out
+}
+
+func sum(m map[int]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
 
 // lostByCause is t.lostBy keyed by name, never nil.

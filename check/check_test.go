@@ -593,6 +593,29 @@ func TestJudge(t *testing.T) {
 		}
 	})
 
+	t.Run("calls the service marked wrongly make the variant invalid", func(t *testing.T) {
+		// Intent 2 was called twice with one key: the second call must be
+		// a replay. Recounted from the keys, intent 2 took effect once.
+		calls := []history.Call{{Intent: 1, Key: "1"}, {Intent: 2, Key: "2"}, {Intent: 2, Key: "2", Replayed: true}}
+		for _, tc := range []struct {
+			name    string
+			applied map[int]int
+			invalid bool
+		}{
+			{"agreeing", map[int]int{1: 1, 2: 1}, false},
+			{"the replay counted", map[int]int{1: 1, 2: 2}, true},
+		} {
+			run := judge(t, judgePlan(), meta, join(naive, splitLost), map[string]history.Audit{
+				"naive": {Applied: tc.applied, Calls: calls},
+				"split": audits["split"],
+			})
+			inv := run.Variants[0].Invalid
+			if got := len(inv) == 1 && strings.Contains(inv[0], check.ErrCallsDisagree.Error()); got != tc.invalid || (!tc.invalid && len(inv) != 0) {
+				t.Errorf("%s: invalid = %q, want the disagreement: %v", tc.name, inv, tc.invalid)
+			}
+		}
+	})
+
 	t.Run("no expectations and no faults pass", func(t *testing.T) {
 		s := check.Plan{Variants: []check.PlanVariant{{Name: "naive", Strategy: "none"}}}
 		run := judge(t, s, meta, naive, map[string]history.Audit{"naive": audits["naive"]})

@@ -229,9 +229,10 @@ func (r *variantRun) process(ctx context.Context, h *delivery) error {
 	if err := json.Unmarshal(h.d.Body, &b); err != nil {
 		return errFatal{fmt.Errorf("intent %d: undecodable body: %w", h.d.Intent, err)}
 	}
+	id := deliveryID(r.v.ID, h.d, b.ID)
 	m := strategy.Message{
-		ID:      deliveryID(r.v.ID, h.d, b.ID),
-		Effect:  store.Effect{Intent: b.Intent, Account: b.Account, Amount: b.Amount},
+		ID:      id,
+		Effect:  store.Effect{Intent: b.Intent, Account: b.Account, Amount: b.Amount, Key: id},
 		Version: b.Version,
 	}
 	out, err := r.strat.Process(ctx, r.env, m, func(p catalog.CrashPoint) error { return r.at(ctx, h, p) })

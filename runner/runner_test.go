@@ -73,6 +73,11 @@ func parse(t *testing.T, yaml string) *scenario.Scenario {
 	return s
 }
 
+// applyOnce and applyAgain: every intent's effect shows once, or the
+// redelivered ones show twice; none is lost.
+func applyOnce(c map[string]int) bool  { return c["duplicates"] == 0 && c["lost"] == 0 }
+func applyAgain(c map[string]int) bool { return c["duplicates"] > 0 && c["lost"] == 0 }
+
 // TestBuiltins runs every built-in scenario end to end on the embedded
 // broker, with fewer messages, and checks the signs the README promises.
 func TestBuiltins(t *testing.T) {
@@ -98,6 +103,17 @@ func TestBuiltins(t *testing.T) {
 			"non-transactional":              func(c map[string]int) bool { return c["duplicates"] > 0 && c["lost"] == 0 && c["aborted_seen"] == 0 },
 			"transactional-read-committed":   func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 && c["aborted_seen"] == 0 },
 			"transactional-read-uncommitted": func(c map[string]int) bool { return c["aborted_seen"] > 0 && c["lost"] == 0 },
+		}},
+		{"strategy-effect-kinds", map[string]func(map[string]int) bool{
+			"increment":          applyAgain,
+			"set":                applyOnce,
+			"upsert":             applyOnce,
+			"delete":             applyOnce,
+			"append":             applyAgain,
+			"call":               applyAgain,
+			"call-with-key":      applyOnce,
+			"balance-check":      applyAgain,
+			"append-dedup-table": applyOnce,
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

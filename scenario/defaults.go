@@ -91,6 +91,7 @@ func applyDefaults(s *Scenario) {
 		v := &s.Variants[i]
 		if v.Process == nil { // a process's message ids are the record keys
 			setIfZero(&v.ID, catalog.BusinessID)
+			setIfZero(&v.Effect, catalog.DefaultEffect(v.Strategy))
 		}
 		if p := v.Process; p != nil {
 			setIfZero(&p.Instances, DefaultInstances)

@@ -51,7 +51,7 @@ var fixtures = []fixture{
 		`5:1: unknown key "varients" at the top level (allowed: version, name, description, seed, messages, deadline, drain, broker, producer, consumer, store, redis, faults, variants, stage); did you mean "variants"?`,
 	}},
 	{"invalid/unknown-nested-key.yaml", []string{
-		`7:5: unknown key "stratgies" in variants[0] (allowed: name, strategy, producer, consumer, store, id, expect, varies, stage, process, audit, kafka, mqtt, rabbitmq, nats); did you mean "strategy"?`,
+		`7:5: unknown key "stratgies" in variants[0] (allowed: name, strategy, producer, consumer, store, id, effect, expect, varies, stage, process, audit, kafka, mqtt, rabbitmq, nats); did you mean "strategy"?`,
 	}},
 	{"invalid/unknown-strategy.yaml", []string{
 		`7:15: variants[0].strategy: "dedup-tabel" is not allowed (allowed: ` + strings.Join(catalog.StrategyNames(), ", ") + `); did you mean "dedup-table"?`,
@@ -101,6 +101,13 @@ var fixtures = []fixture{
 	{"invalid/process-build-flag.yaml", []string{
 		`6:22: variants[0].process.build: "-toolexec=./x.sh" is not a package directory inside the scenario's folder; write ./DIR (e.g. ./cmd/consumer), without .., flags or an absolute path`,
 		`9:22: variants[1].process.build: "../../elsewhere" is not a package directory inside the scenario's folder; write ./DIR (e.g. ./cmd/consumer), without .., flags or an absolute path`,
+	}},
+	{"invalid/effect.yaml", []string{
+		`5:39: variants[0].effect: create is unique-key's effect (the row its key protects), not none's; use append for a plain insert, or strategy: unique-key`,
+		`6:46: variants[1].effect: "sett" is not allowed (allowed: increment, create, set, upsert, delete, append, call, call-with-key); did you mean "set"?`,
+		`7:54: variants[2].balance: must be from 1 to 1,000,000,000, got 0`,
+		`8:37: variants[3].balance: unique-key takes no balance (only conditional-update does); remove it`,
+		`9:88: variants[4].effect: does not apply to a process variant (the process applies its own effects, counted by audit.query); remove it`,
 	}},
 	{"invalid/process-with-strategy-param.yaml", []string{
 		`11:5: variants[0].retention: a process variant takes no retention (only dedup-table does); remove it`,
@@ -297,7 +304,7 @@ var fixtures = []fixture{
 		`8:38: variants[1].store: "sqlite3": must be sqlite or a postgres://USER@HOST:PORT/DATABASE URL`,
 	}},
 	{"invalid/strategy-params.yaml", []string{
-		`5:45: variants[0].effect: "add" is not allowed (allowed: increment, create)`,
+		`5:45: variants[0].effect: "add" is not allowed (allowed: increment, create, set, upsert, delete, append, call, call-with-key)`,
 		`6:38: variants[1].ttl: dedup-table takes no ttl (only redis-setnx does); remove it`,
 		`7:49: variants[2].retention: must be more than 0s, got -1s`,
 		`8:43: variants[3].ttl: must be more than 0s, got 0s`,

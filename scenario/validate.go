@@ -445,7 +445,18 @@ func (c *checker) variants() {
 		c.consumer(vp+".consumer", v.Consumer)
 		c.params(vp, v.Params, string(v.Strategy))
 		c.idSource(vp+".id", v.ID)
+		c.effect(vp+".effect", v)
 	}
+}
+
+// effect checks that the variant's strategy can apply its effect kind: an
+// order row keyed by the business id is what unique-key is about.
+func (c *checker) effect(path string, v Variant) {
+	e, ok := catalog.LookupEffect(v.Effect)
+	if !ok || !c.d.Has(path) || v.Strategy == "" || e.Only == "" || e.Only == v.Strategy {
+		return
+	}
+	c.errorf(path, "%s: %s is %s's effect (the row its key protects), not %s's; use append for a plain insert, or strategy: %s", path, e.Kind, e.Only, v.Strategy, e.Only)
 }
 
 // idSource checks that the broker gives the id source: a delivery tag or

@@ -88,6 +88,8 @@ var lessons = []lesson{
 		{"nats-max-deliver", 0.5},
 		{"nats-stream-failover", 10.0},
 		{"strategy-weak-keys", 4.4},
+		{"strategy-effect-kinds", 7.0},
+		{"strategy-conditional-aba", 11.3},
 	}},
 }
 
