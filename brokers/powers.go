@@ -77,6 +77,20 @@ type LoseProduceResponses struct {
 	Lost  func(intents []int)
 }
 
+// CrashProducer: for each publish request the broker receives, Fires is
+// asked with each intent in it (attempt: how many requests have carried
+// it); when it says yes for any, the broker stores the request, and the
+// producer client that sent it dies before it reads the answer: every
+// publish it had not had confirmed ends with an error wrapping
+// ErrProducerCrashed, and the producer's next publish goes through a new
+// client (a restarted process: a new idempotent producer id, or the same
+// transactional id, which fences the old client). Crashed is called once
+// per kill with every intent the request carried.
+type CrashProducer struct {
+	Fires   func(intent, attempt int) bool
+	Crashed func(intents []int)
+}
+
 // LosePackets: each time Packet passes on Leg for an intent, Fires is
 // asked; when it says yes, the packet is lost (breaking the connection
 // that carried it, so the sender retries on reconnect) and Lost is called.
@@ -208,6 +222,7 @@ type SyncAcks struct{}
 
 func (LoseProduceResponses) Does() string { return "lose produce responses" }
 func (LosePackets) Does() string          { return "lose MQTT acknowledgements" }
+func (CrashProducer) Does() string        { return "kill a producer client after a request it sent" }
 func (Disconnect) Does() string           { return "break client connections" }
 func (RestartAfter) Does() string         { return "be restarted" }
 func (MoveLeaders) Does() string          { return "move partition leaders" }

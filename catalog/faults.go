@@ -12,6 +12,7 @@ type FaultType string
 const (
 	ConsumerCrash       FaultType = "consumer-crash"
 	ProduceResponseLost FaultType = "produce-response-lost"
+	ProducerCrash       FaultType = "producer-crash"
 	ConsumerZombie      FaultType = "consumer-zombie"
 	AckLost             FaultType = "ack-lost"
 	Disconnect          FaultType = "disconnect"
@@ -133,6 +134,12 @@ var Faults = []Fault{
 			}
 			return ""
 		},
+	},
+	{
+		Type:      ProducerCrash,
+		Doc:       "the producer process dies after sending: the broker stores the chosen produce request, and the producer client dies before it reads the response. A new producer client starts and the application resends every intent it had no confirm for. An idempotent producer's new client gets a new producer id, so the broker cannot tell the resend from a new record; a transactional producer's new client, with the same transactional_id, fences the old one and aborts its open transaction",
+		Injection: "one producer client killed with a request stored and unanswered (the request's intents are listed)",
+		Available: producerCrashWhere,
 	},
 	{
 		Type:      TransformCrash,
@@ -342,6 +349,18 @@ func DefaultFaultName(t FaultType, params any) string {
 		return fmt.Sprintf("%s@%s", t, p.Leg)
 	}
 	return string(t)
+}
+
+// producerCrashWhere: producer-crash sees the produce requests inside the
+// embedded Kafka broker (kfake) and kills franz-go's client connections.
+func producerCrashWhere(w Where) string {
+	switch {
+	case w.Broker != Kafka || w.Mode != Embedded:
+		return "the broker side is injected inside the embedded Kafka broker (kfake); use broker kind: kafka, mode: embedded"
+	case w.Acks == AcksNone:
+		return "with acks: none the producer waits for no response, so it has nothing unconfirmed to resend; use acks: all or leader"
+	}
+	return "" // and client: franz-go, which scenario validation checks per variant
 }
 
 // stageOnKafka: a consume-transform-produce stage runs on Kafka only.

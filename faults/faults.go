@@ -85,6 +85,7 @@ type Arm func(f Fault, env Env) (armed bool, err error)
 var All = map[catalog.FaultType]Arm{
 	catalog.ConsumerCrash:       armConsumerCrash,
 	catalog.ProduceResponseLost: armProduceResponseLost,
+	catalog.ProducerCrash:       armProducerCrash,
 	catalog.ConsumerZombie:      armConsumerCrash,
 	catalog.AckLost:             armAckLost,
 	catalog.Disconnect:          armDisconnect,
@@ -114,6 +115,12 @@ func Install(f Fault, env Env) (bool, error) {
 
 func armProduceResponseLost(f Fault, env Env) (bool, error) {
 	return power(f, env, brokers.LoseProduceResponses{Fires: f.Schedule.Fires, Lost: func(intents []int) {
+		env.Fired(history.Event{Type: history.Fault, Fault: f.Name, Intents: intents})
+	}})
+}
+
+func armProducerCrash(f Fault, env Env) (bool, error) {
+	return power(f, env, brokers.CrashProducer{Fires: f.Schedule.Fires, Crashed: func(intents []int) {
 		env.Fired(history.Event{Type: history.Fault, Fault: f.Name, Intents: intents})
 	}})
 }

@@ -110,7 +110,12 @@ func (r *variantRun) send(ctx context.Context, p *recording.Producer, intent int
 						giveUp.GiveUp(intent, attempt)
 					}
 				}
-				if err == nil || attempt > policy.retries || ctx.Err() != nil {
+				// A producer-crash killed the client: the restarted
+				// producer resends what it had no confirm for, whatever
+				// the retry policy says (the fault's max_attempt bounds
+				// how often one intent meets it).
+				crashed := errors.Is(err, brokers.ErrProducerCrashed)
+				if err == nil || attempt > policy.retries && !crashed || ctx.Err() != nil {
 					done(err)
 					return
 				}

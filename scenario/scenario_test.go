@@ -339,6 +339,19 @@ var fixtures = []fixture{
 		`6:56: variants[0].producer.client: kafka-go cannot carry a transactional stage`,
 		`7:62: variants[1].producer.client: kafka-go cannot carry a transactional stage`,
 	}},
+	{"invalid/producer-transactional.yaml", []string{
+		`6:60: variants[0].producer.transactional_id: "bad id" is not a transactional id: 1 to 200 letters, digits, '.', '_' or '-'`,
+		`6:60: variants[0].producer.transactional_id: a transactional producer is always idempotent; remove idempotent: false or the transactional_id`,
+		`7:60: variants[1].producer.transactional_id: a transactional producer is always idempotent`,
+		`7:60: variants[1].producer.transactional_id: kafka-go has no idempotent producer and no transactions (its writer always sends producer id -1); use client: franz-go`,
+		`7:76: variants[1].producer.client: producer-crash (faults[0]) kills a franz-go producer client and starts a new one; use client: franz-go`,
+		`8:60: variants[2].producer.transactional_id: a transactional producer in front of a stage is not supported in this build`,
+		`9:48: variants[3].producer.acks: producer-crash (faults[0]) cannot act in variant "d": with acks: none the producer waits for no response, so it has nothing unconfirmed to resend; use acks: all or leader`,
+	}},
+	{"invalid/producer-crash-on-rabbitmq.yaml", []string{
+		`4:30: producer.transactional_id: only for broker kind kafka, not rabbitmq`,
+		`5:17: faults[0]: producer-crash cannot act here: the broker side is injected inside the embedded Kafka broker (kfake); use broker kind: kafka, mode: embedded`,
+	}},
 	{"invalid/leader-move-one-broker.yaml", []string{
 		`5:12: faults[0].type: leader-move needs at least 2 brokers to move leaders between; add brokers: 3 to the broker`,
 	}},

@@ -51,6 +51,7 @@ var lessons = []lesson{
 		{"kafka-commit-timing", 1.6},
 		{"kafka-idempotent-producer", 1.8},
 		{"kafka-client-retries", 1.1},
+		{"kafka-producer-restart", 1.4},
 		{"kafka-transactions", 1.2},
 		{"kafka-eos-to-database", 2.7},
 		{"kafka-rebalance", 4.7},
