@@ -352,6 +352,15 @@ var fixtures = []fixture{
 		`4:30: producer.transactional_id: only for broker kind kafka, not rabbitmq`,
 		`5:17: faults[0]: producer-crash cannot act here: the broker side is injected inside the embedded Kafka broker (kfake); use broker kind: kafka, mode: embedded`,
 	}},
+	{"invalid/producer-backoff.yaml", []string{
+		`4:21: producer.backoff: a backoff spaces out retries, and variant "d" has none; add retries: N (1 or more)`,
+		`6:63: variants[0].producer.backoff: needs delay: the wait before the first retry, e.g. delay: 500ms`,
+		`6:76: variants[0].producer.backoff.multiplier: only with policy: exponential`,
+		`6:87: variants[0].producer.backoff.jitter: must be from 0 to 1 (the fraction of each wait drawn at random), got 1.5`,
+		`7:101: variants[1].producer.backoff.max: 10ms is below delay 1s; the cap must be at least the first wait`,
+		`7:119: variants[1].producer.backoff.multiplier: must be from 1 to 10, got 0.5`,
+		`8:72: variants[2].producer.backoff.policy: "linear" is not allowed (allowed: fixed, exponential)`,
+	}},
 	{"invalid/leader-move-one-broker.yaml", []string{
 		`5:12: faults[0].type: leader-move needs at least 2 brokers to move leaders between; add brokers: 3 to the broker`,
 	}},

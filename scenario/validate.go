@@ -25,6 +25,7 @@ func (c *checker) check() {
 	c.deadLetter()
 	c.maxLength()
 	c.producer("producer", &c.s.Producer)
+	c.backoffRetries()
 	c.consumer("consumer", &c.s.Consumer)
 	c.stores()
 	c.faults()
@@ -313,6 +314,7 @@ func (c *checker) producer(path string, p *Producer) {
 	if c.d.Has(path+".confirm_timeout") && p.ConfirmTimeout <= 0 {
 		c.errorf(path+".confirm_timeout", "%s.confirm_timeout: must be more than 0; leave it out to wait as long as the client takes", path)
 	}
+	c.backoff(path, p)
 }
 
 func (c *checker) consumer(path string, cs *Consumer) {
