@@ -151,6 +151,19 @@ type LoseConfirms struct {
 	Lost  func(intent, attempt int)
 }
 
+// CutProducer, on every producer started afterwards: when the broker's
+// confirm of a publish Fires chooses comes back to the producer, it is
+// dropped and the producer's connection broken: at once (For 0: a reset),
+// or once everything between the producer and the broker has been dropped
+// for For (a partition). The broker has the publish; the producer ends it
+// and whatever else it had not had confirmed as unknown. Cut is called
+// once per injection.
+type CutProducer struct {
+	For   time.Duration
+	Fires func(intent, attempt int) bool
+	Cut   func(intent, attempt int)
+}
+
 // TakeOffline: before the broker routes an intent's first publish, Fires
 // is asked; when it says yes, the subscriber's connection is closed and
 // its reconnects refused while that intent and the next Window-1 are
@@ -229,6 +242,7 @@ func (MoveLeaders) Does() string          { return "move partition leaders" }
 func (LoseAcks) Does() string             { return "lose acknowledgements" }
 func (AckDeadline) Does() string          { return "redeliver a message held past an ack deadline" }
 func (LoseConfirms) Does() string         { return "lose publish confirms" }
+func (CutProducer) Does() string          { return "cut a producer's connection" }
 func (TakeOffline) Does() string          { return "keep the subscriber offline" }
 func (JoinFailover) Does() string         { return "stop a queue's leader" }
 func (StopLeader) Does() string           { return "stop a queue's leader" }

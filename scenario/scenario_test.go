@@ -361,6 +361,11 @@ var fixtures = []fixture{
 		`7:119: variants[1].producer.backoff.multiplier: must be from 1 to 10, got 0.5`,
 		`8:72: variants[2].producer.backoff.policy: "linear" is not allowed (allowed: fixed, exponential)`,
 	}},
+	{"invalid/network-producer.yaml", []string{
+		`6:33: faults[0].connection: latency slows the consumer's connection only in this build; remove connection (or write consumer), or use connection-reset or partition on the producer`,
+		`7:42: faults[1].connection: "sideways" is not allowed (allowed: consumer, producer, both)`,
+		`8:35: faults[2].connection: on the producer's connection, partition watches for the broker's confirm with a filter inside dqbench's in-process toxiproxy`,
+	}},
 	{"invalid/leader-move-one-broker.yaml", []string{
 		`5:12: faults[0].type: leader-move needs at least 2 brokers to move leaders between; add brokers: 3 to the broker`,
 	}},
