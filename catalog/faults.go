@@ -374,7 +374,7 @@ func DefaultFaultName(t FaultType, params any) string {
 func producerCrashWhere(w Where) string {
 	switch {
 	case w.Broker != Kafka || w.Mode != Embedded:
-		return "the broker side is injected inside the embedded Kafka broker (kfake); use broker kind: kafka, mode: embedded"
+		return "it is injected inside the embedded Kafka broker (kfake), which sees the produce request and kills the client that sent it; use broker kind: kafka, mode: embedded"
 	case w.Acks == AcksNone:
 		return "with acks: none the producer waits for no response, so it has nothing unconfirmed to resend; use acks: all or leader"
 	}

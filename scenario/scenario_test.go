@@ -350,7 +350,7 @@ var fixtures = []fixture{
 	}},
 	{"invalid/producer-crash-on-rabbitmq.yaml", []string{
 		`4:30: producer.transactional_id: only for broker kind kafka, not rabbitmq`,
-		`5:17: faults[0]: producer-crash cannot act here: the broker side is injected inside the embedded Kafka broker (kfake); use broker kind: kafka, mode: embedded`,
+		`5:17: faults[0]: producer-crash cannot act here: it is injected inside the embedded Kafka broker (kfake), which sees the produce request and kills the client that sent it; use broker kind: kafka, mode: embedded`,
 	}},
 	{"invalid/producer-backoff.yaml", []string{
 		`4:21: producer.backoff: a backoff spaces out retries, and variant "d" has none; add retries: N (1 or more)`,
