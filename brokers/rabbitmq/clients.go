@@ -75,7 +75,7 @@ func (p *producer) setup(px *netfault.Proxy) error {
 			if c.after > 0 {
 				// A partition: dark both ways until the connection
 				// closes, as a client's TCP eventually gives up.
-				time.AfterFunc(c.after, func() { _ = px.Disable() })
+				time.AfterFunc(c.after, func() { p.disable(px) })
 			}
 		}
 		if err := px.AddFilter(fmt.Sprintf("producer-cut-%d", i), netfault.Downstream, amqpfault.CutOnConfirm(tags, c.fires, hit, c.after == 0, dark)); err != nil {
@@ -98,6 +98,10 @@ type producer struct {
 	// cutTags are the same for each network fault on the producer's
 	// connection.
 	cutTags []*amqpfault.Tags
+	// pxMu orders a partition's end (disable) before or after the proxy's
+	// deletion (closeProxy), never during it.
+	pxMu   sync.Mutex
+	pxGone map[*netfault.Proxy]bool
 
 	window  chan struct{}  // a slot per unconfirmed publish not given up
 	stop    chan struct{}  // closed by Close: no more publishes
@@ -279,8 +283,29 @@ func (p *producer) Close(ctx context.Context) {
 		p.mu.Unlock()
 		closeConn(ctx, conn)
 		<-confirmed
-		_ = px.Close(context.WithoutCancel(ctx))
+		p.closeProxy(context.WithoutCancel(ctx), px)
 	})
+}
+
+// disable disables px, which closes the connection through it (the end of
+// a partition on the producer's connection), unless it is closed already.
+func (p *producer) disable(px *netfault.Proxy) {
+	p.pxMu.Lock()
+	defer p.pxMu.Unlock()
+	if !p.pxGone[px] {
+		_ = px.Disable() // fails only when the proxy is gone
+	}
+}
+
+// closeProxy deletes px; a partition's end that comes later leaves it be.
+func (p *producer) closeProxy(ctx context.Context, px *netfault.Proxy) {
+	p.pxMu.Lock()
+	if p.pxGone == nil {
+		p.pxGone = map[*netfault.Proxy]bool{}
+	}
+	p.pxGone[px] = true
+	p.pxMu.Unlock()
+	_ = px.Close(ctx)
 }
 
 // closeConn closes conn cleanly, within ctx and closeWait.
