@@ -390,7 +390,7 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	if logCopies > 0 && t.stage != nil {
 		notes = append(notes, fmt.Sprintf("%d intents were written to the stage's output more than once and read more than once (a stage crash or a rebalance between its write and its offset commit, or an aborted transaction read with read_uncommitted)", logCopies))
 	} else if logCopies > 0 {
-		notes = append(notes, fmt.Sprintf("%d intents were stored more than once by the broker (a producer retry after a lost response, without producer idempotence)", logCopies))
+		notes = append(notes, fmt.Sprintf("%d intents were stored more than once by the broker (a producer's retry after a lost response without producer idempotence, or a restarted producer's resend, which a new producer id hides from the broker)", logCopies))
 		if t.onlyQoS2() {
 			notes = append(notes, fmt.Sprintf("%d intents were %s", logCopies, DupQoS2Resent.Doc()))
 		}

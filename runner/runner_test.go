@@ -99,6 +99,22 @@ func TestBuiltins(t *testing.T) {
 			"idempotence-off": func(c map[string]int) bool { return c["duplicates"] > 0 && c["lost"] == 0 },
 			"idempotence-on":  func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 },
 		}},
+		// window: 1: each crash leaves exactly one intent stored and
+		// unconfirmed, which the new client stores again.
+		{"kafka-producer-restart", map[string]func(map[string]int) bool{
+			"idempotence-off": func(c map[string]int) bool {
+				return c["faults_injected"] > 0 && c["duplicates"] == c["faults_injected"] && c["lost"] == 0
+			},
+			"idempotent": func(c map[string]int) bool {
+				return c["faults_injected"] > 0 && c["duplicates"] == c["faults_injected"] && c["lost"] == 0
+			},
+			"transactional": func(c map[string]int) bool {
+				return c["faults_injected"] > 0 && c["duplicates"] == 0 && c["redelivered"] == 0 && c["lost"] == 0
+			},
+			"transactional-read-uncommitted": func(c map[string]int) bool {
+				return c["faults_injected"] > 0 && c["duplicates"] == c["faults_injected"] && c["lost"] == 0
+			},
+		}},
 		{"kafka-transactions", map[string]func(map[string]int) bool{
 			"non-transactional":              func(c map[string]int) bool { return c["duplicates"] > 0 && c["lost"] == 0 && c["aborted_seen"] == 0 },
 			"transactional-read-committed":   func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 && c["aborted_seen"] == 0 },

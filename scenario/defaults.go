@@ -160,6 +160,9 @@ func (s *Scenario) ProducerFor(v Variant) Producer {
 			p.Retries = new(*o.Retries)
 		}
 		setIfNonZero(&p.ConfirmTimeout, o.ConfirmTimeout)
+		if o.Backoff != nil {
+			p.Backoff = o.Backoff
+		}
 		p.ProducerKeys = p.ProducerKeys.With(o.ProducerKeys)
 	}
 	return p

@@ -346,6 +346,33 @@ var fixtures = []fixture{
 		`6:56: variants[0].producer.client: kafka-go cannot carry a transactional stage`,
 		`7:62: variants[1].producer.client: kafka-go cannot carry a transactional stage`,
 	}},
+	{"invalid/producer-transactional.yaml", []string{
+		`6:60: variants[0].producer.transactional_id: "bad id" is not a transactional id: 1 to 200 letters, digits, '.', '_' or '-'`,
+		`6:60: variants[0].producer.transactional_id: a transactional producer is always idempotent; remove idempotent: false or the transactional_id`,
+		`7:60: variants[1].producer.transactional_id: a transactional producer is always idempotent`,
+		`7:60: variants[1].producer.transactional_id: kafka-go has no idempotent producer and no transactions (its writer always sends producer id -1); use client: franz-go`,
+		`7:76: variants[1].producer.client: producer-crash (faults[0]) kills a franz-go producer client and starts a new one; use client: franz-go`,
+		`8:60: variants[2].producer.transactional_id: a transactional producer in front of a stage is not supported in this build`,
+		`9:48: variants[3].producer.acks: producer-crash (faults[0]) cannot act in variant "d": with acks: none the producer waits for no response, so it has nothing unconfirmed to resend; use acks: all or leader`,
+	}},
+	{"invalid/producer-crash-on-rabbitmq.yaml", []string{
+		`4:30: producer.transactional_id: only for broker kind kafka, not rabbitmq`,
+		`5:17: faults[0]: producer-crash cannot act here: it is injected inside the embedded Kafka broker (kfake), which sees the produce request and kills the client that sent it; use broker kind: kafka, mode: embedded`,
+	}},
+	{"invalid/producer-backoff.yaml", []string{
+		`4:21: producer.backoff: a backoff spaces out retries, and variant "d" has none; add retries: N (1 or more)`,
+		`6:63: variants[0].producer.backoff: needs delay: the wait before the first retry, e.g. delay: 500ms`,
+		`6:76: variants[0].producer.backoff.multiplier: only with policy: exponential`,
+		`6:87: variants[0].producer.backoff.jitter: must be from 0 to 1 (the fraction of each wait drawn at random), got 1.5`,
+		`7:101: variants[1].producer.backoff.max: 10ms is below delay 1s; the cap must be at least the first wait`,
+		`7:119: variants[1].producer.backoff.multiplier: must be from 1 to 10, got 0.5`,
+		`8:72: variants[2].producer.backoff.policy: "linear" is not allowed (allowed: fixed, exponential)`,
+	}},
+	{"invalid/network-producer.yaml", []string{
+		`6:33: faults[0].connection: latency slows the consumer's connection only in this build; remove connection (or write consumer), or use connection-reset or partition on the producer`,
+		`7:42: faults[1].connection: "sideways" is not allowed (allowed: consumer, producer, both)`,
+		`8:35: faults[2].connection: on the producer's connection, partition watches for the broker's confirm with a filter inside dqbench's in-process toxiproxy`,
+	}},
 	{"invalid/leader-move-one-broker.yaml", []string{
 		`5:12: faults[0].type: leader-move needs at least 2 brokers to move leaders between; add brokers: 3 to the broker`,
 	}},

@@ -64,6 +64,7 @@ type Producer struct {
 	// Retries and ConfirmTimeout are the application's publish policy.
 	Retries        *int     `yaml:"retries" json:"retries,omitempty" jsonschema:"minimum=0,maximum=100,description=How many times the application publishes an intent again when a send ends without a confirm (an unknown outcome) or none came within confirm_timeout (default 0: the client's own retries only)."`
 	ConfirmTimeout Duration `yaml:"confirm_timeout" json:"confirm_timeout,omitempty" jsonschema:"description=How long the application waits for a confirm before it gives the send up as unknown (and retries\\, with retries > 0); default: as long as the client takes to answer (5s with a confirm-lost fault\\, whose withheld confirms never come)."`
+	Backoff        *Backoff `yaml:"backoff" json:"backoff,omitempty" jsonschema:"description=How long the application waits before each retry (with retries > 0): fixed or exponential\\, with a cap and a seeded jitter (default: it retries at once)."`
 	// The producer keys only some broker kinds take (Kafka's client,
 	// RabbitMQ's max_length and overflow).
 	catalog.ProducerKeys `yaml:",inline"`
