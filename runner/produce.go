@@ -110,7 +110,9 @@ func (r *variantRun) send(ctx context.Context, p *recording.Producer, intent int
 						giveUp.GiveUp(intent, attempt)
 					}
 				}
-				if err == nil || attempt > policy.retries || ctx.Err() != nil {
+				// A fire-and-forget send (brokers.ErrUnconfirmed) is never
+				// retried: the application cannot know it failed.
+				if err == nil || errors.Is(err, brokers.ErrUnconfirmed) || attempt > policy.retries || ctx.Err() != nil {
 					done(err)
 					return
 				}

@@ -149,6 +149,20 @@ var fixtures = []fixture{
 		`5:15: producer.max_length: kafka queues have no length limit here; leave it out`,
 		`9:26: variants[0].producer.overflow: "drop-tail" is not allowed (allowed: drop-head, reject-publish); did you mean "drop-head"?`,
 	}},
+	{"invalid/rabbitmq-durability.yaml", []string{
+		`5:10: broker.nodes: only with mode: managed (the cluster dqbench starts)`,
+		`7:12: broker.durable: a quorum queue is always durable (RabbitMQ refuses a transient one), and variant "none" has queue_type: quorum; use queue_type: classic for durable: false`,
+		`9:11: faults[0]: broker-restart cannot act here: it restarts a broker process dqbench started`,
+	}},
+	{"invalid/rabbitmq-durability-on-kafka.yaml", []string{
+		`5:13: producer.confirms: RabbitMQ's delivery mode and publisher confirms; broker kind kafka has neither key: leave it out`,
+		`9:28: variants[0].producer.persistent: RabbitMQ's delivery mode and publisher confirms; broker kind kafka has neither key: leave it out`,
+		`12:15: variants[1].rabbitmq: only for broker kind rabbitmq, not kafka; remove it`,
+	}},
+	{"invalid/rabbitmq-restart-cluster.yaml", []string{
+		`5:11: faults[0]: broker-restart cannot act here: it restarts the node of a single-node managed RabbitMQ, which every variant's queue is on; add nodes: 1 to the broker`,
+		`10:45: variants[0].rabbitmq.durable: a quorum queue is always durable`,
+	}},
 	{"invalid/auto-ack-on-kafka.yaml", []string{
 		`5:8: consumer.ack: auto (the broker acks on delivery) is only for rabbitmq, nats, not kafka; use before-process`,
 		`9:21: variants[0].consumer.ack: auto (the broker acks on delivery) is only for rabbitmq, nats, not kafka`,

@@ -67,6 +67,7 @@ var lessons = []lesson{
 		{"rabbitmq-poison-dlq", 2.4},
 		{"rabbitmq-max-length", 0.3},
 		{"rabbitmq-quorum-failover", 142.7},
+		{"rabbitmq-durability", 34.4},
 	}},
 	{"MQTT: QoS levels, sessions, the broker's limits and restarts", []timed{
 		{"mqtt-qos-levels", 0.6},

@@ -26,11 +26,17 @@ var ErrNotInstalled = fmt.Errorf("%w: rabbitmq-server is not installed, and mode
 const throwawayPrefix = "dqbench-rabbitmq-"
 
 // Acquire returns the cluster "dqbench brokers up rabbitmq" left running,
-// when every node of it runs, or starts a throwaway one in a new temporary
-// directory (owned: the caller stops it).
-func Acquire(ctx context.Context) (c *cluster.Cluster, owned bool, err error) {
-	if c, err := cluster.Load(cluster.StateDir()); err == nil && c.Healthy() {
+// when every node of it runs and the settings ask for the default cluster,
+// or starts a throwaway one in a new temporary directory (owned: the
+// caller stops it) of settings.Nodes nodes.
+func Acquire(ctx context.Context, settings *catalog.RabbitMQSettings) (c *cluster.Cluster, owned bool, err error) {
+	standard := settings == nil || settings.Nodes == 0 || settings.Nodes == cluster.Size
+	if c, err := cluster.Load(cluster.StateDir()); err == nil && standard && c.Healthy() {
 		return c, false, nil
+	}
+	opts := cluster.Options{Owned: true}
+	if settings != nil {
+		opts.Size = settings.Nodes
 	}
 	if !cluster.Installed() {
 		return nil, false, ErrNotInstalled
@@ -41,7 +47,8 @@ func Acquire(ctx context.Context) (c *cluster.Cluster, owned bool, err error) {
 	if err != nil {
 		return nil, false, fmt.Errorf("managed RabbitMQ cluster: %w", err)
 	}
-	c, err = cluster.Start(ctx, cluster.Options{Dir: dir, Owned: true})
+	opts.Dir = dir
+	c, err = cluster.Start(ctx, opts)
 	if err != nil {
 		os.RemoveAll(dir)
 		if ctx.Err() != nil {
@@ -60,14 +67,33 @@ type managed struct {
 	owned   bool // started for this run: Close stops it
 
 	failovers failovers
+	restarts  restarts
+
+	errMu      sync.Mutex
+	restartErr error // the first broker-restart that failed
 }
 
 var _ brokers.Broker = (*managed)(nil)
 
+// failRestart notes a broker-restart that failed: the drain reports it.
+func (m *managed) failRestart(err error) {
+	m.errMu.Lock()
+	defer m.errMu.Unlock()
+	if m.restartErr == nil {
+		m.restartErr = err
+	}
+}
+
+func (m *managed) restartFailed() error {
+	m.errMu.Lock()
+	defer m.errMu.Unlock()
+	return m.restartErr
+}
+
 // openManaged connects to a managed cluster, starting one unless
 // "dqbench brokers up" left one running.
 func openManaged(ctx context.Context, cfg brokers.Config, settings *catalog.RabbitMQSettings) (brokers.Broker, error) {
-	cl, owned, err := Acquire(ctx)
+	cl, owned, err := Acquire(ctx, settings)
 	if err != nil {
 		return nil, err
 	}
@@ -137,6 +163,12 @@ func (d *managedDest) Apply(ctx context.Context, p brokers.Power) error {
 	switch p := p.(type) {
 	case brokers.JoinFailover:
 		return d.joinFailover(p.Fault)
+	case brokers.RestartWhilePublishing:
+		if n := len(d.m.cluster.Nodes); n != 1 {
+			return fmt.Errorf("fault %s restarts the node of a single-node cluster, and this one has %d nodes: add nodes: 1 to the broker", p.Fault, n)
+		}
+		d.m.restarts.arm(d.m, d.queueDest, p)
+		return nil
 	case brokers.StopLeader:
 		if p.StepDown {
 			return fmt.Errorf("fault %s: how: step-down is a NATS stream's; a RabbitMQ quorum queue's leader is stopped by killing its node (how: kill)", p.Fault)
@@ -148,6 +180,18 @@ func (d *managedDest) Apply(ctx context.Context, p brokers.Power) error {
 		return err
 	}
 	return d.queueDest.Apply(ctx, p)
+}
+
+// Consumer starts a consumer (queueDest.Consumer); with broker-restart
+// armed, only once the node has restarted: until then the queue keeps
+// everything published, as for consumers that were down or far behind.
+func (d *managedDest) Consumer(ctx context.Context, gen int) (brokers.Consumer, error) {
+	if d.m.restarts.armed(d.queueDest) {
+		if err := d.m.restarts.awaitFirst(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return d.queueDest.Consumer(ctx, gen)
 }
 
 func (d *managedDest) joinFailover(fault string) error {
@@ -345,7 +389,10 @@ func (f *failovers) close(wait bool) error {
 // needs a consumer registered by this destination, and the broker
 // counting at least as many, on a check before and one after.
 func (d *managedDest) Backlog(ctx context.Context) (int64, error) {
-	if !d.leaderAnswers() {
+	if err := d.m.restartFailed(); err != nil {
+		return 0, err
+	}
+	if d.m.down.closed() || !d.leaderAnswers() {
 		return 1, nil
 	}
 	n, err := d.queueDest.Backlog(ctx)

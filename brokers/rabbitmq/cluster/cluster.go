@@ -215,6 +215,12 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := errors.Join(errs...); err != nil {
 		return c, err
 	}
+	if size == 1 {
+		// No join to wait for: wait for the boot to end, as a join would.
+		if err := c.awaitStartup(ctx, in, as, 0); err != nil {
+			return c, err
+		}
+	}
 	// Join the others to the first: their apps stop in parallel, but they
 	// join one at a time (two joins at once can fail to start Mnesia).
 	for i := 1; i < size; i++ {

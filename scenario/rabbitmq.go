@@ -1,0 +1,47 @@
+package scenario
+
+import (
+	"fmt"
+
+	"github.com/dqbench/dqbench/catalog"
+)
+
+// rabbitmq checks the RabbitMQ durability keys: nodes only where dqbench
+// starts the nodes, a transient queue only of a type that can be one, and
+// the producer's persistent and confirms only on RabbitMQ.
+func (c *checker) rabbitmq() {
+	if _, ok := c.s.Broker.Settings.(*catalog.RabbitMQSettings); ok && c.s.Broker.Kind == catalog.RabbitMQ {
+		mode := c.s.Broker.Mode
+		if mode == "" {
+			mode = catalog.ModeOf(c.s.Broker.Kind)
+		}
+		if c.d.Has("broker.nodes") && mode != catalog.Managed {
+			c.errorf("broker.nodes", "broker.nodes: only with mode: managed (the cluster dqbench starts); an external broker has the nodes it has: remove nodes, or use mode: managed")
+		}
+		for i, v := range c.s.Variants {
+			vs, _ := c.s.BrokerSettingsFor(v).(*catalog.RabbitMQSettings)
+			if vs == nil || vs.IsDurable() || vs.QueueType != catalog.QuorumQueue {
+				continue
+			}
+			path := fmt.Sprintf("variants[%d].rabbitmq.durable", i)
+			if !c.d.Has(path) {
+				path = "broker.durable"
+			}
+			c.errorf(path, "%s: a quorum queue is always durable (RabbitMQ refuses a transient one), and variant %s has queue_type: quorum; use queue_type: classic for durable: false", path, echo(v.Name))
+		}
+	}
+	if c.s.Broker.Kind == catalog.RabbitMQ {
+		return
+	}
+	check := func(path string) {
+		for _, key := range []string{"persistent", "confirms"} {
+			if c.d.Has(path + "." + key) {
+				c.errorf(path+"."+key, "%s.%s: RabbitMQ's delivery mode and publisher confirms; broker kind %s has neither key: leave it out", path, key, c.s.Broker.Kind)
+			}
+		}
+	}
+	check("producer")
+	for i := range c.s.Variants {
+		check(fmt.Sprintf("variants[%d].producer", i))
+	}
+}
