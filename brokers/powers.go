@@ -183,11 +183,15 @@ type StopLeader struct {
 
 // AckDeadline: the destination's broker delivers a message again when its
 // consumer has held it unacked for longer than a deadline, while that
-// consumer is still connected (NATS JetStream's ack_wait); Got is called
-// with the deadline. ErrNowhere when the consumers send no acks (ack:
+// consumer is still connected (NATS JetStream's ack_wait, RabbitMQ's
+// consumer_timeout, after which it closes the consumer's channel); Got is
+// called with the longest it may take. ErrNowhere when the consumers send no acks (ack:
 // auto).
 type AckDeadline struct {
 	Got func(time.Duration)
+	// Named, when set, is called with the broker's name for the deadline
+	// ("consumer_timeout"); a broker that does not call it has ack_wait.
+	Named func(string)
 }
 
 // Consumer powers: each acts on one consumer instance's connection when

@@ -21,7 +21,10 @@ type RabbitMQSettings struct {
 	// Durable: each variant's queue survives a broker restart (nil: true).
 	Durable *bool `yaml:"durable" json:"durable,omitempty" jsonschema:"description=Declare each variant's queue durable (default true); a transient queue (false) is deleted when its node restarts\\, with every message in it. Classic queues only (a quorum queue is always durable); a variant's rabbitmq: {durable: …} overrides it."`
 	// Nodes is the size of the managed cluster (0: cluster.Size).
-	Nodes int `yaml:"nodes" json:"nodes,omitempty" jsonschema:"minimum=1,maximum=3,description=Mode managed: how many nodes the throwaway cluster has (default 3); with 1 (or any other setting than the default) the run starts its own node rather than using the cluster dqbench brokers up left running. broker-restart needs nodes: 1."`
+	// ConsumerTimeout is the managed nodes' consumer_timeout (0: the
+	// broker's default, 30 minutes).
+	ConsumerTimeout Duration `yaml:"consumer_timeout" json:"consumer_timeout,omitempty" jsonschema:"description=Mode managed: RabbitMQ's consumer_timeout on the nodes dqbench starts (a broker-wide setting: the run starts its own nodes for it)\\, e.g. 2s: a channel holding a delivery unacked for longer is closed by the broker\\, which requeues what it had not acked; default: RabbitMQ's (30 minutes). slow-processing needs it."`
+	Nodes           int      `yaml:"nodes" json:"nodes,omitempty" jsonschema:"minimum=1,maximum=3,description=Mode managed: how many nodes the throwaway cluster has (default 3); with 1 (or any other setting than the default) the run starts its own node rather than using the cluster dqbench brokers up left running. broker-restart needs nodes: 1."`
 	// The variant's queue bounds and delivery limit (empty in the
 	// broker's settings).
 	RabbitMQProducer `yaml:"-" json:"-"`
@@ -58,6 +61,13 @@ func (s *RabbitMQSettings) Defaults() {
 	if s.QueueType == "" {
 		s.QueueType = ClassicQueue
 	}
+}
+
+// Standard says whether the settings ask for the managed cluster "dqbench
+// brokers up" starts (3 nodes, no broker-wide setting of its own), which a
+// run may reuse.
+func (s RabbitMQSettings) Standard() bool {
+	return (s.Nodes == 0 || s.Nodes == 3) && s.ConsumerTimeout == 0
 }
 
 // IsDurable says whether the queue is declared durable (the default).

@@ -83,6 +83,68 @@ func TestManagedRabbitMQDurability(t *testing.T) {
 	}
 }
 
+// TestManagedRabbitMQConsumerTimeout runs the rabbitmq-consumer-timeout
+// built-in on its own managed node (consumer_timeout 2s): each slow
+// delivery comes back to another instance once the broker closed the slow
+// consumer's channel, not earlier than the timeout, and only none applies
+// it twice.
+func TestManagedRabbitMQConsumerTimeout(t *testing.T) {
+	if !cluster.Installed() {
+		if os.Getenv("DQBENCH_REQUIRE_BROKERS") == "1" {
+			t.Fatal("DQBENCH_REQUIRE_BROKERS=1 but rabbitmq-server is not installed (mode: managed needs it)")
+		}
+		t.Skip("rabbitmq-server is not installed: mode: managed cannot start a node")
+	}
+	if testing.Short() || race.Enabled && os.Getenv("DQBENCH_MANAGED_RACE") != "1" {
+		t.Skip("a managed node is too slow for -short or beside the race detector; run without them, or set DQBENCH_MANAGED_RACE=1")
+	}
+	s, err := scenario.Resolve("rabbitmq-consumer-timeout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := runJudged(t, ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"none": 3, "dedup-table": 0}
+	for _, v := range res.Run.Variants {
+		if !v.Passed || v.FaultsInjected != 3 || v.Duplicates != want[v.Name] || v.Lost != 0 {
+			t.Errorf("%s: passed %v, faults %d, duplicates %d (want %d), lost %d", v.Name, v.Passed, v.FaultsInjected, v.Duplicates, want[v.Name], v.Lost)
+		}
+	}
+	// The second delivery of each slow intent comes after the timeout.
+	first := map[[2]any]float64{}
+	sc := bufio.NewScanner(bytes.NewReader(res.History))
+	sc.Buffer(nil, 1<<20)
+	gaps := 0
+	for sc.Scan() {
+		var e struct {
+			T       int64  `json:"t"`
+			Variant string `json:"variant"`
+			Type    string `json:"type"`
+			Intent  int    `json:"intent"`
+			Attempt int    `json:"attempt"`
+		}
+		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Type != "deliver" {
+			continue
+		}
+		k := [2]any{e.Variant, e.Intent}
+		if e.Attempt == 1 {
+			first[k] = float64(e.T)
+			continue
+		}
+		gaps++
+		if gap := time.Duration(float64(e.T) - first[k]); gap < 2*time.Second {
+			t.Errorf("%s intent %d delivered again %s after the first: before consumer_timeout (2s)", e.Variant, e.Intent, gap)
+		}
+	}
+	if gaps != 6 {
+		t.Errorf("%d second deliveries, want 6 (3 per variant)", gaps)
+	}
+}
+
 // restartIntent is the intent of the history's broker-restart fault.
 func restartIntent(t *testing.T, hist []byte) int {
 	t.Helper()

@@ -6,8 +6,8 @@ import (
 	"github.com/dqbench/dqbench/catalog"
 )
 
-// rabbitmq checks the RabbitMQ durability keys: nodes only where dqbench
-// starts the nodes, a transient queue only of a type that can be one, and
+// rabbitmq checks the RabbitMQ keys of the nodes and the durability keys:
+// nodes and consumer_timeout only where dqbench starts the nodes, a transient queue only of a type that can be one, and
 // the producer's persistent and confirms only on RabbitMQ.
 func (c *checker) rabbitmq() {
 	if _, ok := c.s.Broker.Settings.(*catalog.RabbitMQSettings); ok && c.s.Broker.Kind == catalog.RabbitMQ {
@@ -17,6 +17,9 @@ func (c *checker) rabbitmq() {
 		}
 		if c.d.Has("broker.nodes") && mode != catalog.Managed {
 			c.errorf("broker.nodes", "broker.nodes: only with mode: managed (the cluster dqbench starts); an external broker has the nodes it has: remove nodes, or use mode: managed")
+		}
+		if c.d.Has("broker.consumer_timeout") && mode != catalog.Managed {
+			c.errorf("broker.consumer_timeout", "broker.consumer_timeout: only with mode: managed: it is a broker-wide setting (rabbitmq.conf), which dqbench sets only on nodes it starts, never on a running broker's; use mode: managed, or set it on your broker yourself")
 		}
 		for i, v := range c.s.Variants {
 			vs, _ := c.s.BrokerSettingsFor(v).(*catalog.RabbitMQSettings)

@@ -163,6 +163,14 @@ var fixtures = []fixture{
 		`5:11: faults[0]: broker-restart cannot act here: it restarts the node of a single-node managed RabbitMQ, which every variant's queue is on; add nodes: 1 to the broker`,
 		`10:45: variants[0].rabbitmq.durable: a quorum queue is always durable`,
 	}},
+	{"invalid/rabbitmq-consumer-timeout-external.yaml", []string{
+		`5:21: broker.consumer_timeout: only with mode: managed: it is a broker-wide setting (rabbitmq.conf)`,
+		`7:11: faults[0]: slow-processing cannot act here: it needs a broker that delivers a message again when its consumer holds it too long while still connected`,
+	}},
+	{"invalid/rabbitmq-slow-without-timeout.yaml", []string{
+		`3:59: broker.consumer_timeout: must be more than 0s, got 0s`,
+		`5:11: faults[0]: slow-processing cannot act here: it holds a delivery past the broker's consumer_timeout, which is 30 minutes unless set; add consumer_timeout (e.g. 2s) to the broker`,
+	}},
 	{"invalid/auto-ack-on-kafka.yaml", []string{
 		`5:8: consumer.ack: auto (the broker acks on delivery) is only for rabbitmq, nats, not kafka; use before-process`,
 		`9:21: variants[0].consumer.ack: auto (the broker acks on delivery) is only for rabbitmq, nats, not kafka`,
@@ -182,7 +190,7 @@ var fixtures = []fixture{
 		`8:43: variants[0].nats.ack: "async" is not allowed (allowed: sync, plain); did you mean "sync"?`,
 	}},
 	{"invalid/slow-processing-on-rabbitmq.yaml", []string{
-		`5:12: faults[0]: slow-processing cannot act here: it needs a broker that delivers a message again when its consumer holds it too long while still connected (NATS JetStream's ack_wait); use broker kind: nats`,
+		`5:12: faults[0]: slow-processing cannot act here: it needs a broker that delivers a message again when its consumer holds it too long while still connected (NATS JetStream's ack_wait, RabbitMQ's consumer_timeout); use broker kind: nats, or kind: rabbitmq, mode: managed with consumer_timeout`,
 	}},
 	{"invalid/nats-address.yaml", []string{
 		`6:15: broker.addresses[0]: "tcp://127.0.0.1:4222" is not a NATS URL (nats://HOST:PORT) (e.g. "nats://127.0.0.1:4222")`,

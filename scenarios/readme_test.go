@@ -68,6 +68,7 @@ var lessons = []lesson{
 		{"rabbitmq-max-length", 0.3},
 		{"rabbitmq-quorum-failover", 142.7},
 		{"rabbitmq-durability", 34.4},
+		{"rabbitmq-consumer-timeout", 23.6},
 	}},
 	{"MQTT: QoS levels, sessions, the broker's limits and restarts", []timed{
 		{"mqtt-qos-levels", 0.6},

@@ -30,13 +30,17 @@ const throwawayPrefix = "dqbench-rabbitmq-"
 // or starts a throwaway one in a new temporary directory (owned: the
 // caller stops it) of settings.Nodes nodes.
 func Acquire(ctx context.Context, settings *catalog.RabbitMQSettings) (c *cluster.Cluster, owned bool, err error) {
-	standard := settings == nil || settings.Nodes == 0 || settings.Nodes == cluster.Size
+	standard := settings == nil || settings.Standard()
 	if c, err := cluster.Load(cluster.StateDir()); err == nil && standard && c.Healthy() {
 		return c, false, nil
 	}
 	opts := cluster.Options{Owned: true}
 	if settings != nil {
 		opts.Size = settings.Nodes
+		if t := settings.ConsumerTimeout.D(); t > 0 {
+			opts.Config = fmt.Sprintf("consumer_timeout = %d\n", t.Milliseconds())
+			opts.Advanced = fmt.Sprintf("[{rabbit, [{channel_tick_interval, %d}]}].\n", tickInterval(t).Milliseconds())
+		}
 	}
 	if !cluster.Installed() {
 		return nil, false, ErrNotInstalled
@@ -59,6 +63,14 @@ func Acquire(ctx context.Context, settings *catalog.RabbitMQSettings) (c *cluste
 	return c, true, nil
 }
 
+// tickInterval is how often the managed nodes' channels check their
+// consumer timeout (channel_tick_interval, 60 s by default in RabbitMQ,
+// which would let a consumer overrun a short timeout by up to a minute):
+// a quarter of the timeout, from 100 ms to 1 s.
+func tickInterval(timeout time.Duration) time.Duration {
+	return min(max(timeout/4, 100*time.Millisecond), time.Second)
+}
+
 // managed is RabbitMQ on a local cluster dqbench manages: every node's
 // address, and the power to stop a queue's leader.
 type managed struct {
@@ -68,6 +80,8 @@ type managed struct {
 
 	failovers failovers
 	restarts  restarts
+	// consumerTimeout is the nodes' consumer_timeout (0: RabbitMQ's).
+	consumerTimeout time.Duration
 
 	errMu      sync.Mutex
 	restartErr error // the first broker-restart that failed
@@ -104,7 +118,7 @@ func openManaged(ctx context.Context, cfg brokers.Config, settings *catalog.Rabb
 		}
 		return nil, err
 	}
-	m := &managed{RabbitMQ: b.(*RabbitMQ), cluster: cl, owned: owned}
+	m := &managed{RabbitMQ: b.(*RabbitMQ), cluster: cl, owned: owned, consumerTimeout: settings.ConsumerTimeout.D()}
 	m.throwaway = owned
 	m.failovers.init()
 	return m, nil
@@ -163,6 +177,19 @@ func (d *managedDest) Apply(ctx context.Context, p brokers.Power) error {
 	switch p := p.(type) {
 	case brokers.JoinFailover:
 		return d.joinFailover(p.Fault)
+	case brokers.AckDeadline:
+		if d.m.consumerTimeout <= 0 {
+			return fmt.Errorf("slow-processing holds a delivery past the broker's consumer_timeout, which is RabbitMQ's 30 minutes here: add consumer_timeout to the broker")
+		}
+		if d.spec.AutoAck {
+			return brokers.ErrNowhere
+		}
+		// The channel is closed at the first tick after the timeout.
+		p.Got(d.m.consumerTimeout + tickInterval(d.m.consumerTimeout))
+		if p.Named != nil {
+			p.Named("consumer_timeout")
+		}
+		return nil
 	case brokers.RestartWhilePublishing:
 		if n := len(d.m.cluster.Nodes); n != 1 {
 			return fmt.Errorf("fault %s restarts the node of a single-node cluster, and this one has %d nodes: add nodes: 1 to the broker", p.Fault, n)
