@@ -110,11 +110,22 @@ func (p RabbitMQProducer) With(o RabbitMQProducer) RabbitMQProducer {
 type RabbitMQConsumer struct {
 	OnFailure     FailureMode `yaml:"on_failure" json:"on_failure,omitempty" jsonschema:"description=What the consumer does with a delivery whose processing failed (poison-message): requeue (basic.nack with requeue\\, default: a transient failure; it comes back) or reject (basic.reject: a permanent one; the broker dead-letters it). rabbitmq only."`
 	DeliveryLimit int         `yaml:"delivery_limit" json:"delivery_limit,omitempty" jsonschema:"minimum=0,maximum=1000,description=The queue dead-letters a message once it has been delivered this many times without an ack (RabbitMQ quorum queues: x-delivery-limit); 0 (default): no limit. rabbitmq with queue_type quorum only."`
+	// DeadLetterQueue is nil for true.
+	DeadLetterQueue *bool `yaml:"dead_letter_queue" json:"dead_letter_queue,omitempty" jsonschema:"description=Declare the queue the variant's dead-letter exchange routes to (default true); false leaves it out\\, as a forgotten or deleted dead-letter queue: the broker dead-letters into nothing and drops each message\\, confirming it to nobody. rabbitmq only\\, with on_failure: reject and no delivery_limit."`
+}
+
+// HasDeadLetterQueue says whether the dead-letter queue is declared (the
+// default).
+func (c RabbitMQConsumer) HasDeadLetterQueue() bool {
+	return c.DeadLetterQueue == nil || *c.DeadLetterQueue
 }
 
 // With returns c overridden by what o sets (a variant's consumer).
 func (c RabbitMQConsumer) With(o RabbitMQConsumer) RabbitMQConsumer {
 	setIfNonZero(&c.OnFailure, o.OnFailure)
 	setIfNonZero(&c.DeliveryLimit, o.DeliveryLimit)
+	if o.DeadLetterQueue != nil {
+		c.DeadLetterQueue = o.DeadLetterQueue
+	}
 	return c
 }

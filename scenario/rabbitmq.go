@@ -33,6 +33,7 @@ func (c *checker) rabbitmq() {
 			c.errorf(path, "%s: a quorum queue is always durable (RabbitMQ refuses a transient one), and variant %s has queue_type: quorum; use queue_type: classic for durable: false", path, echo(v.Name))
 		}
 	}
+	c.deadLetterQueue()
 	if c.s.Broker.Kind == catalog.RabbitMQ {
 		return
 	}
@@ -46,5 +47,29 @@ func (c *checker) rabbitmq() {
 	check("producer")
 	for i := range c.s.Variants {
 		check(fmt.Sprintf("variants[%d].producer", i))
+	}
+}
+
+// deadLetterQueue checks consumer.dead_letter_queue: RabbitMQ's, and only
+// in a variant where something is dead-lettered (on_failure: reject, a
+// delivery_limit).
+func (c *checker) deadLetterQueue() {
+	for i, v := range c.s.Variants {
+		kp := fmt.Sprintf("variants[%d].consumer.dead_letter_queue", i)
+		if !c.d.Has(kp) {
+			kp = "consumer.dead_letter_queue"
+		}
+		cs := c.s.ConsumerFor(v)
+		if !c.d.Has(kp) {
+			continue
+		}
+		switch {
+		case c.s.Broker.Kind != catalog.RabbitMQ:
+			c.errorf(kp, "%s: the queue a RabbitMQ dead-letter exchange routes to; broker kind %s has none: leave it out", kp, c.s.Broker.Kind)
+		case !cs.HasDeadLetterQueue() && cs.OnFailure != catalog.FailReject:
+			c.errorf(kp, "%s: variant %s refuses nothing for good (on_failure: reject), so no dead-letter queue of it to leave out; add on_failure: reject, or remove this key", kp, echo(v.Name))
+		case !cs.HasDeadLetterQueue() && cs.DeliveryLimit > 0:
+			c.errorf(kp, "%s: variant %s has a delivery_limit: the run would wait for its requeued messages to be dead-lettered; leave the dead-letter queue out only with on_failure: reject and no delivery_limit", kp, echo(v.Name))
+		}
 	}
 }

@@ -171,6 +171,10 @@ var fixtures = []fixture{
 		`3:59: broker.consumer_timeout: must be more than 0s, got 0s`,
 		`5:11: faults[0]: slow-processing cannot act here: it holds a delivery past the broker's consumer_timeout, which is 30 minutes unless set; add consumer_timeout (e.g. 2s) to the broker`,
 	}},
+	{"invalid/rabbitmq-dlq-missing.yaml", []string{
+		`4:31: consumer.dead_letter_queue: variant "requeue" refuses nothing for good (on_failure: reject), so no dead-letter queue of it to leave out; add on_failure: reject, or remove this key`,
+		`10:74: variants[1].consumer.dead_letter_queue: variant "limit" has a delivery_limit: the run would wait for its requeued messages to be dead-lettered`,
+	}},
 	{"invalid/auto-ack-on-kafka.yaml", []string{
 		`5:8: consumer.ack: auto (the broker acks on delivery) is only for rabbitmq, nats, not kafka; use before-process`,
 		`9:21: variants[0].consumer.ack: auto (the broker acks on delivery) is only for rabbitmq, nats, not kafka`,
@@ -302,7 +306,7 @@ var fixtures = []fixture{
 		`6:15: broker.partitions: must be an integer, got number 1.5`,
 		`9:18: faults[0].probability: must be a finite number, got number .nan`,
 		`14:19: variants[0].producer.idempotent: must be true or false, got string "yes"`,
-		`15:15: variants[0].consumer: must be a mapping (keys: instances, ack, prefetch, isolation, on_failure, delivery_limit), got a list`,
+		`15:15: variants[0].consumer: must be a mapping (keys: instances, ack, prefetch, isolation, on_failure, delivery_limit, dead_letter_queue), got a list`,
 		`17:7: variants[0].expect.lost: needs a value; write a count like 0`,
 	}},
 	{"invalid/response-lost-with-acks-none.yaml", []string{

@@ -309,14 +309,18 @@ func (r *RabbitMQ) Open(ctx context.Context, spec brokers.DestinationSpec) (brok
 	args := amqp.Table{amqp.QueueTypeArg: string(d.queueType)}
 	if spec.DeadLetter {
 		// Dead-lettered through the default exchange, straight to the
-		// variant's own dead-letter queue.
-		d.dead = &queueDest{r: r, spec: brokers.DestinationSpec{Name: spec.Name + "-dead", Prefetch: spec.Prefetch}, queue: d.queue + "-dead"}
-		if _, err := ch.QueueDeclare(d.dead.queue, true, false, false, false, amqp.Table{amqp.QueueTypeArg: string(catalog.ClassicQueue)}); err != nil {
-			return nil, fmt.Errorf("declare queue %s on %s: %w", d.dead.queue, r.masked, err)
+		// variant's own dead-letter queue (unless the settings leave it
+		// out: then the broker routes dead letters to no queue).
+		dead := d.queue + "-dead"
+		if settings.HasDeadLetterQueue() {
+			d.dead = &queueDest{r: r, spec: brokers.DestinationSpec{Name: spec.Name + "-dead", Prefetch: spec.Prefetch}, queue: dead}
+			if _, err := ch.QueueDeclare(d.dead.queue, true, false, false, false, amqp.Table{amqp.QueueTypeArg: string(catalog.ClassicQueue)}); err != nil {
+				return nil, fmt.Errorf("declare queue %s on %s: %w", d.dead.queue, r.masked, err)
+			}
+			r.note(d.dead.queue)
 		}
-		r.note(d.dead.queue)
 		args["x-dead-letter-exchange"] = ""
-		args["x-dead-letter-routing-key"] = d.dead.queue
+		args["x-dead-letter-routing-key"] = dead
 	}
 	if settings.MaxLength > 0 {
 		args[amqp.QueueMaxLenArg] = settings.MaxLength
@@ -558,6 +562,9 @@ var (
 
 // DeadLetters starts a consumer on the dead-letter queue.
 func (d *queueDest) DeadLetters(ctx context.Context) (brokers.Consumer, error) {
+	if d.dead == nil && d.spec.DeadLetter {
+		return nil, brokers.ErrNowhere // dead_letter_queue: false: nothing to read
+	}
 	if d.dead == nil {
 		return nil, fmt.Errorf("queue %s has no dead-letter queue", d.queue)
 	}
