@@ -72,7 +72,9 @@ func tickInterval(timeout time.Duration) time.Duration {
 }
 
 // managed is RabbitMQ on a local cluster dqbench manages: every node's
-// address, and the power to stop a queue's leader.
+// address, and the powers to stop a queue's leader, to restart a single
+// node while a publish is in flight, and to say the nodes' consumer
+// timeout.
 type managed struct {
 	*RabbitMQ
 	cluster *cluster.Cluster
@@ -171,8 +173,9 @@ type managedDest struct {
 
 var _ brokers.Powered = (*managedDest)(nil)
 
-// Apply injects a managed cluster's own fault power, stopping a queue's
-// leader, and a queue's (queueDest.Apply).
+// Apply injects a managed cluster's own fault powers (stopping a queue's
+// leader, restarting the single node, the consumer_timeout deadline) and
+// a queue's (queueDest.Apply).
 func (d *managedDest) Apply(ctx context.Context, p brokers.Power) error {
 	switch p := p.(type) {
 	case brokers.JoinFailover:
