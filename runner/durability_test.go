@@ -64,8 +64,9 @@ func TestManagedRabbitMQDurability(t *testing.T) {
 				want = "from 1 to N"
 			}
 		case confirms:
-			// The retry of N after the restart takes effect in most runs;
-			// a few under heavy load lost it too (the built-in's varies).
+			// N's retry after the restart takes effect in most runs; in a
+			// few under heavy load the node had confirmed N before it died
+			// (the built-in's varies).
 			if v.Lost != n-1 && v.Lost != n {
 				want = "N-1 (or N)"
 			}
