@@ -119,6 +119,19 @@ type RestartAfter struct {
 	Restarted func(intent int)
 }
 
+// RestartWhilePublishing: before the producer sends an intent's publish,
+// Fires is asked (attempt: the application's attempt); when it says yes,
+// the broker node is frozen, the publish is sent into it (so it is in
+// flight, certainly not stored), and the node is killed and started again
+// before the producer goes on; Restarted is called once the node runs
+// again. Fault names the fault: destinations sharing one node meet for one
+// restart per intent.
+type RestartWhilePublishing struct {
+	Fault     string
+	Fires     func(intent, attempt int) bool
+	Restarted func(intent int, what string)
+}
+
 // MoveLeaders: when a publish request carries an intent for which Fires
 // says yes, every partition of the destination's topics gets the next
 // broker of the cluster as its leader; Moved is called once the moves are
@@ -197,11 +210,15 @@ type StopLeader struct {
 
 // AckDeadline: the destination's broker delivers a message again when its
 // consumer has held it unacked for longer than a deadline, while that
-// consumer is still connected (NATS JetStream's ack_wait); Got is called
-// with the deadline. ErrNowhere when the consumers send no acks (ack:
+// consumer is still connected (NATS JetStream's ack_wait, RabbitMQ's
+// consumer_timeout, after which it closes the consumer's channel); Got is
+// called with the longest it may take. ErrNowhere when the consumers send no acks (ack:
 // auto).
 type AckDeadline struct {
 	Got func(time.Duration)
+	// Named, when set, is called with the broker's name for the deadline
+	// ("consumer_timeout"); a broker that does not call it has ack_wait.
+	Named func(string)
 }
 
 // Consumer powers: each acts on one consumer instance's connection when
@@ -233,20 +250,21 @@ type Slow struct {
 // for.
 type SyncAcks struct{}
 
-func (LoseProduceResponses) Does() string { return "lose produce responses" }
-func (LosePackets) Does() string          { return "lose MQTT acknowledgements" }
-func (CrashProducer) Does() string        { return "kill a producer client after a request it sent" }
-func (Disconnect) Does() string           { return "break client connections" }
-func (RestartAfter) Does() string         { return "be restarted" }
-func (MoveLeaders) Does() string          { return "move partition leaders" }
-func (LoseAcks) Does() string             { return "lose acknowledgements" }
-func (AckDeadline) Does() string          { return "redeliver a message held past an ack deadline" }
-func (LoseConfirms) Does() string         { return "lose publish confirms" }
-func (CutProducer) Does() string          { return "cut a producer's connection" }
-func (TakeOffline) Does() string          { return "keep the subscriber offline" }
-func (JoinFailover) Does() string         { return "stop a queue's leader" }
-func (StopLeader) Does() string           { return "stop a queue's leader" }
-func (ResetConnection) Does() string      { return "reset a consumer's connection" }
-func (Partition) Does() string            { return "cut a consumer off" }
-func (Slow) Does() string                 { return "slow a consumer's connection" }
-func (SyncAcks) Does() string             { return "sync a consumer's acks" }
+func (LoseProduceResponses) Does() string   { return "lose produce responses" }
+func (LosePackets) Does() string            { return "lose MQTT acknowledgements" }
+func (CrashProducer) Does() string          { return "kill a producer client after a request it sent" }
+func (Disconnect) Does() string             { return "break client connections" }
+func (RestartAfter) Does() string           { return "be restarted" }
+func (RestartWhilePublishing) Does() string { return "be restarted while a publish is in flight" }
+func (MoveLeaders) Does() string            { return "move partition leaders" }
+func (LoseAcks) Does() string               { return "lose acknowledgements" }
+func (AckDeadline) Does() string            { return "redeliver a message held past an ack deadline" }
+func (LoseConfirms) Does() string           { return "lose publish confirms" }
+func (CutProducer) Does() string            { return "cut a producer's connection" }
+func (TakeOffline) Does() string            { return "keep the subscriber offline" }
+func (JoinFailover) Does() string           { return "stop a queue's leader" }
+func (StopLeader) Does() string             { return "stop a queue's leader" }
+func (ResetConnection) Does() string        { return "reset a consumer's connection" }
+func (Partition) Does() string              { return "cut a consumer off" }
+func (Slow) Does() string                   { return "slow a consumer's connection" }
+func (SyncAcks) Does() string               { return "sync a consumer's acks" }

@@ -195,9 +195,9 @@ var Faults = []Fault{
 	},
 	{
 		Type:      BrokerRestart,
-		Doc:       "the variant's managed Mosquitto is stopped (SIGTERM: it writes its persistence file when persistence is on) right after the broker confirmed the chosen intent, and started again on the same port and directory; clients reconnect. It keeps exactly what Mosquitto keeps",
+		Doc:       "MQTT: the variant's managed Mosquitto is stopped (SIGTERM: it writes its persistence file when persistence is on) right after the broker confirmed the chosen intent, and started again on the same port and directory; clients reconnect. It keeps exactly what Mosquitto keeps. RabbitMQ: the managed single node is frozen (SIGSTOP) as the producer sends the chosen intent, so that publish is in flight and not stored, then killed (SIGKILL) and started again on the same ports and data directory; clients reconnect and declare their queue again. A transient queue comes back empty, a durable one without its transient messages; without confirms the producer never learns what was lost",
 		Injection: "one broker restart",
-		Available: mqttManaged,
+		Available: brokerRestartWhere,
 	},
 	{
 		Type:               ConfirmLost,
@@ -265,11 +265,18 @@ func leaderFailoverWhere(w Where) string {
 	return ""
 }
 
-// mqttManaged says why a restart of a broker process dqbench started
-// cannot act elsewhere.
-func mqttManaged(w Where) string {
+// brokerRestartWhere says why a restart of a broker process dqbench
+// started cannot act elsewhere: a variant's managed Mosquitto, or the
+// node of a single-node managed RabbitMQ.
+func brokerRestartWhere(w Where) string {
+	if w.Broker == RabbitMQ && w.Mode == Managed {
+		if s, ok := w.Settings.(*RabbitMQSettings); ok && s.Nodes != 1 {
+			return "it restarts the node of a single-node managed RabbitMQ, which every variant's queue is on; add nodes: 1 to the broker"
+		}
+		return ""
+	}
 	if w.Broker != MQTT || w.Mode != Managed {
-		return "it restarts the Mosquitto dqbench started for the variant; use broker kind: mqtt, mode: managed (the embedded mochi-mqtt keeps no sessions across a restart in this build)"
+		return "it restarts a broker process dqbench started; use broker kind: mqtt, mode: managed (the embedded mochi-mqtt keeps no sessions across a restart in this build) or kind: rabbitmq, mode: managed, nodes: 1"
 	}
 	return ""
 }

@@ -18,6 +18,13 @@ func (QueueType) Allowed() []string { return []string{string(ClassicQueue), stri
 type RabbitMQSettings struct {
 	QueueType QueueType `yaml:"queue_type" json:"queue_type,omitempty" jsonschema:"description=Type of each variant's durable queue: classic (default) or quorum."`
 	Toxiproxy string    `yaml:"toxiproxy" json:"toxiproxy,omitempty" jsonschema:"description=API URL of an external toxiproxy (http://HOST:8474) that every producer and consumer connection goes through (--toxiproxy overrides); default: an in-process toxiproxy. The AMQP-aware faults (ack-lost\\, confirm-lost) need the in-process one."`
+	// Durable: each variant's queue survives a broker restart (nil: true).
+	Durable *bool `yaml:"durable" json:"durable,omitempty" jsonschema:"description=Declare each variant's queue durable (default true); a transient queue (false) is deleted when its node restarts\\, with every message in it. Classic queues only (a quorum queue is always durable); a variant's rabbitmq: {durable: …} overrides it."`
+	// Nodes is the size of the managed cluster (0: cluster.Size).
+	// ConsumerTimeout is the managed nodes' consumer_timeout (0: the
+	// broker's default, 30 minutes).
+	ConsumerTimeout Duration `yaml:"consumer_timeout" json:"consumer_timeout,omitempty" jsonschema:"description=Mode managed: RabbitMQ's consumer_timeout on the nodes dqbench starts (a broker-wide setting: the run starts its own nodes for it)\\, e.g. 2s: a channel holding a delivery unacked for longer is closed by the broker\\, which requeues what it had not acked; default: RabbitMQ's (30 minutes). slow-processing needs it."`
+	Nodes           int      `yaml:"nodes" json:"nodes,omitempty" jsonschema:"minimum=1,maximum=3,description=Mode managed: how many nodes the throwaway cluster has (default 3); with 1 (or any other setting than the default) the run starts its own node rather than using the cluster dqbench brokers up left running. broker-restart needs nodes: 1."`
 	// The variant's queue bounds and delivery limit (empty in the
 	// broker's settings).
 	RabbitMQProducer `yaml:"-" json:"-"`
@@ -28,6 +35,7 @@ type RabbitMQSettings struct {
 // (rabbitmq: in a variant), so one run can compare queue types.
 type RabbitMQOverrides struct {
 	QueueType QueueType `yaml:"queue_type" json:"queue_type,omitempty" jsonschema:"description=Type of this variant's durable queue: classic or quorum (overrides the broker's queue_type)."`
+	Durable   *bool     `yaml:"durable" json:"durable,omitempty" jsonschema:"description=Declare this variant's queue durable (overrides the broker's durable)."`
 }
 
 // ForVariant returns a copy of s with the variant's rabbitmq overrides
@@ -35,6 +43,9 @@ type RabbitMQOverrides struct {
 func (s RabbitMQSettings) ForVariant(v VariantKeys) any {
 	if o := v.Overrides.RabbitMQ; o != nil {
 		setIfNonZero(&s.QueueType, o.QueueType)
+		if o.Durable != nil {
+			s.Durable = o.Durable
+		}
 	}
 	s.RabbitMQProducer = v.Producer.RabbitMQProducer
 	s.RabbitMQConsumer = v.Consumer.RabbitMQConsumer
@@ -52,18 +63,44 @@ func (s *RabbitMQSettings) Defaults() {
 	}
 }
 
+// Standard says whether the settings ask for the managed cluster "dqbench
+// brokers up" starts (3 nodes, no broker-wide setting of its own), which a
+// run may reuse.
+func (s RabbitMQSettings) Standard() bool {
+	return (s.Nodes == 0 || s.Nodes == 3) && s.ConsumerTimeout == 0
+}
+
+// IsDurable says whether the queue is declared durable (the default).
+func (s RabbitMQSettings) IsDurable() bool { return s.Durable == nil || *s.Durable }
+
 // RabbitMQProducer are the producer keys only kind rabbitmq takes: they
 // bound the variant's queue (a broker limit as a loss source). An empty
 // Overflow is drop-head.
 type RabbitMQProducer struct {
 	MaxLength int      `yaml:"max_length" json:"max_length,omitempty" jsonschema:"minimum=0,maximum=10000000,description=The queue holds at most this many ready messages (RabbitMQ x-max-length); 0 (default): no limit. rabbitmq only."`
 	Overflow  Overflow `yaml:"overflow" json:"overflow,omitempty" jsonschema:"description=What a full queue (max_length) does with a publish: drop-head (default: the oldest message is dropped after it was confirmed\\, a loss no client sees) or reject-publish (the new publish is refused with a basic.nack the producer sees). rabbitmq only."`
+	// Persistent and Confirms are nil for true.
+	Persistent *bool `yaml:"persistent" json:"persistent,omitempty" jsonschema:"description=Publish persistent messages (delivery mode 2\\, default true); false publishes them transient (delivery mode 1): a durable classic queue drops them when its node restarts. rabbitmq only."`
+	Confirms   *bool `yaml:"confirms" json:"confirms,omitempty" jsonschema:"description=Publish on a channel in confirm mode (publisher confirms\\, default true); false publishes fire and forget: the producer never learns whether the broker stored a message\\, so every intent counts as indeterminate and none is retried. rabbitmq only."`
 }
+
+// IsPersistent says whether messages go out persistent (the default).
+func (p RabbitMQProducer) IsPersistent() bool { return p.Persistent == nil || *p.Persistent }
+
+// HasConfirms says whether the producer uses publisher confirms (the
+// default).
+func (p RabbitMQProducer) HasConfirms() bool { return p.Confirms == nil || *p.Confirms }
 
 // With returns p overridden by what o sets (a variant's producer).
 func (p RabbitMQProducer) With(o RabbitMQProducer) RabbitMQProducer {
 	setIfNonZero(&p.MaxLength, o.MaxLength)
 	setIfNonZero(&p.Overflow, o.Overflow)
+	if o.Persistent != nil {
+		p.Persistent = o.Persistent
+	}
+	if o.Confirms != nil {
+		p.Confirms = o.Confirms
+	}
 	return p
 }
 
@@ -73,11 +110,22 @@ func (p RabbitMQProducer) With(o RabbitMQProducer) RabbitMQProducer {
 type RabbitMQConsumer struct {
 	OnFailure     FailureMode `yaml:"on_failure" json:"on_failure,omitempty" jsonschema:"description=What the consumer does with a delivery whose processing failed (poison-message\\, fail-once): requeue (basic.nack with requeue\\, the default where the broker takes deliveries back: a transient failure; it comes back) or reject (basic.reject: a permanent one; the broker dead-letters it)\\, on rabbitmq and nats; or retry-in-process (the consumer runs the processing again at once\\, without the broker; the default elsewhere)\\, on every broker."`
 	DeliveryLimit int         `yaml:"delivery_limit" json:"delivery_limit,omitempty" jsonschema:"minimum=0,maximum=1000,description=The queue dead-letters a message once it has been delivered this many times without an ack (RabbitMQ quorum queues: x-delivery-limit); 0 (default): no limit. rabbitmq with queue_type quorum only."`
+	// DeadLetterQueue is nil for true.
+	DeadLetterQueue *bool `yaml:"dead_letter_queue" json:"dead_letter_queue,omitempty" jsonschema:"description=Declare the queue the variant's dead-letter exchange routes to (default true); false leaves it out\\, as a forgotten or deleted dead-letter queue: the broker dead-letters into nothing and drops each message\\, confirming it to nobody. rabbitmq only\\, with on_failure: reject and no delivery_limit."`
+}
+
+// HasDeadLetterQueue says whether the dead-letter queue is declared (the
+// default).
+func (c RabbitMQConsumer) HasDeadLetterQueue() bool {
+	return c.DeadLetterQueue == nil || *c.DeadLetterQueue
 }
 
 // With returns c overridden by what o sets (a variant's consumer).
 func (c RabbitMQConsumer) With(o RabbitMQConsumer) RabbitMQConsumer {
 	setIfNonZero(&c.OnFailure, o.OnFailure)
 	setIfNonZero(&c.DeliveryLimit, o.DeliveryLimit)
+	if o.DeadLetterQueue != nil {
+		c.DeadLetterQueue = o.DeadLetterQueue
+	}
 	return c
 }

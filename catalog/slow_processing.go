@@ -17,12 +17,18 @@ func (p *SlowProcessingParams) Point() CrashPoint { return p.At }
 // slowProcessing describes slow-processing for catalog.Faults.
 var slowProcessing = Fault{
 	Type:      SlowProcessing,
-	Doc:       "the consumer takes longer over the chosen delivery, at a crash point, than the broker's ack deadline (NATS ack_wait) while it stays connected: the broker delivers the message again to another consumer instance, which handles it while the slow one still holds it; then the slow one goes on with its delivery and acks it, late. Two instances handle one intent, and neither crashed",
-	Injection: "one delivery held past ack_wait until the broker delivered it again to another instance",
+	Doc:       "the consumer takes longer over the chosen delivery, at a crash point, than the broker's ack deadline (NATS ack_wait, RabbitMQ consumer_timeout on managed nodes) while it stays connected: the broker delivers the message again to another consumer instance, which handles it while the slow one still holds it; then the slow one goes on with its delivery and acks it, late (RabbitMQ: the broker closed its channel at the timeout, so the ack goes nowhere). Two instances handle one intent, and neither crashed",
+	Injection: "one delivery held past the ack deadline (ack_wait, consumer_timeout) until the broker delivered it again to another instance",
 	NewParams: func() any { return new(SlowProcessingParams) },
 	Available: func(w Where) string {
+		if w.Broker == RabbitMQ && w.Mode == Managed {
+			if s, ok := w.Settings.(*RabbitMQSettings); ok && s.ConsumerTimeout <= 0 {
+				return "it holds a delivery past the broker's consumer_timeout, which is 30 minutes unless set; add consumer_timeout (e.g. 2s) to the broker"
+			}
+			return ""
+		}
 		if w.Broker != NATS {
-			return "it needs a broker that delivers a message again when its consumer holds it too long while still connected (NATS JetStream's ack_wait); use broker kind: nats"
+			return "it needs a broker that delivers a message again when its consumer holds it too long while still connected (NATS JetStream's ack_wait, RabbitMQ's consumer_timeout); use broker kind: nats, or kind: rabbitmq, mode: managed with consumer_timeout"
 		}
 		return ""
 	},

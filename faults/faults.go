@@ -214,9 +214,19 @@ func armDisconnect(f Fault, env Env) (bool, error) {
 	}})
 }
 
+// armBrokerRestart arms broker-restart: on MQTT (a managed Mosquitto) after
+// the broker confirmed the chosen intent (brokers.RestartAfter); on
+// RabbitMQ (a managed node) while the producer's publish of the chosen
+// intent is in flight (brokers.RestartWhilePublishing).
 func armBrokerRestart(f Fault, env Env) (bool, error) {
-	return power(f, env, brokers.RestartAfter{Fires: f.Schedule.Fires, Restarted: func(intent int) {
+	armed, err := power(f, env, brokers.RestartAfter{Fires: f.Schedule.Fires, Restarted: func(intent int) {
 		env.Fired(history.Event{Type: history.Fault, Fault: f.Name, Intent: intent})
+	}})
+	if !errors.Is(err, brokers.ErrNoPower) {
+		return armed, err
+	}
+	return power(f, env, brokers.RestartWhilePublishing{Fault: f.Name, Fires: f.Schedule.Fires, Restarted: func(intent int, what string) {
+		env.Fired(history.Event{Type: history.Fault, Fault: f.Name, Intent: intent, Reason: what})
 	}})
 }
 

@@ -24,11 +24,12 @@ func armSlowProcessing(f Fault, env Env) (bool, error) {
 		return false, nil
 	}
 	var deadline time.Duration
-	armed, err := power(f, env, brokers.AckDeadline{Got: func(d time.Duration) { deadline = d }})
+	name := "ack_wait"
+	armed, err := power(f, env, brokers.AckDeadline{Got: func(d time.Duration) { deadline = d }, Named: func(n string) { name = n }})
 	if !armed || err != nil {
 		return armed, err
 	}
-	reason := fmt.Sprintf("slow at %s past ack_wait (%s), connected: another instance gets the intent again while this one holds it", p.At, deadline)
+	reason := fmt.Sprintf("slow at %s past %s (%s), connected: another instance gets the intent again while this one holds it", p.At, name, deadline)
 	env.Consumer.add(p.At, consumerFault{f: f, step: crashStep, fired: env.Fired, hits: onSchedule(f),
 		act: func(context.Context, brokers.Delivery) (Action, string) {
 			return Action{Kind: Overrun, For: 2*deadline + slowGrace}, reason

@@ -78,10 +78,15 @@ func (r *variantRun) giveBack(ctx context.Context, h *delivery) error {
 	if err := h.pending.wait(); err != nil {
 		return err
 	}
+	cons := r.s.ConsumerFor(r.v)
 	requeue := r.onFailure() != catalog.FailReject
 	// Noted before the broker has it: the dead-letter reader may see the
-	// message before Nack returns.
-	r.handBack.note(d.Intent, requeue)
+	// message before Nack returns. A refused one with no dead-letter queue
+	// to reach (dead_letter_queue: false) is dropped by the broker: there
+	// is nothing to wait for.
+	if requeue || cons.HasDeadLetterQueue() {
+		r.handBack.note(d.Intent, requeue)
+	}
 	if err := c.Nack(ctx, d, requeue); err != nil {
 		return fmt.Errorf("hand back intent %d: %w", d.Intent, err)
 	}
@@ -98,7 +103,7 @@ func (r *variantRun) readDeadLetters(ctx context.Context, dest brokers.Destinati
 	}
 	c, err := dl.DeadLetters(ctx)
 	if err != nil {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || errors.Is(err, brokers.ErrNowhere) {
 			return nil
 		}
 		return err

@@ -122,9 +122,11 @@ func (r *variantRun) send(ctx context.Context, p *recording.Producer, intent int
 				// A producer-crash killed the client: the restarted
 				// producer resends what it had no confirm for, whatever
 				// the retry policy says (the fault's max_attempt bounds
-				// how often one intent meets it).
+				// how often one intent meets it). A fire-and-forget send
+				// (brokers.ErrUnconfirmed) is never retried: the
+				// application cannot know it failed.
 				crashed := errors.Is(err, brokers.ErrProducerCrashed)
-				if err == nil || attempt > policy.retries && !crashed || ctx.Err() != nil {
+				if err == nil || errors.Is(err, brokers.ErrUnconfirmed) || attempt > policy.retries && !crashed || ctx.Err() != nil {
 					done(err)
 					return
 				}

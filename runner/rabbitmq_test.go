@@ -106,6 +106,11 @@ func TestRabbitMQBuiltins(t *testing.T) {
 			"reject": func(c map[string]int) bool {
 				return c["rejected"] == 4 && c["dead_lettered"] == 4 && c["faults_injected"] == 4
 			},
+			// No queue behind the dead-letter exchange: the same rejects,
+			// dropped by the broker.
+			"reject-dlq-missing": func(c map[string]int) bool {
+				return c["rejected"] == 4 && c["dead_lettered"] == 0 && c["faults_injected"] == 4
+			},
 		}, false},
 		// A failure after a partial write, under each on_failure: one
 		// duplicate, loss or dead letter per failure, exactly.

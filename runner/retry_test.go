@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -112,10 +113,11 @@ func TestSendGivesUpAfterRetries(t *testing.T) {
 	}
 }
 
+// failing fails every publish with an unknown outcome.
 type failing struct{}
 
 func (failing) Publish(_ context.Context, _ brokers.Message, done func(error)) {
-	done(brokers.ErrUnconfirmed)
+	done(errors.New("channel closed before the publisher confirm: outcome unknown"))
 }
 
 func (failing) Close(context.Context) {}
@@ -198,3 +200,43 @@ func TestSendResendsAfterAProducerCrash(t *testing.T) {
 		t.Fatal("the resend waited: a restarted producer resends at once, without the retry backoff")
 	}
 }
+
+// TestSendNeverRetriesFireAndForget: a send without confirmation (Kafka
+// acks: none, RabbitMQ confirms: false) tells the application nothing, so
+// it is published once whatever producer.retries says.
+func TestSendNeverRetriesFireAndForget(t *testing.T) {
+	var buf bytes.Buffer
+	rec := history.NewRecorder(time.Now(), &buf)
+	r := &variantRun{s: &scenario.Scenario{Seed: 1}, rec: rec.Variant("v")}
+	p := recording.NewProducer(unconfirmed{}, r.rec)
+	outcome := make(chan error, 1)
+	r.send(context.Background(), p, 3, retryPolicy{retries: 2}, func(err error) { outcome <- err })
+	if err := <-outcome; !errors.Is(err, brokers.ErrUnconfirmed) {
+		t.Fatalf("send ended with %v, want ErrUnconfirmed", err)
+	}
+	if err := rec.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	events, err := history.Read(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	publishes := 0
+	for _, e := range events {
+		if e.Type == history.Publish {
+			publishes++
+		}
+	}
+	if publishes != 1 {
+		t.Errorf("%d publishes, want 1 (nothing to retry on)", publishes)
+	}
+}
+
+// unconfirmed sends without confirmation.
+type unconfirmed struct{}
+
+func (unconfirmed) Publish(_ context.Context, _ brokers.Message, done func(error)) {
+	done(brokers.ErrUnconfirmed)
+}
+
+func (unconfirmed) Close(context.Context) {}

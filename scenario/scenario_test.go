@@ -160,6 +160,32 @@ var fixtures = []fixture{
 		`5:15: producer.max_length: kafka queues have no length limit here; leave it out`,
 		`9:26: variants[0].producer.overflow: "drop-tail" is not allowed (allowed: drop-head, reject-publish); did you mean "drop-head"?`,
 	}},
+	{"invalid/rabbitmq-durability.yaml", []string{
+		`5:10: broker.nodes: only with mode: managed (the cluster dqbench starts)`,
+		`7:12: broker.durable: a quorum queue is always durable (RabbitMQ refuses a transient one), and variant "none" has queue_type: quorum; use queue_type: classic for durable: false`,
+		`9:11: faults[0]: broker-restart cannot act here: it restarts a broker process dqbench started`,
+	}},
+	{"invalid/rabbitmq-durability-on-kafka.yaml", []string{
+		`5:13: producer.confirms: RabbitMQ's delivery mode and publisher confirms; broker kind kafka has neither key: leave it out`,
+		`9:28: variants[0].producer.persistent: RabbitMQ's delivery mode and publisher confirms; broker kind kafka has neither key: leave it out`,
+		`12:15: variants[1].rabbitmq: only for broker kind rabbitmq, not kafka; remove it`,
+	}},
+	{"invalid/rabbitmq-restart-cluster.yaml", []string{
+		`5:11: faults[0]: broker-restart cannot act here: it restarts the node of a single-node managed RabbitMQ, which every variant's queue is on; add nodes: 1 to the broker`,
+		`10:45: variants[0].rabbitmq.durable: a quorum queue is always durable`,
+	}},
+	{"invalid/rabbitmq-consumer-timeout-external.yaml", []string{
+		`5:21: broker.consumer_timeout: only with mode: managed: it is a broker-wide setting (rabbitmq.conf)`,
+		`7:11: faults[0]: slow-processing cannot act here: it needs a broker that delivers a message again when its consumer holds it too long while still connected`,
+	}},
+	{"invalid/rabbitmq-slow-without-timeout.yaml", []string{
+		`3:59: broker.consumer_timeout: must be more than 0s, got 0s`,
+		`5:11: faults[0]: slow-processing cannot act here: it holds a delivery past the broker's consumer_timeout, which is 30 minutes unless set; add consumer_timeout (e.g. 2s) to the broker`,
+	}},
+	{"invalid/rabbitmq-dlq-missing.yaml", []string{
+		`4:31: consumer.dead_letter_queue: variant "requeue" refuses nothing for good (on_failure: reject), so no dead-letter queue of it to leave out; add on_failure: reject, or remove this key`,
+		`10:74: variants[1].consumer.dead_letter_queue: variant "limit" has a delivery_limit: the run would wait for its requeued messages to be dead-lettered`,
+	}},
 	{"invalid/auto-ack-on-kafka.yaml", []string{
 		`5:8: consumer.ack: auto (the broker acks on delivery) is only for rabbitmq, nats, not kafka; use before-process`,
 		`9:21: variants[0].consumer.ack: auto (the broker acks on delivery) is only for rabbitmq, nats, not kafka`,
@@ -179,7 +205,7 @@ var fixtures = []fixture{
 		`8:43: variants[0].nats.ack: "async" is not allowed (allowed: sync, plain); did you mean "sync"?`,
 	}},
 	{"invalid/slow-processing-on-rabbitmq.yaml", []string{
-		`5:12: faults[0]: slow-processing cannot act here: it needs a broker that delivers a message again when its consumer holds it too long while still connected (NATS JetStream's ack_wait); use broker kind: nats`,
+		`5:12: faults[0]: slow-processing cannot act here: it needs a broker that delivers a message again when its consumer holds it too long while still connected (NATS JetStream's ack_wait, RabbitMQ's consumer_timeout); use broker kind: nats, or kind: rabbitmq, mode: managed with consumer_timeout`,
 	}},
 	{"invalid/nats-address.yaml", []string{
 		`6:15: broker.addresses[0]: "tcp://127.0.0.1:4222" is not a NATS URL (nats://HOST:PORT) (e.g. "nats://127.0.0.1:4222")`,
@@ -291,7 +317,7 @@ var fixtures = []fixture{
 		`6:15: broker.partitions: must be an integer, got number 1.5`,
 		`9:18: faults[0].probability: must be a finite number, got number .nan`,
 		`14:19: variants[0].producer.idempotent: must be true or false, got string "yes"`,
-		`15:15: variants[0].consumer: must be a mapping (keys: instances, ack, prefetch, isolation, on_failure, delivery_limit), got a list`,
+		`15:15: variants[0].consumer: must be a mapping (keys: instances, ack, prefetch, isolation, on_failure, delivery_limit, dead_letter_queue), got a list`,
 		`17:7: variants[0].expect.lost: needs a value; write a count like 0`,
 	}},
 	{"invalid/response-lost-with-acks-none.yaml", []string{

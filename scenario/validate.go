@@ -24,6 +24,7 @@ func (c *checker) check() {
 	c.autoAck()
 	c.deadLetter()
 	c.maxLength()
+	c.rabbitmq()
 	c.producer("producer", &c.s.Producer)
 	c.backoffRetries()
 	c.consumer("consumer", &c.s.Consumer)

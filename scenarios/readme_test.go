@@ -72,6 +72,8 @@ var lessons = []lesson{
 		{"consumer-transient-failure", 6.4},
 		{"rabbitmq-max-length", 0.3},
 		{"rabbitmq-quorum-failover", 142.7},
+		{"rabbitmq-durability", 34.4},
+		{"rabbitmq-consumer-timeout", 23.6},
 	}},
 	{"MQTT: QoS levels, sessions, the broker's limits and restarts", []timed{
 		{"mqtt-qos-levels", 0.6},
@@ -125,7 +127,7 @@ Each file here is a scenario dqbench embeds: ` + "`dqbench run NAME`" + ` runs i
 
 - **broker**: the kind and mode. embedded runs in-process; external is a running broker
   (RabbitMQ at amqp://guest:guest@127.0.0.1:5672/ unless ` + "`--addresses`" + `); managed is one dqbench
-  starts from the installed server (a 3-node RabbitMQ or NATS cluster, a Mosquitto per variant);
+  starts from the installed server (a 3-node RabbitMQ or NATS cluster, a single RabbitMQ node with ` + "`nodes: 1`" + `, a Mosquitto per variant);
   "+ Redis": a variant keeps its markers in Redis (127.0.0.1:6379 unless ` + "`--redis`" + `).
 - **what it teaches**: the file's ` + "`description`" + `, as ` + "`dqbench list`" + ` prints it.
 - **runs**: ` + measuredHow + `

@@ -32,7 +32,9 @@ const closeWait = 5 * time.Second
 
 // Producer publishes persistent messages on a channel in confirm mode, at
 // most spec.Window unconfirmed at once (amqp091's deferred confirmations),
-// through its own proxy.
+// through its own proxy; or transient messages (persistent: false), or
+// without confirms (confirms: false: each publish is done once written,
+// with brokers.ErrUnconfirmed).
 func (d *queueDest) Producer(ctx context.Context) (brokers.Producer, error) {
 	p := &producer{d: d, id: fmt.Sprintf("p%d", d.r.seq.Add(1))}
 	conn, px, err := d.r.dialProxied(ctx, d.queue+"-"+p.id, p.setup, nil)
@@ -40,7 +42,7 @@ func (d *queueDest) Producer(ctx context.Context) (brokers.Producer, error) {
 		return nil, err
 	}
 	ch, err := conn.Channel()
-	if err == nil {
+	if err == nil && d.confirms {
 		err = ch.Confirm(false)
 	}
 	if err != nil {
@@ -102,6 +104,9 @@ type producer struct {
 	// deletion (closeProxy), never during it.
 	pxMu   sync.Mutex
 	pxGone map[*netfault.Proxy]bool
+	// unconfirmed numbers the publishes of a producer without confirms
+	// (the channel's sequence numbers count only in confirm mode).
+	unconfirmed uint64
 
 	window  chan struct{}  // a slot per unconfirmed publish not given up
 	stop    chan struct{}  // closed by Close: no more publishes
@@ -161,6 +166,11 @@ func (p *producer) Publish(ctx context.Context, m brokers.Message, done func(err
 	// no producer-side dedup), so the publish's sequence number on this
 	// producer's channel names the copy; a consumer reports it as the
 	// delivery's Position.
+	if hook := p.d.onPublish; hook != nil {
+		if written := hook(ctx, m.Intent, m.Attempt, p.awaitConfirms); written != nil {
+			defer written()
+		}
+	}
 	seq := p.ch.GetNextPublishSeqNo()
 	copyID := fmt.Sprintf("%s#%d", p.id, seq)
 	if p.tags != nil {
@@ -169,12 +179,32 @@ func (p *producer) Publish(ctx context.Context, m brokers.Message, done func(err
 	for _, t := range p.cutTags {
 		t.Put(seq, m.Intent, m.Attempt)
 	}
-	dc, err := p.ch.PublishWithDeferredConfirmWithContext(ctx, "", p.d.queue, false, false, amqp.Publishing{
-		DeliveryMode: amqp.Persistent,
+	mode := amqp.Persistent
+	if !p.d.persistent {
+		mode = amqp.Transient
+	}
+	msg := amqp.Publishing{
+		DeliveryMode: mode,
 		MessageId:    m.Key,
 		Headers:      amqp.Table{copyHeader: copyID},
 		Body:         m.Body,
-	})
+	}
+	if !p.d.confirms {
+		// Fire and forget: written is all the producer ever learns. Without
+		// confirm mode the channel numbers nothing, so the copy header
+		// counts this producer's publishes itself.
+		p.unconfirmed++
+		msg.Headers = amqp.Table{copyHeader: fmt.Sprintf("%s#%d", p.id, p.unconfirmed)}
+		err := p.ch.PublishWithContext(ctx, "", p.d.queue, false, false, msg)
+		<-p.window
+		if err != nil {
+			fail(fmt.Errorf("publish intent %d to %s: %w (outcome unknown)", m.Intent, p.d.queue, err))
+			return
+		}
+		fail(brokers.ErrUnconfirmed)
+		return
+	}
+	dc, err := p.ch.PublishWithDeferredConfirmWithContext(ctx, "", p.d.queue, false, false, msg)
 	if err != nil {
 		<-p.window
 		fail(fmt.Errorf("publish intent %d to %s: %w (outcome unknown)", m.Intent, p.d.queue, err))
@@ -214,6 +244,17 @@ func (p *producer) confirm(ch *amqp.Channel, dc *amqp.DeferredConfirmation, k at
 		<-p.window
 	}
 	done(err)
+}
+
+// awaitConfirms waits until the broker has answered every publish sent so
+// far (within ctx).
+func (p *producer) awaitConfirms(ctx context.Context) {
+	answered := make(chan struct{})
+	go func() { p.waiting.Wait(); close(answered) }()
+	select {
+	case <-answered:
+	case <-ctx.Done():
+	}
 }
 
 // GiveUp frees the window slot of intent's attempt: the application gave

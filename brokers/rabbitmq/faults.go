@@ -36,6 +36,9 @@ func (d *queueDest) Apply(_ context.Context, p brokers.Power) error {
 		}
 		return err
 	case brokers.LoseConfirms:
+		if !d.confirms {
+			return brokers.ErrNowhere // confirms: false: no confirm to lose
+		}
 		return d.loseConfirms(p.Fires, p.Lost)
 	case brokers.CutProducer:
 		if !d.r.net.Embedded() {

@@ -26,11 +26,21 @@ var ErrNotInstalled = fmt.Errorf("%w: rabbitmq-server is not installed, and mode
 const throwawayPrefix = "dqbench-rabbitmq-"
 
 // Acquire returns the cluster "dqbench brokers up rabbitmq" left running,
-// when every node of it runs, or starts a throwaway one in a new temporary
-// directory (owned: the caller stops it).
-func Acquire(ctx context.Context) (c *cluster.Cluster, owned bool, err error) {
-	if c, err := cluster.Load(cluster.StateDir()); err == nil && c.Healthy() {
+// when every node of it runs and the settings ask for the default cluster,
+// or starts a throwaway one in a new temporary directory (owned: the
+// caller stops it) of settings.Nodes nodes.
+func Acquire(ctx context.Context, settings *catalog.RabbitMQSettings) (c *cluster.Cluster, owned bool, err error) {
+	standard := settings == nil || settings.Standard()
+	if c, err := cluster.Load(cluster.StateDir()); err == nil && standard && c.Healthy() {
 		return c, false, nil
+	}
+	opts := cluster.Options{Owned: true}
+	if settings != nil {
+		opts.Size = settings.Nodes
+		if t := settings.ConsumerTimeout.D(); t > 0 {
+			opts.Config = fmt.Sprintf("consumer_timeout = %d\n", t.Milliseconds())
+			opts.Advanced = fmt.Sprintf("[{rabbit, [{channel_tick_interval, %d}]}].\n", tickInterval(t).Milliseconds())
+		}
 	}
 	if !cluster.Installed() {
 		return nil, false, ErrNotInstalled
@@ -41,7 +51,8 @@ func Acquire(ctx context.Context) (c *cluster.Cluster, owned bool, err error) {
 	if err != nil {
 		return nil, false, fmt.Errorf("managed RabbitMQ cluster: %w", err)
 	}
-	c, err = cluster.Start(ctx, cluster.Options{Dir: dir, Owned: true})
+	opts.Dir = dir
+	c, err = cluster.Start(ctx, opts)
 	if err != nil {
 		os.RemoveAll(dir)
 		if ctx.Err() != nil {
@@ -52,22 +63,53 @@ func Acquire(ctx context.Context) (c *cluster.Cluster, owned bool, err error) {
 	return c, true, nil
 }
 
+// tickInterval is how often the managed nodes' channels check their
+// consumer timeout (channel_tick_interval, 60 s by default in RabbitMQ,
+// which would let a consumer overrun a short timeout by up to a minute):
+// a quarter of the timeout, from 100 ms to 1 s.
+func tickInterval(timeout time.Duration) time.Duration {
+	return min(max(timeout/4, 100*time.Millisecond), time.Second)
+}
+
 // managed is RabbitMQ on a local cluster dqbench manages: every node's
-// address, and the power to stop a queue's leader.
+// address, and the powers to stop a queue's leader, to restart a single
+// node while a publish is in flight, and to say the nodes' consumer
+// timeout.
 type managed struct {
 	*RabbitMQ
 	cluster *cluster.Cluster
 	owned   bool // started for this run: Close stops it
 
 	failovers failovers
+	restarts  restarts
+	// consumerTimeout is the nodes' consumer_timeout (0: RabbitMQ's).
+	consumerTimeout time.Duration
+
+	errMu      sync.Mutex
+	restartErr error // the first broker-restart that failed
 }
 
 var _ brokers.Broker = (*managed)(nil)
 
+// failRestart notes a broker-restart that failed: the drain reports it.
+func (m *managed) failRestart(err error) {
+	m.errMu.Lock()
+	defer m.errMu.Unlock()
+	if m.restartErr == nil {
+		m.restartErr = err
+	}
+}
+
+func (m *managed) restartFailed() error {
+	m.errMu.Lock()
+	defer m.errMu.Unlock()
+	return m.restartErr
+}
+
 // openManaged connects to a managed cluster, starting one unless
 // "dqbench brokers up" left one running.
 func openManaged(ctx context.Context, cfg brokers.Config, settings *catalog.RabbitMQSettings) (brokers.Broker, error) {
-	cl, owned, err := Acquire(ctx)
+	cl, owned, err := Acquire(ctx, settings)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +120,7 @@ func openManaged(ctx context.Context, cfg brokers.Config, settings *catalog.Rabb
 		}
 		return nil, err
 	}
-	m := &managed{RabbitMQ: b.(*RabbitMQ), cluster: cl, owned: owned}
+	m := &managed{RabbitMQ: b.(*RabbitMQ), cluster: cl, owned: owned, consumerTimeout: settings.ConsumerTimeout.D()}
 	m.throwaway = owned
 	m.failovers.init()
 	return m, nil
@@ -131,12 +173,32 @@ type managedDest struct {
 
 var _ brokers.Powered = (*managedDest)(nil)
 
-// Apply injects a managed cluster's own fault power, stopping a queue's
-// leader, and a queue's (queueDest.Apply).
+// Apply injects a managed cluster's own fault powers (stopping a queue's
+// leader, restarting the single node, the consumer_timeout deadline) and
+// a queue's (queueDest.Apply).
 func (d *managedDest) Apply(ctx context.Context, p brokers.Power) error {
 	switch p := p.(type) {
 	case brokers.JoinFailover:
 		return d.joinFailover(p.Fault)
+	case brokers.AckDeadline:
+		if d.m.consumerTimeout <= 0 {
+			return fmt.Errorf("slow-processing holds a delivery past the broker's consumer_timeout, which is RabbitMQ's 30 minutes here: add consumer_timeout to the broker")
+		}
+		if d.spec.AutoAck {
+			return brokers.ErrNowhere
+		}
+		// The channel is closed at the first tick after the timeout.
+		p.Got(d.m.consumerTimeout + tickInterval(d.m.consumerTimeout))
+		if p.Named != nil {
+			p.Named("consumer_timeout")
+		}
+		return nil
+	case brokers.RestartWhilePublishing:
+		if n := len(d.m.cluster.Nodes); n != 1 {
+			return fmt.Errorf("fault %s restarts the node of a single-node cluster, and this one has %d nodes: add nodes: 1 to the broker", p.Fault, n)
+		}
+		d.m.restarts.arm(d.m, d.queueDest, p)
+		return nil
 	case brokers.StopLeader:
 		if p.StepDown {
 			return fmt.Errorf("fault %s: how: step-down is a NATS stream's; a RabbitMQ quorum queue's leader is stopped by killing its node (how: kill)", p.Fault)
@@ -148,6 +210,18 @@ func (d *managedDest) Apply(ctx context.Context, p brokers.Power) error {
 		return err
 	}
 	return d.queueDest.Apply(ctx, p)
+}
+
+// Consumer starts a consumer (queueDest.Consumer); with broker-restart
+// armed, only once the node has restarted: until then the queue keeps
+// everything published, as for consumers that were down or far behind.
+func (d *managedDest) Consumer(ctx context.Context, gen int) (brokers.Consumer, error) {
+	if d.m.restarts.armed(d.queueDest) {
+		if err := d.m.restarts.awaitFirst(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return d.queueDest.Consumer(ctx, gen)
 }
 
 func (d *managedDest) joinFailover(fault string) error {
@@ -345,7 +419,10 @@ func (f *failovers) close(wait bool) error {
 // needs a consumer registered by this destination, and the broker
 // counting at least as many, on a check before and one after.
 func (d *managedDest) Backlog(ctx context.Context) (int64, error) {
-	if !d.leaderAnswers() {
+	if err := d.m.restartFailed(); err != nil {
+		return 0, err
+	}
+	if d.m.down.closed() || !d.leaderAnswers() {
 		return 1, nil
 	}
 	n, err := d.queueDest.Backlog(ctx)

@@ -50,6 +50,57 @@ type RabbitMQ struct {
 	net    *netfault.Layer  // the toxiproxy every client connects through
 
 	seq atomic.Int64 // numbers producers, for the copy header
+	// down is closed while a broker-restart has the node down: clients
+	// wait for it to open before they connect.
+	down gate
+}
+
+// gate holds clients back while a managed node restarts.
+type gate struct {
+	mu sync.Mutex
+	up chan struct{} // nil: the node runs; else closed when it runs again
+}
+
+// wait returns once the node runs (at once when no restart is under way).
+func (g *gate) wait(ctx context.Context) error {
+	g.mu.Lock()
+	up := g.up
+	g.mu.Unlock()
+	if up == nil {
+		return nil
+	}
+	select {
+	case <-up:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// close holds clients back from now on.
+func (g *gate) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.up == nil {
+		g.up = make(chan struct{})
+	}
+}
+
+// open lets the clients waiting go.
+func (g *gate) open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.up != nil {
+		close(g.up)
+		g.up = nil
+	}
+}
+
+// closed reports whether a restart is under way.
+func (g *gate) closed() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.up != nil
 }
 
 var _ brokers.Broker = (*RabbitMQ)(nil)
@@ -248,6 +299,9 @@ func (r *RabbitMQ) Open(ctx context.Context, spec brokers.DestinationSpec) (brok
 	if settings.QueueType != "" {
 		d.queueType = settings.QueueType // the variant's override
 	}
+	d.durable = settings.IsDurable()
+	d.persistent = settings.IsPersistent()
+	d.confirms = settings.HasConfirms()
 	ch, err := d.admin()
 	if err != nil {
 		return nil, err
@@ -255,14 +309,18 @@ func (r *RabbitMQ) Open(ctx context.Context, spec brokers.DestinationSpec) (brok
 	args := amqp.Table{amqp.QueueTypeArg: string(d.queueType)}
 	if spec.DeadLetter {
 		// Dead-lettered through the default exchange, straight to the
-		// variant's own dead-letter queue.
-		d.dead = &queueDest{r: r, spec: brokers.DestinationSpec{Name: spec.Name + "-dead", Prefetch: spec.Prefetch}, queue: d.queue + "-dead"}
-		if _, err := ch.QueueDeclare(d.dead.queue, true, false, false, false, amqp.Table{amqp.QueueTypeArg: string(catalog.ClassicQueue)}); err != nil {
-			return nil, fmt.Errorf("declare queue %s on %s: %w", d.dead.queue, r.masked, err)
+		// variant's own dead-letter queue (unless the settings leave it
+		// out: then the broker routes dead letters to no queue).
+		dead := d.queue + "-dead"
+		if settings.HasDeadLetterQueue() {
+			d.dead = &queueDest{r: r, spec: brokers.DestinationSpec{Name: spec.Name + "-dead", Prefetch: spec.Prefetch}, queue: dead}
+			if _, err := ch.QueueDeclare(d.dead.queue, true, false, false, false, amqp.Table{amqp.QueueTypeArg: string(catalog.ClassicQueue)}); err != nil {
+				return nil, fmt.Errorf("declare queue %s on %s: %w", d.dead.queue, r.masked, err)
+			}
+			r.note(d.dead.queue)
 		}
-		r.note(d.dead.queue)
 		args["x-dead-letter-exchange"] = ""
-		args["x-dead-letter-routing-key"] = d.dead.queue
+		args["x-dead-letter-routing-key"] = dead
 	}
 	if settings.MaxLength > 0 {
 		args[amqp.QueueMaxLenArg] = settings.MaxLength
@@ -280,11 +338,34 @@ func (r *RabbitMQ) Open(ctx context.Context, spec brokers.DestinationSpec) (brok
 		// told otherwise; -1 is its "no limit", as before 4.0.
 		args["x-delivery-limit"] = -1
 	}
-	if _, err := ch.QueueDeclare(d.queue, true, false, false, false, args); err != nil {
-		return nil, fmt.Errorf("declare queue %s on %s: %w", d.queue, r.masked, err)
+	d.args = args
+	if err := d.declare(ch); err != nil {
+		return nil, err
 	}
 	r.note(d.queue)
 	return d, nil
+}
+
+// declare declares the variant's queue (durable unless the settings say
+// otherwise) on ch.
+func (d *queueDest) declare(ch *amqp.Channel) error {
+	if _, err := ch.QueueDeclare(d.queue, d.durable, false, false, false, d.args); err != nil {
+		return fmt.Errorf("declare queue %s on %s: %w", d.queue, d.r.masked, err)
+	}
+	return nil
+}
+
+// redeclare declares the queue again on the admin channel, as a client
+// library's topology recovery does after a reconnect: a transient queue
+// that a restart deleted comes back empty.
+func (d *queueDest) redeclare() error {
+	d.adminMu.Lock()
+	defer d.adminMu.Unlock()
+	ch, err := d.admin()
+	if err != nil {
+		return err
+	}
+	return d.declare(ch)
 }
 
 // note records a queue this run declared in the leftover ledger, so that a
@@ -322,6 +403,15 @@ type queueDest struct {
 	spec      brokers.DestinationSpec
 	queue     string
 	queueType catalog.QueueType // the broker's, or the variant's override
+	// The queue's durability and arguments, and how the producer
+	// publishes (persistent messages, publisher confirms).
+	durable, persistent, confirms bool
+	args                          amqp.Table
+	// onPublish, when armed (broker-restart on a managed node), is asked
+	// before each publish, with a way to wait for the producer's
+	// outstanding confirms; when it returns a function, the producer calls
+	// it once the publish is written.
+	onPublish func(ctx context.Context, intent, attempt int, awaitConfirms func(context.Context)) func()
 
 	adminMu sync.Mutex
 	adminCh *amqp.Channel // this destination's own: a failed call closes a channel
@@ -473,6 +563,9 @@ var (
 
 // DeadLetters starts a consumer on the dead-letter queue.
 func (d *queueDest) DeadLetters(ctx context.Context) (brokers.Consumer, error) {
+	if d.dead == nil && d.spec.DeadLetter {
+		return nil, brokers.ErrNowhere // dead_letter_queue: false: nothing to read
+	}
 	if d.dead == nil {
 		return nil, fmt.Errorf("queue %s has no dead-letter queue", d.queue)
 	}

@@ -42,11 +42,15 @@ func (r *RabbitMQ) order() []string {
 	return addrs
 }
 
-// dialProxied connects a client through a new proxy of its own (every
+// dialProxied waits while a broker-restart has the node down, then
+// connects a client through a new proxy of its own (every
 // producer and consumer connection goes through toxiproxy) to the broker's
 // first address that answers, r.url first; setup installs the proxy's
 // toxics before the client connects.
 func (r *RabbitMQ) dialProxied(ctx context.Context, name string, setup func(*netfault.Proxy) error, wrap func(net.Conn) net.Conn) (*amqp.Connection, *netfault.Proxy, error) {
+	if err := r.down.wait(ctx); err != nil {
+		return nil, nil, err
+	}
 	var errs []string
 	for _, a := range r.order() {
 		px, err := r.proxy(name, a)
@@ -99,7 +103,7 @@ func (p *producer) reconnect(ctx context.Context) error {
 		return err
 	}
 	ch, err := conn.Channel()
-	if err == nil {
+	if err == nil && d.confirms {
 		err = ch.Confirm(false)
 	}
 	if err != nil {
@@ -109,6 +113,6 @@ func (p *producer) reconnect(ctx context.Context) error {
 	}
 	_ = p.conn.Close() // the dead one: releases amqp091's goroutines
 	p.closeProxy(context.WithoutCancel(ctx), p.px)
-	p.conn, p.ch, p.px, p.id = conn, ch, px, id
+	p.conn, p.ch, p.px, p.id, p.unconfirmed = conn, ch, px, id, 0
 	return nil
 }

@@ -113,6 +113,11 @@ func findInstall() (install, error) {
 	return install{}, ErrNotInstalled
 }
 
+func isFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
+}
+
 func isExec(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
@@ -154,6 +159,9 @@ type Options struct {
 	Size int
 	// Config is appended to every node's rabbitmq.conf (new-style keys).
 	Config string
+	// Advanced, when set, is every node's advanced.config (Erlang terms:
+	// settings rabbitmq.conf has no key for).
+	Advanced string
 	// Owned: this process stops the cluster when it is done with it
 	// (Cluster.Owner), so a later Sweep may stop it if this process died
 	// first.
@@ -186,7 +194,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 			c.Stop()
 		}
 	}()
-	if err := c.prepare(as, opts.Config); err != nil {
+	if err := c.prepare(as, opts.Config, opts.Advanced); err != nil {
 		return c, err
 	}
 	ports, err := freePorts(1 + 2*size)
@@ -214,6 +222,12 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return c, err
+	}
+	if size == 1 {
+		// No join to wait for: wait for the boot to end, as a join would.
+		if err := c.awaitStartup(ctx, in, as, 0); err != nil {
+			return c, err
+		}
 	}
 	// Join the others to the first: their apps stop in parallel, but they
 	// join one at a time (two joins at once can fail to start Mnesia).
@@ -245,7 +259,7 @@ func randomHex(n int) string {
 
 // prepare makes the directory, owned by the user the nodes run as, with the
 // cookie, an empty plugin list and the shared configuration.
-func (c *Cluster) prepare(as runAs, config string) error {
+func (c *Cluster) prepare(as runAs, config, advanced string) error {
 	if err := os.MkdirAll(filepath.Join(c.Dir, "home"), 0o755); err != nil {
 		return fmt.Errorf("cluster directory: %w", err)
 	}
@@ -255,6 +269,9 @@ func (c *Cluster) prepare(as runAs, config string) error {
 		"enabled_plugins":     "[].\n",
 		"rabbitmq-env.conf":   "", // read instead of /etc/rabbitmq/rabbitmq-env.conf
 		"rabbitmq.conf":       conf,
+	}
+	if advanced != "" {
+		files["advanced.config"] = advanced
 	}
 	for name, text := range files {
 		mode := os.FileMode(0o644)
@@ -309,7 +326,11 @@ func (c *Cluster) env() []string {
 func (c *Cluster) nodeEnv(i int) []string {
 	n := c.Nodes[i]
 	dir := c.nodeDir(i)
-	return append(c.env(),
+	env := c.env()
+	if adv := filepath.Join(c.Dir, "advanced.config"); isFile(adv) {
+		env = append(env, "RABBITMQ_ADVANCED_CONFIG_FILE="+adv)
+	}
+	return append(env,
 		"RABBITMQ_NODENAME="+n.Name,
 		"RABBITMQ_NODE_IP_ADDRESS=127.0.0.1",
 		"RABBITMQ_NODE_PORT="+strconv.Itoa(n.AMQPPort),

@@ -198,6 +198,23 @@ func (c *Cluster) Kill(i int) error {
 	return c.save()
 }
 
+// Freeze stops node i's processes where they are (SIGSTOP to its process
+// group): the node reads nothing more from its sockets and writes nothing
+// more to disk, so whatever a client sends it from now on is certainly not
+// stored when Kill follows.
+func (c *Cluster) Freeze(i int) error {
+	c.mu.Lock()
+	pid := c.Nodes[i].PID
+	c.mu.Unlock()
+	if !c.groupRuns(pid) {
+		return fmt.Errorf("node %s does not run", c.Nodes[i].Name)
+	}
+	if err := syscall.Kill(-pid, syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("freeze process group %d: %w", pid, err)
+	}
+	return nil
+}
+
 // Restart starts node i again after Kill; it rejoins the cluster by itself
 // (its data directory remembers the cluster). It returns once the node
 // accepts AMQP connections.
@@ -210,7 +227,18 @@ func (c *Cluster) Restart(ctx context.Context, i int) error {
 	if err != nil {
 		return err
 	}
-	return c.startNode(ctx, in, as, i)
+	if err := c.startNode(ctx, in, as, i); err != nil {
+		return err
+	}
+	return c.awaitStartup(ctx, in, as, i)
+}
+
+// awaitStartup waits until node i has finished booting: its AMQP port opens
+// before the boot is over, and a connection accepted meanwhile can be
+// reset.
+func (c *Cluster) awaitStartup(ctx context.Context, in install, as runAs, i int) error {
+	_, err := c.ctl(ctx, in, as, i, "rabbitmqctl", "await_startup", "--timeout", "60")
+	return err
 }
 
 // Index returns the index of the node named name, or -1.
