@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/history"
 )
 
@@ -52,6 +53,8 @@ const (
 	afterAck       // delivered again after the consumer had acked it
 	faultNamed     // a fault event named it (an ack-lost: the ack was lost on purpose)
 	cutFirst       // a consumer fault cut its first delivery's processing at a crash point (fail-once retried in process: a skip on that same delivery found its own marker)
+	written        // the producer application committed its business row (producer.pattern dual-write or outbox)
+	relayedAgain   // the outbox relay died after publishing it and before marking it sent: the restarted relay published it again
 )
 
 func (f *facts) has(flag uint32) bool { return f.flags&flag != 0 }
@@ -67,7 +70,7 @@ func (f *facts) ackedAgain() bool { return f.has(afterAck) && !f.has(faultNamed)
 // producer heard: refused) nor the consumer (rejected). Whether it counts
 // as lost also depends on the drain (tally.lossCause).
 func (f *facts) missing() bool {
-	return f.has(published) && f.applied == 0 && !f.has(rejected) && !f.brokerRefused()
+	return (f.has(published) || f.has(written)) && f.applied == 0 && !f.has(rejected) && !f.brokerRefused()
 }
 
 // reachedBroker: the broker is known to have had the intent: it confirmed
@@ -173,6 +176,8 @@ func (t *tally) add(e *history.Event) {
 	switch e.Type {
 	case history.Publish:
 		t.get(e.Intent).flags |= published
+	case history.Written:
+		t.get(e.Intent).flags |= written
 	case history.Confirm:
 		t.get(e.Intent).flags |= confirmed
 	case history.PubFailed:
@@ -231,6 +236,9 @@ func (t *tally) add(e *history.Event) {
 		}
 		t.fired[e.Fault]++
 		t.addFaultReason(e)
+		if e.Intent != 0 && e.Point == string(catalog.AfterPublishBeforeMark) {
+			t.get(e.Intent).flags |= relayedAgain
+		}
 		if e.Intent != 0 {
 			t.get(e.Intent).flags |= faultNamed
 			if e.Consumer > 0 && e.Attempt == 1 && e.Point != "" {
@@ -294,7 +302,7 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	t.stage.mark(t)
 	var c Counts
 	c.FaultsInjected = t.faults
-	var logCopies, ackedAgain, recDups int
+	var logCopies, ackedAgain, recDups, relayed int
 	lost := map[Cause]int{}    // counted as lost, by cause
 	waiting := map[Cause]int{} // never delivered when the drain gave up: not counted
 	t.each(func(id int, f *facts) {
@@ -303,8 +311,11 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 				*row.field(&c) += row.perIntent(f)
 			}
 		}
-		if f.has(published) && f.has(copies) {
+		if f.has(published) && f.has(copies) && !f.has(relayedAgain) {
 			logCopies++
+		}
+		if f.has(relayedAgain) && f.applied > 1 {
+			relayed++
 		}
 		if f.has(afterAck) && t.verdict(id, f).Cause == DupAckedAgain {
 			ackedAgain++
@@ -332,6 +343,9 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	}
 	if recDups > 0 && t.onlyQoS2() {
 		notes = append(notes, fmt.Sprintf("%d intents were %s", recDups, DupQoS2Redeliver.Doc()))
+	}
+	if relayed > 0 {
+		notes = append(notes, fmt.Sprintf("%d intents were %s", relayed, DupRelayed.Doc()))
 	}
 	notes = append(notes, t.stage.notes()...)
 	if t.crashes > 0 {

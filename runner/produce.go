@@ -37,6 +37,14 @@ func (r *variantRun) produce(ctx context.Context, dest brokers.Destination, prod
 		return err
 	}
 	p := recording.NewProducer(raw, r.rec)
+	app, err := r.openProducerApp(ctx, prod.Pattern) // nil with pattern direct (outbox.go)
+	if err != nil {
+		return err
+	}
+	defer app.close()
+	if prod.Pattern == catalog.Outbox {
+		return r.produceOutbox(ctx, p, app, prod)
+	}
 	sem := make(chan struct{}, prod.Window)
 	policy := retryPolicy{retries: prod.RetryCount(), timeout: prod.ConfirmTimeout.D()}
 	var wg sync.WaitGroup
@@ -46,6 +54,12 @@ publish:
 	for intent := 1; intent <= r.s.Messages; intent++ {
 		if !pace.wait(ctx, intent) || !lag.wait(ctx, intent) {
 			break publish
+		}
+		if !app.beforePublish(ctx, r.s.Seed, intent) { // dual-write: the business row first
+			if app.failed() != nil {
+				break publish
+			}
+			continue // the application died after its write: never published
 		}
 		select {
 		case sem <- struct{}{}:
@@ -76,6 +90,9 @@ publish:
 	select {
 	case <-confirmed:
 	case <-sctx.Done():
+	}
+	if err := app.failed(); err != nil && ctx.Err() == nil {
+		return err
 	}
 	return ctx.Err()
 }
