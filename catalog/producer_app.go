@@ -73,7 +73,7 @@ const ProducerAppCrash FaultType = "producer-app-crash"
 
 // ProducerAppCrashParams are producer-app-crash's own parameters.
 type ProducerAppCrashParams struct {
-	At ProducerPoint `yaml:"at" json:"at" jsonschema:"required,description=Where the producer application dies: between-write-and-publish (producer.pattern dual-write: its business row committed\\, the publish never sent) or after-publish-before-mark (producer.pattern outbox: the relay had the broker's confirm and had not marked the outbox row sent)."`
+	At ProducerPoint `yaml:"at" json:"at" jsonschema:"required,description=Where the producer application dies: between-write-and-publish (producer.pattern dual-write: its business row committed and the publish never sent) or after-publish-before-mark (producer.pattern outbox: the relay had the broker's confirm and had not marked the outbox row sent)."`
 }
 
 // producerAppCrash describes producer-app-crash for catalog.Faults.
