@@ -123,6 +123,15 @@ func (a *producerApp) beforePublish(ctx context.Context, seed int64, intent int)
 	return !a.faults.Crashes(intent, 1)
 }
 
+// ended is how producing ended: the run's end, else the write that
+// failed, if any.
+func (a *producerApp) ended(ctx context.Context) error {
+	if err := a.failed(); err != nil && ctx.Err() == nil {
+		return err
+	}
+	return ctx.Err()
+}
+
 // failed is the write that failed, if any.
 func (a *producerApp) failed() error {
 	if a == nil {

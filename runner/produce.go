@@ -52,14 +52,11 @@ func (r *variantRun) produce(ctx context.Context, dest brokers.Destination, prod
 	lag := lagLimit{max: int64(prod.MaxLag), idle: r.s.Drain.D(), f: &r.flow}
 publish:
 	for intent := 1; intent <= r.s.Messages; intent++ {
-		if !pace.wait(ctx, intent) || !lag.wait(ctx, intent) {
+		if !pace.wait(ctx, intent) || !lag.wait(ctx, intent) || app.failed() != nil {
 			break publish
 		}
-		if !app.beforePublish(ctx, r.s.Seed, intent) { // dual-write: the business row first
-			if app.failed() != nil {
-				break publish
-			}
-			continue // the application died after its write: never published
+		if !app.beforePublish(ctx, r.s.Seed, intent) {
+			continue // dual-write: the application died after its business row (or the write failed)
 		}
 		select {
 		case sem <- struct{}{}:
@@ -91,10 +88,7 @@ publish:
 	case <-confirmed:
 	case <-sctx.Done():
 	}
-	if err := app.failed(); err != nil && ctx.Err() == nil {
-		return err
-	}
-	return ctx.Err()
+	return app.ended(ctx)
 }
 
 // retryPolicy is the application's publish policy (producer.retries,
