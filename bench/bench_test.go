@@ -208,6 +208,7 @@ var rows = []string{
 	"sequential bound intents/s",
 	"pipeline / bound",
 	"raw / bound",
+	"pipeline / bare store tx",
 }
 
 func summarize(n int, ps []pair) summary {
@@ -242,6 +243,8 @@ func perPair(n int, ps []pair) map[string][]float64 {
 			"sequential bound intents/s": bound,
 			"pipeline / bound":           rate(p.pipe) / bound,
 			"raw / bound":                rate(p.raw) / bound,
+			// The store's own limit: the same transaction, nothing else.
+			"pipeline / bare store tx": rate(p.pipe) / rate(p.tx),
 		} {
 			per[k] = append(per[k], v)
 		}

@@ -31,6 +31,12 @@ var ErrUnconfirmed = errors.New("sent without confirmation (fire and forget)")
 // was told. Any other publish error leaves the outcome unknown.
 var ErrRefused = errors.New("refused by the broker")
 
+// ErrProducerCrashed ends every publish a producer client had not had
+// confirmed when a producer-crash fault killed it: the outcome is unknown
+// (the broker may have stored it), and the application, restarted with a
+// new client, publishes it again (the runner does).
+var ErrProducerCrashed = errors.New("the producer client died before the broker's answer")
+
 // ErrAckUnconfirmed is what a consumer's Ack returns when it asked the
 // broker to confirm the ack (NATS's double ack) and no confirmation came
 // in time: the broker may not have the ack. The consumer loop records it
@@ -189,6 +195,15 @@ type Nacker interface {
 	// basic.nack with requeue); otherwise refuse it for good (basic.reject),
 	// and the broker dead-letters it.
 	Nack(ctx context.Context, d Delivery, requeue bool) error
+}
+
+// BatchAcker is a consumer whose ack of a delivery also acks the
+// deliveries before it on the same partition (a Kafka offset commit): one
+// request can ack many.
+type BatchAcker interface {
+	// AckBatch acks ds (in the order delivered) in one request and
+	// returns once the broker has it.
+	AckBatch(ctx context.Context, ds []Delivery) error
 }
 
 // DeadLetterer is a destination whose broker moves refused and

@@ -77,6 +77,20 @@ type LoseProduceResponses struct {
 	Lost  func(intents []int)
 }
 
+// CrashProducer: for each publish request the broker receives, Fires is
+// asked with each intent in it (attempt: how many requests have carried
+// it); when it says yes for any, the broker stores the request, and the
+// producer client that sent it dies before it reads the answer: every
+// publish it had not had confirmed ends with an error wrapping
+// ErrProducerCrashed, and the producer's next publish goes through a new
+// client (a restarted process: a new idempotent producer id, or the same
+// transactional id, which fences the old client). Crashed is called once
+// per kill with every intent the request carried.
+type CrashProducer struct {
+	Fires   func(intent, attempt int) bool
+	Crashed func(intents []int)
+}
+
 // LosePackets: each time Packet passes on Leg for an intent, Fires is
 // asked; when it says yes, the packet is lost (breaking the connection
 // that carried it, so the sender retries on reconnect) and Lost is called.
@@ -135,6 +149,19 @@ type LoseAcks struct {
 type LoseConfirms struct {
 	Fires func(intent, attempt int) bool
 	Lost  func(intent, attempt int)
+}
+
+// CutProducer, on every producer started afterwards: when the broker's
+// confirm of a publish Fires chooses comes back to the producer, it is
+// dropped and the producer's connection broken: at once (For 0: a reset),
+// or once everything between the producer and the broker has been dropped
+// for For (a partition). The broker has the publish; the producer ends it
+// and whatever else it had not had confirmed as unknown. Cut is called
+// once per injection.
+type CutProducer struct {
+	For   time.Duration
+	Fires func(intent, attempt int) bool
+	Cut   func(intent, attempt int)
 }
 
 // TakeOffline: before the broker routes an intent's first publish, Fires
@@ -208,12 +235,14 @@ type SyncAcks struct{}
 
 func (LoseProduceResponses) Does() string { return "lose produce responses" }
 func (LosePackets) Does() string          { return "lose MQTT acknowledgements" }
+func (CrashProducer) Does() string        { return "kill a producer client after a request it sent" }
 func (Disconnect) Does() string           { return "break client connections" }
 func (RestartAfter) Does() string         { return "be restarted" }
 func (MoveLeaders) Does() string          { return "move partition leaders" }
 func (LoseAcks) Does() string             { return "lose acknowledgements" }
 func (AckDeadline) Does() string          { return "redeliver a message held past an ack deadline" }
 func (LoseConfirms) Does() string         { return "lose publish confirms" }
+func (CutProducer) Does() string          { return "cut a producer's connection" }
 func (TakeOffline) Does() string          { return "keep the subscriber offline" }
 func (JoinFailover) Does() string         { return "stop a queue's leader" }
 func (StopLeader) Does() string           { return "stop a queue's leader" }

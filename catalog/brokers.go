@@ -111,6 +111,7 @@ func (k ConsumerKeys) With(o ConsumerKeys) ConsumerKeys {
 // per kind that has them, written among the variant's keys
 // (scenario.Variant embeds it).
 type BrokerOverrides struct {
+	Kafka    *KafkaOverrides    `yaml:"kafka" json:"kafka,omitempty" jsonschema:"description=Overrides of the broker's Kafka settings for this variant (partitions); broker kind kafka only."`
 	MQTT     *MQTTSettings      `yaml:"mqtt" json:"mqtt,omitempty" jsonschema:"description=Overrides of the broker's MQTT settings for this variant (qos\\, subscription_qos\\, clean_session\\, client); broker kind mqtt only."`
 	RabbitMQ *RabbitMQOverrides `yaml:"rabbitmq" json:"rabbitmq,omitempty" jsonschema:"description=Overrides of the broker's RabbitMQ settings for this variant (queue_type); broker kind rabbitmq only."`
 	NATS     *NATSOverrides     `yaml:"nats" json:"nats,omitempty" jsonschema:"description=Overrides of the broker's NATS settings for this variant (msg_id\\, duplicate_window); broker kind nats only."`

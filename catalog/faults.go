@@ -12,6 +12,7 @@ type FaultType string
 const (
 	ConsumerCrash       FaultType = "consumer-crash"
 	ProduceResponseLost FaultType = "produce-response-lost"
+	ProducerCrash       FaultType = "producer-crash"
 	ConsumerZombie      FaultType = "consumer-zombie"
 	AckLost             FaultType = "ack-lost"
 	Disconnect          FaultType = "disconnect"
@@ -135,6 +136,12 @@ var Faults = []Fault{
 		},
 	},
 	{
+		Type:      ProducerCrash,
+		Doc:       "the producer process dies after sending: the broker stores the chosen produce request, and the producer client dies before it reads the response. A new producer client starts and the application resends every intent it had no confirm for. An idempotent producer's new client gets a new producer id, so the broker cannot tell the resend from a new record; a transactional producer's new client, with the same transactional_id, fences the old one and aborts its open transaction",
+		Injection: "one producer client killed with a request stored and unanswered (the request's intents are listed)",
+		Available: producerCrashWhere,
+	},
+	{
 		Type:      TransformCrash,
 		Doc:       "the consume-transform-produce stage dies after writing a batch to its output topic and before committing the input offsets (inside the transaction, before it commits, when the stage is transactional); a replacement starts from the last committed offsets. Hits the variants with a stage",
 		Injection: "one stage instance killed with a written, uncommitted batch (the batch's intents are listed)",
@@ -212,14 +219,15 @@ var Faults = []Fault{
 	},
 	{
 		Type:      ConnectionReset,
-		Doc:       "the consumer's connection is reset (toxiproxy's reset_peer toxic on its proxy) right after it received the chosen intent, before processing it: the broker requeues what the consumer had not acked and a replacement consumer starts. At-least-once redelivers the intent; with the ack before processing it is lost",
-		Injection: "one consumer connection reset",
+		Doc:       "the consumer's connection is reset (toxiproxy's reset_peer toxic on its proxy) right after it received the chosen intent, before processing it: the broker requeues what the consumer had not acked and a replacement consumer starts. At-least-once redelivers the intent; with the ack before processing it is lost. With connection: producer (or both) the producer's connection is reset when the broker's confirm of the chosen publish comes back, before the producer reads it: the broker has the message, the producer does not know, and with retries it publishes it again",
+		Injection: "one connection reset (the consumer's or the producer's)",
+		NewParams: func() any { return new(ConnectionResetParams) },
 		Available: throughToxiproxy,
 	},
 	{
 		Type:      Partition,
-		Doc:       "the consumer is cut off from the broker right after it received the chosen intent (toxiproxy's timeout toxic on its proxy drops everything both ways) for a duration, after which its connection closes: it processes the intent meanwhile, its ack never arrives, and the broker requeues and redelivers the intent to the replacement consumer",
-		Injection: "one consumer partitioned from the broker",
+		Doc:       "the consumer is cut off from the broker right after it received the chosen intent (toxiproxy's timeout toxic on its proxy drops everything both ways) for a duration, after which its connection closes: it processes the intent meanwhile, its ack never arrives, and the broker requeues and redelivers the intent to the replacement consumer. With connection: producer (or both) the producer is cut off when the broker's confirm of the chosen publish comes back: the confirm and everything after it both ways are dropped for the duration, then the connection closes; with retries the producer publishes again what it had no confirm for",
+		Injection: "one client partitioned from the broker (the consumer or the producer)",
 		NewParams: func() any { return new(PartitionParams) },
 		Available: throughToxiproxy,
 	},
@@ -286,6 +294,18 @@ func mqttEmbedded(w Where) string {
 	return ""
 }
 
+// InProcessOnly says whether a fault of type t with params acts inside
+// dqbench's in-process toxiproxy: a protocol-aware toxic, or a network
+// fault on the producer's connection, which watches for the broker's
+// confirm of the chosen publish.
+func InProcessOnly(t FaultType, params any) bool {
+	if k, _ := LookupFault(t); k.InProcessToxiproxy {
+		return true
+	}
+	p, ok := params.(OnConnection)
+	return ok && p.On().Producer()
+}
+
 // LookupFault returns the fault type t.
 func LookupFault(t FaultType) (Fault, bool) {
 	for _, f := range Faults {
@@ -345,7 +365,24 @@ func DefaultFaultName(t FaultType, params any) string {
 	if p, ok := params.(*DisconnectParams); ok && p.Leg != "" {
 		return fmt.Sprintf("%s@%s", t, p.Leg)
 	}
+	// The consumer's (the default) keeps the bare type, the name its
+	// schedule has always been hashed with.
+	if p, ok := params.(OnConnection); ok && p.On() != "" && p.On() != ConsumerConnection {
+		return fmt.Sprintf("%s@%s", t, p.On())
+	}
 	return string(t)
+}
+
+// producerCrashWhere: producer-crash sees the produce requests inside the
+// embedded Kafka broker (kfake) and kills franz-go's client connections.
+func producerCrashWhere(w Where) string {
+	switch {
+	case w.Broker != Kafka || w.Mode != Embedded:
+		return "it is injected inside the embedded Kafka broker (kfake), which sees the produce request and kills the client that sent it; use broker kind: kafka, mode: embedded"
+	case w.Acks == AcksNone:
+		return "with acks: none the producer waits for no response, so it has nothing unconfirmed to resend; use acks: all or leader"
+	}
+	return "" // and client: franz-go, which scenario validation checks per variant
 }
 
 // stageOnKafka: a consume-transform-produce stage runs on Kafka only.
@@ -356,11 +393,50 @@ func stageOnKafka(w Where) string {
 	return ""
 }
 
+// Connection is which client's connection a network fault acts on.
+type Connection string
+
+// The connections a network fault can act on.
+const (
+	ConsumerConnection Connection = "consumer"
+	ProducerConnection Connection = "producer"
+	BothConnections    Connection = "both"
+)
+
+// Allowed lists the valid values, for strict decoding and the schema.
+func (Connection) Allowed() []string {
+	return Strings([]Connection{ConsumerConnection, ProducerConnection, BothConnections})
+}
+
+// Consumer says whether the fault acts on the consumer's connection (the
+// default).
+func (c Connection) Consumer() bool { return c != ProducerConnection }
+
+// Producer says whether the fault acts on the producer's connection.
+func (c Connection) Producer() bool { return c == ProducerConnection || c == BothConnections }
+
+// OnConnection is what a network fault's params say about the connection it acts on.
+type OnConnection interface{ On() Connection }
+
+// ConnectionResetParams are connection-reset's own parameters.
+type ConnectionResetParams struct {
+	Connection Connection `yaml:"connection" json:"connection,omitempty" jsonschema:"description=Whose connection is reset: consumer (default: right after it received the chosen intent)\\, producer (when the broker's confirm of the chosen publish comes back\\, before the producer reads it) or both."`
+}
+
+// On is the connection the fault acts on (OnConnection).
+func (p *ConnectionResetParams) On() Connection { return p.Connection }
+
 // LatencyParams are latency's own parameters.
 type LatencyParams struct {
 	Latency  Duration `yaml:"latency" json:"latency,omitempty" jsonschema:"description=Delay added to every chunk of data in each direction (default 100ms)."`
 	Duration Duration `yaml:"duration" json:"duration,omitempty" jsonschema:"description=How long the connection stays slow (default 1s)."`
+	// Connection is the consumer's only, for now: the key is there so
+	// that connection: producer gets a reason, not "unknown key".
+	Connection Connection `yaml:"connection" json:"connection,omitempty" jsonschema:"enum=consumer,description=Whose connection turns slow: consumer (the only one so far)."`
 }
+
+// On is the connection the fault acts on (OnConnection).
+func (p *LatencyParams) On() Connection { return p.Connection }
 
 // Defaults fills in what the scenario leaves out.
 func (p *LatencyParams) Defaults() {
@@ -374,8 +450,12 @@ func (p *LatencyParams) Defaults() {
 
 // PartitionParams are partition's own parameters.
 type PartitionParams struct {
-	Duration Duration `yaml:"duration" json:"duration,omitempty" jsonschema:"description=How long the client is cut off before its connection closes (default 1s)."`
+	Duration   Duration   `yaml:"duration" json:"duration,omitempty" jsonschema:"description=How long the client is cut off before its connection closes (default 1s)."`
+	Connection Connection `yaml:"connection" json:"connection,omitempty" jsonschema:"description=Who is cut off: consumer (default: right after it received the chosen intent)\\, producer (when the broker's confirm of the chosen publish comes back) or both."`
 }
+
+// On is the connection the fault acts on (OnConnection).
+func (p *PartitionParams) On() Connection { return p.Connection }
 
 // Defaults fills in what the scenario leaves out.
 func (p *PartitionParams) Defaults() {

@@ -19,9 +19,18 @@ func (s *KafkaSettings) Defaults() {
 	}
 }
 
-// ForVariant returns a copy of s with the variant's Kafka producer and
-// consumer keys.
+// KafkaOverrides are the Kafka settings one variant may change (kafka: in
+// a variant), so one run can compare one partition with several.
+type KafkaOverrides struct {
+	Partitions int `yaml:"partitions" json:"partitions,omitempty" jsonschema:"minimum=1,maximum=1000,description=Partitions of this variant's topic (overrides the broker's partitions)."`
+}
+
+// ForVariant returns a copy of s with the variant's kafka overrides and its
+// Kafka producer and consumer keys.
 func (s KafkaSettings) ForVariant(v VariantKeys) any {
+	if o := v.Overrides.Kafka; o != nil {
+		setIfNonZero(&s.Partitions, o.Partitions)
+	}
 	s.KafkaProducer = v.Producer.KafkaProducer
 	s.KafkaConsumer = v.Consumer.KafkaConsumer
 	return &s
@@ -30,11 +39,16 @@ func (s KafkaSettings) ForVariant(v VariantKeys) any {
 // KafkaProducer are the producer keys only kind kafka takes.
 type KafkaProducer struct {
 	Client Client `yaml:"client" json:"client,omitempty" jsonschema:"description=Kafka client library of the producer: franz-go (default) or kafka-go (segmentio/kafka-go: no idempotent producer and no transactions\\, so it needs idempotent: false)."`
+	// TransactionalID makes the producer transactional: each batch of
+	// publishes is one transaction, and a restarted producer client
+	// (producer-crash) comes back with the same id.
+	TransactionalID string `yaml:"transactional_id" json:"transactional_id,omitempty" jsonschema:"description=Kafka transactional producer: each batch of publishes is committed in one transaction under this transactional id (dqbench adds the variant's topic\\, so variants do not fence each other); a restarted producer client reuses it\\, fencing the old one. Needs idempotent: true and client: franz-go; pair it with consumer isolation: read_committed."`
 }
 
 // With returns p overridden by what o sets (a variant's producer).
 func (p KafkaProducer) With(o KafkaProducer) KafkaProducer {
 	setIfNonZero(&p.Client, o.Client)
+	setIfNonZero(&p.TransactionalID, o.TransactionalID)
 	return p
 }
 

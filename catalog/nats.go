@@ -107,6 +107,16 @@ const (
 	DefaultNATSAckWait         = Duration(30 * time.Second)
 )
 
+// PublishDedupWindow is the stream's duplicate_window, when the producer
+// writes the intent's business id into Nats-Msg-Id: a retry within it is
+// dropped. Without a header, or with a new id per send, no retry is.
+func (s *NATSSettings) PublishDedupWindow() (string, Duration) {
+	if s.MsgID != BusinessMsgID {
+		return "duplicate_window", 0
+	}
+	return "duplicate_window", s.DuplicateWindow
+}
+
 // Defaults fills in what the scenario leaves out.
 func (s *NATSSettings) Defaults() {
 	setIfZero(&s.Storage, FileStorage)

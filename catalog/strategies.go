@@ -11,8 +11,12 @@ const (
 	UniqueKey       StrategyName = "unique-key"
 	StateMachine    StrategyName = "state-machine"
 	VersionCAS      StrategyName = "version-cas"
-	CheckThenAct    StrategyName = "check-then-act"
-	RedisSetNX      StrategyName = "redis-setnx"
+	// ConditionalUpdate withdraws while the balance covers the amount.
+	ConditionalUpdate StrategyName = "conditional-update"
+	// ValueCAS compares the value itself, not a version: ABA.
+	ValueCAS     StrategyName = "value-cas"
+	CheckThenAct StrategyName = "check-then-act"
+	RedisSetNX   StrategyName = "redis-setnx"
 )
 
 // Strategy describes one consumer idempotency strategy.
@@ -30,30 +34,15 @@ type Strategy struct {
 	NeedsRedis bool
 }
 
-// EffectKind is the shape of the business effect a unique-key consumer
-// protects.
-type EffectKind string
-
-// The effect kinds.
-const (
-	// Increment adds the amount to an account balance: no row of its own.
-	Increment EffectKind = "increment"
-	// Create inserts an order row keyed by the business id.
-	Create EffectKind = "create"
-)
-
-// Allowed lists the valid values, for strict decoding and the schema.
-func (EffectKind) Allowed() []string { return []string{string(Increment), string(Create)} }
-
-// UniqueKeyParams are unique-key's own settings.
-type UniqueKeyParams struct {
-	Effect EffectKind `yaml:"effect" json:"effect,omitempty" jsonschema:"enum=increment,enum=create,description=The business effect: create (insert an order row keyed by the business id\\, default) or increment (add to a balance: no natural unique row\\, so the key protects nothing)."`
+// ConditionalParams are conditional-update's own settings.
+type ConditionalParams struct {
+	Balance int `yaml:"balance" json:"balance,omitempty" jsonschema:"minimum=1,maximum=1000000000,description=Opening balance of each of the 16 accounts' wallets (default 1000000: enough for every withdrawal of the run\\, and for its redeliveries)."`
 }
 
 // Defaults fills in what the scenario leaves out.
-func (p *UniqueKeyParams) Defaults() {
-	if p.Effect == "" {
-		p.Effect = Create
+func (p *ConditionalParams) Defaults() {
+	if p.Balance == 0 {
+		p.Balance = 1_000_000
 	}
 }
 
@@ -61,6 +50,31 @@ func (p *UniqueKeyParams) Defaults() {
 type DedupTableParams struct {
 	Retention Duration `yaml:"retention" json:"retention,omitempty" jsonschema:"description=Delete dedup rows older than this before each insert (default: keep them forever); a redelivery arriving later is applied again."`
 }
+
+// DedupWindow is a strategy's settings that forget a message id after a
+// while: the report compares the window with the variant's longest
+// redelivery gap.
+type DedupWindow interface {
+	// DedupWindow returns the setting's key and its duration, 0 when the
+	// ids are kept for good.
+	DedupWindow() (key string, d Duration)
+}
+
+// PublishDedupWindow is a broker kind's settings whose broker drops a
+// publish carrying a message id it has seen within a window (NATS
+// JetStream's duplicate_window): the report compares the window with the
+// variant's longest gap between an intent's first and last publish.
+type PublishDedupWindow interface {
+	// PublishDedupWindow returns the setting's key and its duration, 0
+	// when the broker drops no republish.
+	PublishDedupWindow() (key string, d Duration)
+}
+
+// DedupWindow is the retention: rows older than it are deleted.
+func (p *DedupTableParams) DedupWindow() (string, Duration) { return "retention", p.Retention }
+
+// DedupWindow is the Redis marker's TTL.
+func (p *RedisSetNXParams) DedupWindow() (string, Duration) { return "ttl", p.TTL }
 
 // RedisSetNXParams are redis-setnx's own settings.
 type RedisSetNXParams struct {
@@ -92,9 +106,8 @@ var Strategies = []Strategy{
 		CrashPoints: []CrashPoint{BetweenDedupAndEffect},
 	},
 	{
-		Name:      UniqueKey,
-		Doc:       "the business row's primary key is the business id; a conflict means already done (only a create-type effect has such a row)",
-		NewParams: func() any { return new(UniqueKeyParams) },
+		Name: UniqueKey,
+		Doc:  "the business row's primary key is the business id; a conflict means already done (only a create-type effect has such a row)",
 	},
 	{
 		Name: StateMachine,
@@ -103,6 +116,15 @@ var Strategies = []Strategy{
 	{
 		Name: VersionCAS,
 		Doc:  "UPDATE ... SET version = version + 1 WHERE id = ? AND version = ? with the expected version from the message; an earlier version is already done, a later one is rejected (out of order)",
+	},
+	{
+		Name: ValueCAS,
+		Doc:  "UPDATE wallets SET balance = ? WHERE account = ? AND balance = ? with the balance before the update, from the message, in place of a version: the balance goes back and forth (A, B, A), so a stale redelivery finds the value it expects (ABA) and applies again",
+	},
+	{
+		Name:      ConditionalUpdate,
+		Doc:       "UPDATE wallets SET balance = balance - amount WHERE account = ? AND balance >= amount: a business precondition, not an idempotency guard; 0 rows: insufficient funds, rejected",
+		NewParams: func() any { return new(ConditionalParams) },
 	},
 	{
 		Name:        CheckThenAct,

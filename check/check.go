@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"iter"
+	"maps"
 	"strings"
 	"time"
 
@@ -24,15 +25,19 @@ var (
 	ErrFaultNeverFired = errors.New("a configured fault never fired")
 	ErrInconsistent    = errors.New("the store's balances disagree with its ledger")
 	ErrNoAudit         = errors.New("no store audit was recorded for this variant")
+	ErrCallsDisagree   = errors.New("the external service's effects disagree with its recorded calls")
 	ErrIncomplete      = errors.New("the drain gave up before the broker had delivered everything")
 )
 
 // facts is everything the history and audit say about one intent.
 type facts struct {
-	flags      uint32
-	deliveries uint16 // saturating
-	applied    int32  // ledger rows, from the audit
-	pos        uint64 // hash of the first delivered position, 0 if none
+	pos          uint64        // hash of the first delivered position, 0 if none
+	firstDeliver time.Duration // offset of the first delivery
+	firstPublish time.Duration // offset of the first publish
+	flags        uint32
+	applied      int32  // ledger rows, from the audit
+	pubSeq       uint32 // the first publish's place in the variant's history, 0 if none
+	deliveries   uint16 // saturating
 }
 
 const (
@@ -55,6 +60,8 @@ const (
 	cutFirst       // a consumer fault cut its first delivery's processing at a crash point (fail-once retried in process: a skip on that same delivery found its own marker)
 	written        // the producer application committed its business row (producer.pattern dual-write or outbox)
 	relayedAgain   // the outbox relay died after publishing it and before marking it sent: the restarted relay published it again
+	effected       // an effect event says the strategy applied it
+	outOfOrder     // its first effect came after the effect of an intent of its account published later
 )
 
 func (f *facts) has(flag uint32) bool { return f.flags&flag != 0 }
@@ -132,6 +139,27 @@ type tally struct {
 	unnamed      int
 	// lostBy counts the lost intents by cause, once counts has run.
 	lostBy map[Cause]int
+	// seq numbers the variant's events, for the order of publishes and
+	// effects; newest maps an account to the latest publish (pubSeq) of
+	// its intents whose effect has applied.
+	seq    uint32
+	newest map[int]uint32
+	// redelivery and republish are the largest times between an intent's
+	// first and last delivery, and first and last publish.
+	redelivery, republish gapTally
+}
+
+// gapTally is the largest gap seen so far and the intent it was seen on.
+type gapTally struct {
+	d      time.Duration
+	intent int
+}
+
+// see notes a gap of intent's.
+func (g *gapTally) see(d time.Duration, intent int) {
+	if d > g.d || g.intent == 0 {
+		g.d, g.intent = d, intent
+	}
 }
 
 // denseLimit bounds the slice of per-intent facts; intent ids past it (a
@@ -173,9 +201,18 @@ func (t *tally) each(fn func(id int, f *facts)) {
 var posSeed = maphash.MakeSeed()
 
 func (t *tally) add(e *history.Event) {
+	if t.seq < ^uint32(0) {
+		t.seq++
+	}
 	switch e.Type {
 	case history.Publish:
-		t.get(e.Intent).flags |= published
+		f := t.get(e.Intent)
+		f.flags |= published
+		if f.pubSeq == 0 {
+			f.pubSeq, f.firstPublish = t.seq, e.T
+		} else {
+			t.republish.see(e.T-f.firstPublish, e.Intent)
+		}
 	case history.Written:
 		t.get(e.Intent).flags |= written
 	case history.Confirm:
@@ -186,6 +223,11 @@ func (t *tally) add(e *history.Event) {
 		}
 	case history.Deliver:
 		f := t.get(e.Intent)
+		if f.deliveries == 0 {
+			f.firstDeliver = e.T
+		} else {
+			t.redelivery.see(e.T-f.firstDeliver, e.Intent)
+		}
 		if f.deliveries < ^uint16(0) {
 			f.deliveries++
 		}
@@ -214,6 +256,8 @@ func (t *tally) add(e *history.Event) {
 		}
 	case history.Effect:
 		switch {
+		case e.Applied:
+			t.effected(e.Intent, t.get(e.Intent))
 		case e.Rejected:
 			t.get(e.Intent).flags |= rejected
 		case !e.Applied:
@@ -280,6 +324,27 @@ func (t *tally) add(e *history.Event) {
 	}
 }
 
+// effected notes an applied effect of intent f. Its first one is out of
+// order when an intent of the same account published after it has had
+// its effect applied already; a second one (a duplicate) is not judged.
+func (t *tally) effected(id int, f *facts) {
+	if f.has(effected) {
+		return
+	}
+	f.flags |= effected
+	if f.pubSeq == 0 {
+		return // never published: unexpected, with no place in the order
+	}
+	if t.newest == nil {
+		t.newest = map[int]uint32{}
+	}
+	a := history.Account(id)
+	if t.newest[a] > f.pubSeq {
+		f.flags |= outOfOrder
+	}
+	t.newest[a] = max(t.newest[a], f.pubSeq)
+}
+
 // Tally counts one variant's events (all for that variant) against its
 // store audit. It also returns explanations of where duplicates and losses
 // came from, for people reading the report.
@@ -336,7 +401,7 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	if logCopies > 0 && t.stage != nil {
 		notes = append(notes, fmt.Sprintf("%d intents were written to the stage's output more than once and read more than once (a stage crash or a rebalance between its write and its offset commit, or an aborted transaction read with read_uncommitted)", logCopies))
 	} else if logCopies > 0 {
-		notes = append(notes, fmt.Sprintf("%d intents were stored more than once by the broker (a producer retry after a lost response, without producer idempotence)", logCopies))
+		notes = append(notes, fmt.Sprintf("%d intents were stored more than once by the broker (a producer's retry after a lost response without producer idempotence, or a restarted producer's resend, which a new producer id hides from the broker)", logCopies))
 		if t.onlyQoS2() {
 			notes = append(notes, fmt.Sprintf("%d intents were %s", logCopies, DupQoS2Resent.Doc()))
 		}
@@ -362,6 +427,9 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	}
 	if ackedAgain > 0 {
 		notes = append(notes, fmt.Sprintf("%d of them were delivered again after the consumer had acked them (%s): %s", ackedAgain, DupAckedAgain, DupAckedAgain.Doc()))
+	}
+	if c.OutOfOrder > 0 {
+		notes = append(notes, fmt.Sprintf("%d intents had their effect applied after the effect of a later-published intent of the same account: the consumers applied the account's updates out of publication order (partitions read in parallel, a redelivery after the next update); a strategy that needs their order must refuse them (version-cas) or the producer must keep one account's updates on one partition", c.OutOfOrder))
 	}
 	if c.Rejected > 0 {
 		notes = append(notes, fmt.Sprintf("%d intents were refused by the consumer and never applied (an out-of-order version, an illegal state transition, a poison message that fails every time): refused and reported, not silently lost", c.Rejected))
@@ -459,7 +527,96 @@ type PlanVariant struct {
 	Strategy string
 	Expect   []Expect
 	Varies   []Varies
+	// Window is how long the variant's strategy remembers a message id
+	// (redis-setnx ttl, dedup-table retention), nil when it has no limit.
+	Window *Window
+	// PublishWindow is how long the broker remembers a message id to drop
+	// a republish (NATS duplicate_window with msg_id business), or nil.
+	PublishWindow *Window
 }
+
+// Window is how long a message id is remembered to drop what comes again
+// with it: a consumer's dedup TTL or retention (a redelivery later than it
+// finds the marker gone), or a broker's dedup window of publishes (NATS
+// duplicate_window: a republish later than it is stored again).
+type Window struct {
+	Key string        `json:"key"` // the setting, e.g. "ttl"
+	D   time.Duration `json:"ns"`
+}
+
+// Gap is the largest time between an intent's first and last delivery
+// (or publish) in a variant: what a dedup window must outlast for what
+// comes again to find the id remembered.
+type Gap struct {
+	D time.Duration `json:"ns"`
+	// Intent is the intent it was measured on (0: no intent was
+	// delivered, or published, twice).
+	Intent int `json:"intent,omitempty"`
+	// Window is the dedup window it is compared with.
+	Window *Window `json:"window,omitempty"`
+}
+
+// Text says the redelivery gap for people, against the strategy's window
+// when there is one: "max redelivery gap 48.2ms (intent 833, ...), longer
+// than ttl 1ms: ...".
+func (g Gap) Text() string {
+	return g.text("redelivery", "delivered", "delivery",
+		"a redelivery can come after the marker of its first delivery is gone, and apply again",
+		"every redelivery came while the marker of its first delivery was there")
+}
+
+// RepublishText says the republish gap for people, against the broker's
+// dedup window of publishes when there is one.
+func (g Gap) RepublishText() string {
+	return g.text("republish", "published", "publish",
+		"a retry can come after the broker has forgotten the message id, and be stored again",
+		"the broker still knew the message id of every retry, and dropped it")
+}
+
+func (g Gap) text(gap, twice, one, longer, within string) string {
+	var out string
+	if g.Intent == 0 {
+		out = fmt.Sprintf("no intent was %s twice", twice)
+	} else {
+		out = fmt.Sprintf("max %s gap %s (intent %d, between its first and last %s)", gap, roundGap(g.D), g.Intent, one)
+	}
+	switch {
+	case g.Window == nil:
+	case g.Intent == 0:
+		out += fmt.Sprintf(" (%s %s)", g.Window.Key, short(g.Window.D))
+	case g.Outlasted():
+		out += fmt.Sprintf(", longer than %s %s: %s", g.Window.Key, short(g.Window.D), longer)
+	default:
+		out += fmt.Sprintf(", within %s %s: %s", g.Window.Key, short(g.Window.D), within)
+	}
+	return out
+}
+
+// short writes a setting's duration as a scenario would: 1m, 1h.
+func short(d time.Duration) string {
+	s := d.String()
+	s, _ = strings.CutSuffix(s, "m0s")
+	if s != d.String() {
+		s += "m"
+	}
+	if t, ok := strings.CutSuffix(s, "h0m"); ok {
+		s = t + "h"
+	}
+	return s
+}
+
+// roundGap keeps a gap readable: microseconds below a second, else
+// milliseconds.
+func roundGap(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(time.Microsecond)
+	}
+	return d.Round(time.Millisecond)
+}
+
+// Outlasted says whether the gap is longer than the window: something
+// came again after its id was forgotten.
+func (g Gap) Outlasted() bool { return g.Window != nil && g.D > g.Window.D }
 
 // Varies is a count that may differ between runs with one seed, and why.
 type Varies struct {
@@ -494,6 +651,14 @@ type Variant struct {
 	// LostByCause counts the lost intents by cause (a Cause: unconfirmed,
 	// undelivered, unprocessed, ...); they add up to lost.
 	LostByCause map[string]int `json:"lost_by_cause"`
+	// MaxRedeliveryGap is the largest time between an intent's first and
+	// last delivery, with the dedup window it is compared with. Timing:
+	// it differs from run to run.
+	MaxRedeliveryGap Gap `json:"max_redelivery_gap"`
+	// MaxRepublishGap is the largest time between an intent's first and
+	// last publish, with the broker's dedup window of publishes; nil when
+	// no intent was published twice and the broker drops no republish.
+	MaxRepublishGap *Gap `json:"max_republish_gap,omitempty"`
 	// Varies lists the counts the scenario says may differ between runs
 	// with the same seed, and why.
 	Varies []Varies `json:"varies,omitempty"`
@@ -562,7 +727,11 @@ func judge(plan Plan, meta Meta, events iter.Seq2[history.Event, error], audits 
 		audit, haveAudit := audits[v.Name]
 		counts, notes := t.counts(audit)
 		res := Variant{Name: v.Name, Strategy: v.Strategy, Passed: true, Counts: counts, Notes: notes, KilledPIDs: t.killed,
-			DeliveredQoS: t.deliveredQoS(), Legs: t.legs(), LostByCause: t.lostByCause(), Varies: v.Varies}
+			DeliveredQoS: t.deliveredQoS(), Legs: t.legs(), LostByCause: t.lostByCause(), Varies: v.Varies,
+			MaxRedeliveryGap: Gap{D: t.redelivery.d, Intent: t.redelivery.intent, Window: v.Window}}
+		if t.republish.intent != 0 || v.PublishWindow != nil {
+			res.MaxRepublishGap = &Gap{D: t.republish.d, Intent: t.republish.intent, Window: v.PublishWindow}
+		}
 		res.Invalid = t.invalid(haveAudit, audit)
 		for _, exp := range v.Expect {
 			got, _ := counts.Get(exp.Count)
@@ -590,6 +759,11 @@ func (t *tally) invalid(haveAudit bool, audit history.Audit) []string {
 	if len(audit.BalanceMismatch) > 0 {
 		out = append(out, fmt.Sprintf("%v: accounts %v", ErrInconsistent, audit.BalanceMismatch))
 	}
+	if audit.Calls != nil {
+		if recount := history.CallEffects(audit.Calls); !maps.Equal(recount, audit.Applied) {
+			out = append(out, fmt.Sprintf("%v: recounted from their keys, the %d calls took effect %d times, the service says %d", ErrCallsDisagree, len(audit.Calls), sum(recount), sum(audit.Applied)))
+		}
+	}
 	for _, name := range t.armed {
 		if t.fired[name] == 0 {
 			out = append(out, fmt.Sprintf("%v: %s (raise messages or lower every/probability)", ErrFaultNeverFired, name))
@@ -603,6 +777,14 @@ func (t *tally) invalid(haveAudit bool, audit history.Audit) []string {
 		out = append(out, fmt.Sprintf("%v (%s; %d messages still on the broker): its counts are not final", ErrIncomplete, why, t.drain.Backlog))
 	}
 	return out
+}
+
+func sum(m map[int]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
 
 // lostByCause is t.lostBy keyed by name, never nil.

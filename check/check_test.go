@@ -87,6 +87,30 @@ func TestTally(t *testing.T) {
 			want:   map[string]int{"attempted": 0, "effects": 0, "duplicates": 0, "lost": 0, "faults_injected": 0},
 		},
 		{
+			// Intents 1 and 17 update account 1, 2 account 2. 17 is
+			// applied before 1, which was published earlier: 1 is out of
+			// order. 2 comes after 17 too, but updates another account;
+			// 1's second application (a duplicate) is not judged again.
+			name: "an account's later update applied first",
+			events: join(published(1), published(2), published(17),
+				one(delivered(17, 3), effect(17, true), delivered(1, 1), effect(1, true), delivered(2, 2), effect(2, true),
+					delivered(1, 1), effect(1, true), drainEnd)),
+			audit: applied(map[int]int{1: 2, 2: 1, 17: 1}),
+			want:  map[string]int{"out_of_order": 1, "duplicates": 1, "lost": 0},
+			notes: []string{"1 intents had their effect applied more than once", "1 intents had their effect applied after the effect of a later-published intent of the same account"},
+		},
+		{
+			// Publication order is the first publish's place in the
+			// history, not the intent id; an intent skipped or never
+			// applied has no place in the effect order.
+			name: "effects in publication order, one skipped",
+			events: join(published(33), published(17), published(1),
+				one(delivered(33, 1), effect(33, true), delivered(17, 2), effect(17, false), delivered(1, 3), effect(1, true), drainEnd)),
+			audit: applied(map[int]int{33: 1, 1: 1}),
+			want:  map[string]int{"out_of_order": 0, "lost": 1},
+			notes: []string{"1 intents lost in the consumer (skipped)"},
+		},
+		{
 			name:   "clean run",
 			events: join(clean(1), clean(2), clean(3), one(drainEnd)),
 			audit:  applied(map[int]int{1: 1, 2: 1, 3: 1}),
@@ -569,6 +593,29 @@ func TestJudge(t *testing.T) {
 		}
 	})
 
+	t.Run("calls the service marked wrongly make the variant invalid", func(t *testing.T) {
+		// Intent 2 was called twice with one key: the second call must be
+		// a replay. Recounted from the keys, intent 2 took effect once.
+		calls := []history.Call{{Intent: 1, Key: "1"}, {Intent: 2, Key: "2"}, {Intent: 2, Key: "2", Replayed: true}}
+		for _, tc := range []struct {
+			name    string
+			applied map[int]int
+			invalid bool
+		}{
+			{"agreeing", map[int]int{1: 1, 2: 1}, false},
+			{"the replay counted", map[int]int{1: 1, 2: 2}, true},
+		} {
+			run := judge(t, judgePlan(), meta, join(naive, splitLost), map[string]history.Audit{
+				"naive": {Applied: tc.applied, Calls: calls},
+				"split": audits["split"],
+			})
+			inv := run.Variants[0].Invalid
+			if got := len(inv) == 1 && strings.Contains(inv[0], check.ErrCallsDisagree.Error()); got != tc.invalid || (!tc.invalid && len(inv) != 0) {
+				t.Errorf("%s: invalid = %q, want the disagreement: %v", tc.name, inv, tc.invalid)
+			}
+		}
+	})
+
 	t.Run("no expectations and no faults pass", func(t *testing.T) {
 		s := check.Plan{Variants: []check.PlanVariant{{Name: "naive", Strategy: "none"}}}
 		run := judge(t, s, meta, naive, map[string]history.Audit{"naive": audits["naive"]})
@@ -576,4 +623,83 @@ func TestJudge(t *testing.T) {
 			t.Errorf("run = %+v, want passed and valid, no expectations", run)
 		}
 	})
+}
+
+// The largest time between an intent's first and last delivery, over
+// the variant's intents, against the variant's dedup window.
+func TestMaxRedeliveryGap(t *testing.T) {
+	at := func(e history.Event, ms int) history.Event {
+		e.T = time.Duration(ms) * time.Millisecond
+		return e
+	}
+	events := join(published(1), published(2), published(3), one(
+		at(delivered(1, 1), 10), at(delivered(2, 2), 5), at(delivered(3, 3), 6),
+		at(delivered(1, 1), 40), at(delivered(2, 2), 20), at(delivered(2, 2), 100), // 2: 95ms
+	))
+	for _, tc := range []struct {
+		name   string
+		window *check.Window
+		events []history.Event
+		gap    time.Duration
+		intent int
+		text   string
+	}{
+		{"shorter window", &check.Window{Key: "ttl", D: 50 * time.Millisecond}, events, 95 * time.Millisecond, 2,
+			"max redelivery gap 95ms (intent 2, between its first and last delivery), longer than ttl 50ms: a redelivery can come after"},
+		{"longer window", &check.Window{Key: "retention", D: time.Hour}, events, 95 * time.Millisecond, 2, ", within retention 1h: every redelivery"},
+		{"no window", nil, events, 95 * time.Millisecond, 2, "(intent 2, between its first and last delivery)"},
+		{"nothing delivered twice", &check.Window{Key: "ttl", D: time.Minute}, join(clean(1), clean(2)), 0, 0, "no intent was delivered twice (ttl 1m)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := check.Plan{Variants: []check.PlanVariant{{Name: "v", Strategy: "redis-setnx", Window: tc.window}}}
+			run := judge(t, plan, check.Meta{}, tc.events, map[string]history.Audit{"v": applied(map[int]int{1: 1, 2: 1, 3: 1})})
+			g := run.Variants[0].MaxRedeliveryGap
+			if g.D != tc.gap || g.Intent != tc.intent || g.Window != tc.window {
+				t.Errorf("gap = %v on intent %d, window %v; want %v on intent %d, window %v", g.D, g.Intent, g.Window, tc.gap, tc.intent, tc.window)
+			}
+			if !strings.Contains(g.Text(), tc.text) {
+				t.Errorf("text = %q, want it to contain %q", g.Text(), tc.text)
+			}
+			if want := tc.window != nil && tc.gap > tc.window.D; g.Outlasted() != want {
+				t.Errorf("outlasted = %v, want %v", g.Outlasted(), want)
+			}
+		})
+	}
+}
+
+// The largest time between an intent's first and last publish (an
+// application retry), against the broker's dedup window of publishes.
+func TestMaxRepublishGap(t *testing.T) {
+	at := func(e history.Event, ms int) history.Event {
+		e.T = time.Duration(ms) * time.Millisecond
+		return e
+	}
+	retried := join(one(at(ev(history.Publish, 1), 1), at(ev(history.Publish, 2), 2), at(ev(history.PubFailed, 1), 2001)),
+		one(at(ev(history.Publish, 1), 2003))) // 1: a retry 2002ms after its first send
+	window := &check.Window{Key: "duplicate_window", D: time.Second}
+	for _, tc := range []struct {
+		name   string
+		window *check.Window
+		events []history.Event
+		want   *check.Gap
+		text   string
+	}{
+		{"a retry past the window", window, retried, &check.Gap{D: 2002 * time.Millisecond, Intent: 1, Window: window},
+			"max republish gap 2.002s (intent 1, between its first and last publish), longer than duplicate_window 1s: a retry can come after the broker has forgotten"},
+		{"a retry, no window", nil, retried, &check.Gap{D: 2002 * time.Millisecond, Intent: 1}, "max republish gap 2.002s"},
+		{"no retry, a window", window, join(clean(1)), &check.Gap{Window: window}, "no intent was published twice (duplicate_window 1s)"},
+		{"no retry, no window", nil, join(clean(1)), nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := check.Plan{Variants: []check.PlanVariant{{Name: "v", Strategy: "none", PublishWindow: tc.window}}}
+			run := judge(t, plan, check.Meta{}, tc.events, map[string]history.Audit{"v": applied(map[int]int{1: 1})})
+			g := run.Variants[0].MaxRepublishGap
+			if (g == nil) != (tc.want == nil) || g != nil && *g != *tc.want {
+				t.Fatalf("republish gap = %+v, want %+v", g, tc.want)
+			}
+			if g != nil && !strings.Contains(g.RepublishText(), tc.text) {
+				t.Errorf("text = %q, want it to contain %q", g.RepublishText(), tc.text)
+			}
+		})
+	}
 }

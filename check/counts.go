@@ -14,6 +14,7 @@ type Counts struct {
 	Lost           int `json:"lost"`
 	Refused        int `json:"refused"`
 	Rejected       int `json:"rejected"`
+	OutOfOrder     int `json:"out_of_order"`
 	Unexpected     int `json:"unexpected"`
 	DeadLettered   int `json:"dead_lettered"`
 	Starved        int `json:"starved"`
@@ -100,6 +101,14 @@ var Table = []Count{
 		Doc:       "Intents the consumer refused as a permanent error (an out-of-order version, an illegal state transition) whose effect never applied: reported, so not counted as lost.",
 		field:     func(c *Counts) *int { return &c.Rejected },
 		perIntent: func(f *facts) int { return b2i(f.refused()) },
+	},
+	{
+		Name: "out_of_order", Column: "out of order",
+		Doc: "Intents whose effect first applied after the effect of a later-published intent of the same account (the key whose updates must keep their order): " +
+			"the consumers applied that account's updates in another order than the producer published them (partitions read in parallel, a redelivery after the next update). " +
+			"From the order of the publish and effect events in the history; an intent never applied does not count, nor does a second application (a duplicate).",
+		field:     func(c *Counts) *int { return &c.OutOfOrder },
+		perIntent: func(f *facts) int { return b2i(f.has(outOfOrder)) },
 	},
 	{
 		Name: "unexpected", Column: "unexpected",

@@ -73,7 +73,7 @@ func (c Cause) Doc() string {
 	case DupQoS2Redeliver:
 		return "applied twice after the subscriber's PUBREC was lost at QoS 2: the client had taken the PUBLISH and sent PUBREC, then handed the broker's re-sent PUBLISH to the application again before PUBREL (MQTT-4.3.3-2 forbids it): a client library's violation, on the subscriber leg"
 	case DupStoredTwice:
-		return "the broker stored the intent twice (a producer retry after a lost response, without producer idempotence) and both copies were applied"
+		return "the broker stored the intent twice (a producer's retry after a lost response without producer idempotence, or a restarted producer's resend, which a new producer id hides from the broker) and both copies were applied"
 	case DupStageRewrite:
 		return "the consume-transform-produce stage wrote the intent to its output twice (it crashed, or lost the partition in a rebalance, between its write and its offset commit) and both copies were applied"
 	case DupAbortedRead:

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
@@ -88,6 +89,7 @@ type Arm func(f Fault, env Env) (armed bool, err error)
 var All = map[catalog.FaultType]Arm{
 	catalog.ConsumerCrash:       armConsumerCrash,
 	catalog.ProduceResponseLost: armProduceResponseLost,
+	catalog.ProducerCrash:       armProducerCrash,
 	catalog.ConsumerZombie:      armConsumerCrash,
 	catalog.AckLost:             armAckLost,
 	catalog.Disconnect:          armDisconnect,
@@ -98,9 +100,9 @@ var All = map[catalog.FaultType]Arm{
 	catalog.Rebalance:           armStage,
 	catalog.ConfirmLost:         armConfirmLost,
 	catalog.PoisonMessage:       armOnArrival,
-	catalog.ConnectionReset:     armOnArrival,
-	catalog.Partition:           armOnArrival,
-	catalog.Latency:             armOnArrival,
+	catalog.ConnectionReset:     armNetwork,
+	catalog.Partition:           armNetwork,
+	catalog.Latency:             armNetwork,
 	catalog.ConsumerKill:        armConsumerKill,
 	catalog.LeaderFailover:      armLeaderFailover,
 	catalog.SubscriberOffline:   armSubscriberOffline,
@@ -119,6 +121,47 @@ func armProduceResponseLost(f Fault, env Env) (bool, error) {
 	return power(f, env, brokers.LoseProduceResponses{Fires: f.Schedule.Fires, Lost: func(intents []int) {
 		env.Fired(history.Event{Type: history.Fault, Fault: f.Name, Intents: intents})
 	}})
+}
+
+func armProducerCrash(f Fault, env Env) (bool, error) {
+	return power(f, env, brokers.CrashProducer{Fires: f.Schedule.Fires, Crashed: func(intents []int) {
+		env.Fired(history.Event{Type: history.Fault, Fault: f.Name, Intents: intents})
+	}})
+}
+
+// armNetwork arms a network fault on the connections its params name:
+// the consumer's as a delivery arrives (armOnArrival), the producer's when
+// the broker's confirm of the chosen publish comes back (CutProducer).
+func armNetwork(f Fault, env Env) (bool, error) {
+	on := catalog.ConsumerConnection
+	if p, ok := f.Params.(catalog.OnConnection); ok && p.On() != "" {
+		on = p.On()
+	}
+	armed := false
+	if on.Consumer() {
+		a, err := armOnArrival(f, env)
+		if err != nil {
+			return false, err
+		}
+		armed = a
+	}
+	if on.Producer() {
+		var after time.Duration // connection-reset: at once
+		switch p := f.Params.(type) {
+		case *catalog.PartitionParams:
+			after = p.Duration.D()
+		case *catalog.LatencyParams:
+			return false, fmt.Errorf("fault %s: latency acts on the consumer's connection only", f.Name)
+		}
+		a, err := power(f, env, brokers.CutProducer{For: after, Fires: f.Schedule.Fires, Cut: func(intent, attempt int) {
+			env.Fired(history.Event{Type: history.Fault, Fault: f.Name, Point: string(catalog.ProducerConnection), Intent: intent, Attempt: attempt})
+		}})
+		if err != nil {
+			return false, err
+		}
+		armed = armed || a
+	}
+	return armed, nil
 }
 
 // power applies a broker-side power that arms f on the variant's

@@ -113,6 +113,25 @@ func (c *Consumer) Ack(ctx context.Context, d brokers.Delivery) error {
 	return nil
 }
 
+// BatchAcks reports whether the consumer can ack many deliveries in one
+// request (brokers.BatchAcker).
+func (c *Consumer) BatchAcks() bool {
+	_, ok := c.c.(brokers.BatchAcker)
+	return ok
+}
+
+// AckBatch acks ds in one request (the consumer must BatchAcks) and
+// records an ack for each once the broker has them.
+func (c *Consumer) AckBatch(ctx context.Context, ds []brokers.Delivery) error {
+	if err := c.c.(brokers.BatchAcker).AckBatch(ctx, ds); err != nil {
+		return err
+	}
+	for _, d := range ds {
+		c.rec.Record(history.Event{Type: history.Ack, Intent: d.Intent, Attempt: d.Attempt, Consumer: c.gen, Position: d.Position})
+	}
+	return nil
+}
+
 // Abandon kills the instance as a crash would and records its death; reason
 // is empty when a fault killed it.
 func (c *Consumer) Abandon(reason string) {

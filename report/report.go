@@ -275,6 +275,12 @@ func text(w io.Writer, runs []check.Run, markdown bool, opts Options) error {
 			for _, g := range v.VariesGroups() {
 				line("%stiming %s: %s may differ in another run with the same seed: %s", bullet, v.Name, g.Counts, g.Why)
 			}
+			if g := v.MaxRedeliveryGap; g.Intent != 0 || g.Window != nil {
+				line("%sgap %s: %s", bullet, v.Name, g.Text())
+			}
+			if g := v.MaxRepublishGap; g != nil {
+				line("%sgap %s: %s", bullet, v.Name, g.RepublishText())
+			}
 		}
 		if r.Incomplete != "" {
 			line("%s%s %s: %s", bullet, p.Red("INCOMPLETE"), r.Scenario, r.Incomplete)

@@ -42,6 +42,7 @@ func runs() []check.Run {
 						"50 consumer crashes; the broker redelivered what they had not acked",
 						"50 intents had their effect applied more than once: the strategy did not recognise the redelivery",
 					},
+					MaxRedeliveryGap: check.Gap{D: 16364210 * time.Nanosecond, Intent: 112},
 				},
 				{
 					Name: "split", Strategy: "dedup-table-split", Passed: false,
@@ -51,6 +52,8 @@ func runs() []check.Run {
 					},
 					LostByCause: map[string]int{"skipped": 50},
 					Varies:      []check.Varies{{Count: "lost", Why: "how far the consumer got before each crash"}},
+					MaxRedeliveryGap: check.Gap{D: 33793000 * time.Nanosecond, Intent: 8,
+						Window: &check.Window{Key: "retention", D: time.Hour}},
 					Expectations: []check.ExpectationResult{
 						{Check: "lost == 0", Passed: false, Actual: 50},
 					},
@@ -60,7 +63,10 @@ func runs() []check.Run {
 				},
 				{
 					Name: "atomic", Strategy: "dedup-table", Passed: false,
-					Counts:  check.Counts{Attempted: 1000, Acknowledged: 1000, Delivered: 1000, Effects: 1000},
+					Counts:           check.Counts{Attempted: 1000, Acknowledged: 1000, Delivered: 1000, Effects: 1000},
+					MaxRedeliveryGap: check.Gap{Window: &check.Window{Key: "ttl", D: time.Millisecond}},
+					MaxRepublishGap: &check.Gap{D: 2006 * time.Millisecond, Intent: 360,
+						Window: &check.Window{Key: "duplicate_window", D: time.Second}},
 					Invalid: []string{"a configured fault never fired: consumer-crash@before-process (raise messages or lower every/probability)"},
 				},
 			},

@@ -131,7 +131,7 @@ func (e errFatal) Unwrap() error { return e.err }
 // before it takes the next: there a fault that breaks the connection
 // during the ack finds no later effect applied and not acked.
 func (r *variantRun) handle(ctx context.Context, c *recording.Consumer, ackFirst bool) (err error) {
-	var pending pendingAck
+	pending := r.newPendingAck(ctx, c, ackFirst)
 	defer func() {
 		if werr := pending.wait(); werr != nil && err == nil {
 			err = werr
@@ -144,7 +144,7 @@ func (r *variantRun) handle(ctx context.Context, c *recording.Consumer, ackFirst
 		}
 		r.progress.heardFrom(r.start)
 		r.flow.inflight.Add(1)
-		err = r.deliver(ctx, c, d, ackFirst, &pending)
+		err = r.deliver(ctx, c, d, ackFirst, pending)
 		if errors.Is(err, errOverran) {
 			return err // settled: its ack has taken d out of flight
 		}
@@ -153,33 +153,6 @@ func (r *variantRun) handle(ctx context.Context, c *recording.Consumer, ackFirst
 			return err
 		}
 	}
-}
-
-// pendingAck is an ack running in the background; until it is done, its
-// delivery still counts as in flight.
-type pendingAck struct {
-	done chan error
-}
-
-// start acks d in the background, taking over d's in-flight count; the
-// previous ack must have been waited for.
-func (p *pendingAck) start(ctx context.Context, r *variantRun, c *recording.Consumer, d brokers.Delivery) {
-	p.done = make(chan error, 1)
-	go func() {
-		err := r.ack(ctx, c, d)
-		r.flow.inflight.Add(-1)
-		p.done <- err
-	}()
-}
-
-// wait waits for the ack in flight, if any.
-func (p *pendingAck) wait() error {
-	if p.done == nil {
-		return nil
-	}
-	err := <-p.done
-	p.done = nil
-	return err
 }
 
 // errHandedBack ends a delivery whose processing a fault failed: it was
@@ -256,9 +229,10 @@ func (r *variantRun) process(ctx context.Context, h *delivery) error {
 	if err := json.Unmarshal(h.d.Body, &b); err != nil {
 		return errFatal{fmt.Errorf("intent %d: undecodable body: %w", h.d.Intent, err)}
 	}
+	id := deliveryID(r.v.ID, h.d, b.ID)
 	m := strategy.Message{
-		ID:      deliveryID(r.v.ID, h.d, b.ID),
-		Effect:  store.Effect{Intent: b.Intent, Account: b.Account, Amount: b.Amount},
+		ID:      id,
+		Effect:  store.Effect{Intent: b.Intent, Account: b.Account, Amount: b.Amount, Key: id},
 		Version: b.Version,
 	}
 	out, err := r.strat.Process(ctx, r.env, m, func(p catalog.CrashPoint) error { return r.at(ctx, h, p) })
@@ -282,7 +256,7 @@ func (r *variantRun) settle(ctx context.Context, h *delivery) error {
 		r.flow.inflight.Add(-1)
 		return nil
 	}
-	if err := h.pending.wait(); err != nil {
+	if err := h.pending.beforeNext(); err != nil {
 		return err
 	}
 	if oneInFlight(h.c) {

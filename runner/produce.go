@@ -14,7 +14,6 @@ import (
 	"github.com/dqbench/dqbench/recording"
 	"github.com/dqbench/dqbench/scenario"
 	"github.com/dqbench/dqbench/seeded"
-	"github.com/dqbench/dqbench/store"
 	"github.com/dqbench/dqbench/strategy"
 )
 
@@ -46,7 +45,7 @@ func (r *variantRun) produce(ctx context.Context, dest brokers.Destination, prod
 		return r.produceOutbox(ctx, p, app, prod)
 	}
 	sem := make(chan struct{}, prod.Window)
-	policy := retryPolicy{retries: prod.RetryCount(), timeout: prod.ConfirmTimeout.D()}
+	policy := retryPolicy{retries: prod.RetryCount(), timeout: prod.ConfirmTimeout.D(), backoff: prod.Backoff}
 	var wg sync.WaitGroup
 	pace := newPacer(prod.Rate)
 	lag := lagLimit{max: int64(prod.MaxLag), idle: r.s.Drain.D(), f: &r.flow}
@@ -92,10 +91,20 @@ publish:
 }
 
 // retryPolicy is the application's publish policy (producer.retries,
-// producer.confirm_timeout).
+// producer.confirm_timeout, producer.backoff).
 type retryPolicy struct {
 	retries int
-	timeout time.Duration // 0: wait for the client's answer
+	timeout time.Duration     // 0: wait for the client's answer
+	backoff *scenario.Backoff // nil: retry at once
+}
+
+// wait is how long the application waits before it sends intent's
+// attempt (2 and later): the backoff, its jitter drawn from the seed.
+func (p retryPolicy) wait(seed int64, intent, attempt int) time.Duration {
+	if p.backoff == nil || attempt < 2 {
+		return 0
+	}
+	return p.backoff.Wait(attempt-1, seeded.Unit(seed, "backoff", intent, attempt))
 }
 
 // errConfirmTimeout ends an attempt the application gave up waiting for.
@@ -121,13 +130,33 @@ func (r *variantRun) send(ctx context.Context, p *recording.Producer, intent int
 						giveUp.GiveUp(intent, attempt)
 					}
 				}
-				if err == nil || attempt > policy.retries || ctx.Err() != nil {
+				// A producer-crash killed the client: the restarted
+				// producer resends what it had no confirm for, whatever
+				// the retry policy says (the fault's max_attempt bounds
+				// how often one intent meets it).
+				crashed := errors.Is(err, brokers.ErrProducerCrashed)
+				if err == nil || attempt > policy.retries && !crashed || ctx.Err() != nil {
 					done(err)
 					return
 				}
 				// Not from the client's callback, which may not block on
-				// a full client buffer.
-				go try(attempt + 1)
+				// a full client buffer. A restarted producer resends at
+				// once; a retry waits the backoff.
+				wait := policy.wait(r.s.Seed, intent, attempt+1)
+				if crashed || wait <= 0 {
+					go try(attempt + 1)
+					return
+				}
+				t := time.NewTimer(wait)
+				go func() {
+					defer t.Stop()
+					select {
+					case <-t.C:
+						try(attempt + 1)
+					case <-ctx.Done():
+						done(err)
+					}
+				}()
 			})
 		}
 		if policy.timeout > 0 {
@@ -147,7 +176,7 @@ func (r *variantRun) send(ctx context.Context, p *recording.Producer, intent int
 // itself, resending the same bytes, so the same message id); done gets the
 // outcome.
 func (r *variantRun) publish(ctx context.Context, p *recording.Producer, intent, attempt int, done func(error)) {
-	account, amount := intent%store.Accounts, seeded.Amount(r.s.Seed, intent)
+	account, amount := history.Account(intent), seeded.Amount(r.s.Seed, intent)
 	buf, _ := json.Marshal(body{
 		Intent: intent, Account: account, Amount: amount,
 		Version: strategy.ExpectedVersion(intent),

@@ -119,3 +119,82 @@ func (failing) Publish(_ context.Context, _ brokers.Message, done func(error)) {
 }
 
 func (failing) Close(context.Context) {}
+
+// TestSendWaitsTheBackoff: each retry is sent no earlier than the
+// backoff's wait after the attempt before it failed, and the jittered
+// waits are the same on every run of a seed.
+func TestSendWaitsTheBackoff(t *testing.T) {
+	b := &scenario.Backoff{Policy: scenario.ExponentialBackoff, Delay: scenario.Duration(20 * time.Millisecond), Jitter: 0.5}
+	policy := retryPolicy{retries: 2, backoff: b}
+	var buf bytes.Buffer
+	rec := history.NewRecorder(time.Now(), &buf)
+	r := &variantRun{s: &scenario.Scenario{Seed: 7}, rec: rec.Variant("v")}
+	p := recording.NewProducer(failing{}, r.rec)
+	outcome := make(chan error, 1)
+	r.send(context.Background(), p, 3, policy, func(err error) { outcome <- err })
+	<-outcome
+	if err := rec.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	events, err := history.Read(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failed time.Duration
+	retries := 0
+	for _, e := range events {
+		switch e.Type {
+		case history.PubFailed:
+			failed = e.T
+		case history.Publish:
+			if e.Attempt == 1 {
+				continue
+			}
+			want := policy.wait(7, 3, e.Attempt)
+			retries++
+			if want < 10*time.Millisecond<<(e.Attempt-2) {
+				t.Fatalf("attempt %d: wait %v, want at least half of %v (jitter 0.5)", e.Attempt, want, 20*time.Millisecond<<(e.Attempt-2))
+			}
+			if gap := e.T - failed; gap < want {
+				t.Errorf("attempt %d sent %v after the failure before it, want at least the backoff's %v", e.Attempt, gap, want)
+			}
+		}
+	}
+	if retries != 2 {
+		t.Errorf("%d retries, want 2", retries)
+	}
+}
+
+// crashedFirst fails an intent's first attempt as a producer-crash would,
+// and confirms the later ones.
+type crashedFirst struct{}
+
+func (crashedFirst) Publish(_ context.Context, m brokers.Message, done func(error)) {
+	if m.Attempt == 1 {
+		done(brokers.ErrProducerCrashed)
+		return
+	}
+	done(nil)
+}
+
+func (crashedFirst) Close(context.Context) {}
+
+// TestSendResendsAfterAProducerCrash: with no retries, a publish ended by
+// a producer crash is still sent again (the restarted producer resends),
+// at once.
+func TestSendResendsAfterAProducerCrash(t *testing.T) {
+	var buf bytes.Buffer
+	rec := history.NewRecorder(time.Now(), &buf)
+	r := &variantRun{s: &scenario.Scenario{Seed: 1}, rec: rec.Variant("v")}
+	p := recording.NewProducer(crashedFirst{}, r.rec)
+	outcome := make(chan error, 1)
+	r.send(context.Background(), p, 5, retryPolicy{backoff: &scenario.Backoff{Delay: scenario.Duration(time.Hour)}}, func(err error) { outcome <- err })
+	select {
+	case err := <-outcome:
+		if err != nil {
+			t.Fatalf("send: %v, want the resend confirmed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the resend waited: a restarted producer resends at once, without the retry backoff")
+	}
+}

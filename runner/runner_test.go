@@ -73,6 +73,11 @@ func parse(t *testing.T, yaml string) *scenario.Scenario {
 	return s
 }
 
+// applyOnce and applyAgain: every intent's effect shows once, or the
+// redelivered ones show twice; none is lost.
+func applyOnce(c map[string]int) bool  { return c["duplicates"] == 0 && c["lost"] == 0 }
+func applyAgain(c map[string]int) bool { return c["duplicates"] > 0 && c["lost"] == 0 }
+
 // TestBuiltins runs every built-in scenario end to end on the embedded
 // broker, with fewer messages, and checks the signs the README promises.
 func TestBuiltins(t *testing.T) {
@@ -94,10 +99,37 @@ func TestBuiltins(t *testing.T) {
 			"idempotence-off": func(c map[string]int) bool { return c["duplicates"] > 0 && c["lost"] == 0 },
 			"idempotence-on":  func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 },
 		}},
+		// window: 1: each crash leaves exactly one intent stored and
+		// unconfirmed, which the new client stores again.
+		{"kafka-producer-restart", map[string]func(map[string]int) bool{
+			"idempotence-off": func(c map[string]int) bool {
+				return c["faults_injected"] > 0 && c["duplicates"] == c["faults_injected"] && c["lost"] == 0
+			},
+			"idempotent": func(c map[string]int) bool {
+				return c["faults_injected"] > 0 && c["duplicates"] == c["faults_injected"] && c["lost"] == 0
+			},
+			"transactional": func(c map[string]int) bool {
+				return c["faults_injected"] > 0 && c["duplicates"] == 0 && c["redelivered"] == 0 && c["lost"] == 0
+			},
+			"transactional-read-uncommitted": func(c map[string]int) bool {
+				return c["faults_injected"] > 0 && c["duplicates"] == c["faults_injected"] && c["lost"] == 0
+			},
+		}},
 		{"kafka-transactions", map[string]func(map[string]int) bool{
 			"non-transactional":              func(c map[string]int) bool { return c["duplicates"] > 0 && c["lost"] == 0 && c["aborted_seen"] == 0 },
 			"transactional-read-committed":   func(c map[string]int) bool { return c["duplicates"] == 0 && c["lost"] == 0 && c["aborted_seen"] == 0 },
 			"transactional-read-uncommitted": func(c map[string]int) bool { return c["aborted_seen"] > 0 && c["lost"] == 0 },
+		}},
+		{"strategy-effect-kinds", map[string]func(map[string]int) bool{
+			"increment":          applyAgain,
+			"set":                applyOnce,
+			"upsert":             applyOnce,
+			"delete":             applyOnce,
+			"append":             applyAgain,
+			"call":               applyAgain,
+			"call-with-key":      applyOnce,
+			"balance-check":      applyAgain,
+			"append-dedup-table": applyOnce,
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

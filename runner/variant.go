@@ -84,7 +84,8 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 // cleaned up; the strategy instance is closed apart (closeStrategy).
 func (r *variantRun) openStore(ctx context.Context) (st store.Store, closeAll func() error, err error) {
 	closeAll = func() error { return nil }
-	business, err := store.Open(ctx, store.Where{Ref: r.s.StoreFor(r.v), Dir: r.storeDir, Name: r.name, Conns: r.s.ConsumerFor(r.v).Instances})
+	business, err := store.Open(ctx, store.Where{Ref: r.s.StoreFor(r.v), Dir: r.storeDir, Name: r.name, Conns: r.s.ConsumerFor(r.v).Instances,
+		Effect: r.v.Effect, Intents: r.s.Messages})
 	if err != nil {
 		return nil, closeAll, err
 	}
@@ -96,7 +97,7 @@ func (r *variantRun) openStore(ctx context.Context) (st store.Store, closeAll fu
 		}
 		return errors.Join(err, r.closeStore(ctx, business))
 	}
-	r.env = strategy.Env{Store: business, Params: r.v.Params, Intents: r.s.Messages}
+	r.env = strategy.Env{Store: business, Params: r.v.Params, Effect: r.v.Effect, Intents: r.s.Messages}
 	if desc, _ := catalog.LookupStrategy(r.v.Strategy); desc.NeedsRedis {
 		if rd, err = store.OpenRedis(ctx, r.s.Redis, "dqbench:"+r.name+":"); err != nil {
 			return nil, closeAll, err
@@ -244,7 +245,7 @@ func (r *variantRun) stopConsumers() {
 func (r *variantRun) auditStore(st store.Store) func(ctx context.Context) (history.Audit, error) {
 	return func(ctx context.Context) (history.Audit, error) {
 		actx, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
-		if _, local := st.(*store.SQLite); !local {
+		if !store.Local(st) {
 			actx, cancel = r.shutdown.ctx(ctx)
 		}
 		defer cancel()

@@ -187,7 +187,13 @@ func Load(dir string) (Run, error) {
 	if r.Meta.Messages < 0 || r.Meta.Messages > scenario.MaxMessages {
 		return r, fmt.Errorf("%s: messages %d is outside 1..%d", paths[MetaFile], r.Meta.Messages, scenario.MaxMessages)
 	}
-	limit := int64(maxMetaSize) + int64(len(s.Variants))*int64(max(r.Meta.Messages, s.Messages))*auditBytesPerIntent
+	intents := int64(max(r.Meta.Messages, s.Messages))
+	limit := int64(maxMetaSize) + int64(len(s.Variants))*intents*auditBytesPerIntent
+	for _, v := range s.Variants {
+		if v.Effect.IsCall() {
+			limit += intents * callBytesPerIntent
+		}
+	}
 	if err := readJSON(paths[AuditFile], limit, &r.Audits); err != nil {
 		return r, err
 	}
@@ -201,6 +207,10 @@ const (
 	// auditBytesPerIntent is far more than one intent's line in audit.json
 	// ("123456": 1,) takes, indentation included.
 	auditBytesPerIntent = 64
+	// callBytesPerIntent is the allowance of a variant whose effect is a
+	// call: the calls its service recorded, an entry of about 80 bytes
+	// each, indented, for six deliveries of every intent.
+	callBytesPerIntent = 512
 )
 
 // regular refuses anything but a regular file at path (a symlink to one

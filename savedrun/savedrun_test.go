@@ -6,10 +6,12 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/check/checktest"
 	"github.com/dqbench/dqbench/history"
@@ -387,6 +389,31 @@ func TestLoadHostileRun(t *testing.T) {
 		}
 		if _, err := savedrun.Load(dir); err == nil || !strings.Contains(err.Error(), "more than the run it belongs to can have written") {
 			t.Errorf("Load = %v, want the audit refused as too large", err)
+		}
+	})
+	t.Run("a call variant's audit has room for its calls", func(t *testing.T) {
+		s := parse(t)
+		s.Variants[0].Effect = catalog.CallWithKey
+		d, err := savedrun.Create(t.TempDir(), "run", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 20_000 // three calls each: far more than 64 bytes an intent
+		a := history.Audit{Applied: map[int]int{}}
+		for i := 1; i <= n; i++ {
+			a.Applied[i] = 1
+			key := strconv.Itoa(i)
+			a.Calls = append(a.Calls, history.Call{Intent: i, Key: key}, history.Call{Intent: i, Key: key, Replayed: true}, history.Call{Intent: i, Key: key, Replayed: true})
+		}
+		if err := d.Finish(s, check.Meta{Messages: n}, map[string]history.Audit{"none": a}, nil); err != nil {
+			t.Fatal(err)
+		}
+		r, err := savedrun.Load(d.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(r.Audits["none"].Calls); got != 3*n {
+			t.Errorf("loaded %d calls, want %d", got, 3*n)
 		}
 	})
 	t.Run("impossible messages", func(t *testing.T) {

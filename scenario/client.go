@@ -14,12 +14,21 @@ func (c *checker) clients() {
 	if c.d.Has("producer.client") && !kafka {
 		c.errorf("producer.client", "producer.client: only for broker kind kafka, not %s", c.s.Broker.Kind)
 	}
+	if c.d.Has("producer.transactional_id") && !kafka {
+		c.errorf("producer.transactional_id", "producer.transactional_id: only for broker kind kafka, not %s", c.s.Broker.Kind)
+	}
 	for i, v := range c.s.Variants {
 		vp := fmt.Sprintf("variants[%d]", i)
 		if c.d.Has(vp+".producer.client") && !kafka {
 			c.errorf(vp+".producer.client", "%s.producer.client: only for broker kind kafka, not %s", vp, c.s.Broker.Kind)
 		}
+		if c.d.Has(vp+".producer.transactional_id") && !kafka {
+			c.errorf(vp+".producer.transactional_id", "%s.producer.transactional_id: only for broker kind kafka, not %s", vp, c.s.Broker.Kind)
+		}
 		p := c.s.ProducerFor(v)
+		if kafka && p.TransactionalID != "" {
+			c.transactional(i, p, c.s.StageFor(v) != nil)
+		}
 		if !kafka || p.Client != catalog.KafkaGo {
 			continue
 		}
@@ -34,7 +43,55 @@ func (c *checker) clients() {
 		if c.s.StageFor(v).IsTransactional() {
 			c.errorf(path, "%s: kafka-go cannot carry a transactional stage: %s; use client: franz-go or stage: {transactional: false}", path, catalog.KafkaGoLacks)
 		}
+		if crash := c.faultOf(catalog.ProducerCrash); crash >= 0 {
+			c.errorf(path, "%s: producer-crash (faults[%d]) kills a franz-go producer client and starts a new one; use client: franz-go", path, crash)
+		}
 	}
+}
+
+// transactional checks variant i's transactional producer: a name, an
+// idempotent franz-go client.
+func (c *checker) transactional(i int, p Producer, stage bool) {
+	path := fmt.Sprintf("variants[%d].producer.transactional_id", i)
+	if !c.d.Has(path) {
+		path = "producer.transactional_id"
+	}
+	if !validTransactionalID(p.TransactionalID) {
+		c.errorf(path, "%s: %q is not a transactional id: 1 to 200 letters, digits, '.', '_' or '-'", path, p.TransactionalID)
+	}
+	if !p.IsIdempotent() {
+		c.errorf(path, "%s: a transactional producer is always idempotent; remove idempotent: false or the transactional_id", path)
+	}
+	if p.Client == catalog.KafkaGo {
+		c.errorf(path, "%s: %s; use client: franz-go", path, catalog.KafkaGoLacks)
+	}
+	if stage {
+		c.errorf(path, "%s: a transactional producer in front of a stage is not supported in this build (the stage's own transactions are: stage: {transactional: true})", path)
+	}
+}
+
+// validTransactionalID: Kafka takes any string; dqbench keeps to names
+// that read well in a history and a broker's logs.
+func validTransactionalID(id string) bool {
+	if len(id) == 0 || len(id) > 200 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// faultOf is the index of the scenario's first fault of type t, or -1.
+func (c *checker) faultOf(t catalog.FaultType) int {
+	for i, f := range c.s.Faults {
+		if f.Type == t {
+			return i
+		}
+	}
+	return -1
 }
 
 // clientPath is where variant i's effective client is written.

@@ -92,6 +92,7 @@ func applyDefaults(s *Scenario) {
 		v := &s.Variants[i]
 		if v.Process == nil { // a process's message ids are the record keys
 			setIfZero(&v.ID, catalog.BusinessID)
+			setIfZero(&v.Effect, catalog.DefaultEffect(v.Strategy))
 		}
 		if p := v.Process; p != nil {
 			setIfZero(&p.Instances, DefaultInstances)
@@ -161,6 +162,9 @@ func (s *Scenario) ProducerFor(v Variant) Producer {
 			p.Retries = new(*o.Retries)
 		}
 		setIfNonZero(&p.ConfirmTimeout, o.ConfirmTimeout)
+		if o.Backoff != nil {
+			p.Backoff = o.Backoff
+		}
 		p.ProducerKeys = p.ProducerKeys.With(o.ProducerKeys)
 	}
 	return p

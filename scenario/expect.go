@@ -10,6 +10,7 @@ import (
 
 	"github.com/invopop/jsonschema"
 
+	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/internal/strictyaml"
 )
@@ -148,6 +149,16 @@ func (s *Scenario) Plan() check.Plan {
 		pv := check.PlanVariant{Name: v.Name, Strategy: string(v.Strategy)}
 		if v.Process != nil {
 			pv.Strategy = v.Process.Label()
+		}
+		if w, ok := v.Params.(catalog.DedupWindow); ok {
+			if key, d := w.DedupWindow(); d > 0 {
+				pv.Window = &check.Window{Key: key, D: d.D()}
+			}
+		}
+		if w, ok := s.BrokerSettingsFor(v).(catalog.PublishDedupWindow); ok {
+			if key, d := w.PublishDedupWindow(); d > 0 {
+				pv.PublishWindow = &check.Window{Key: key, D: d.D()}
+			}
 		}
 		for _, name := range check.CountNames() {
 			if e, ok := v.Expect[name]; ok {

@@ -77,6 +77,11 @@ func (c *checker) mqtt() {
 		if v.RabbitMQ != nil && c.s.Broker.Kind != catalog.RabbitMQ {
 			c.errorf(vp+".rabbitmq", "%s.rabbitmq: only for broker kind rabbitmq, not %s; remove it", vp, c.s.Broker.Kind)
 		}
+		if v.Kafka != nil && c.s.Broker.Kind != catalog.Kafka {
+			c.errorf(vp+".kafka", "%s.kafka: only for broker kind kafka, not %s; remove it", vp, c.s.Broker.Kind)
+		} else if v.Kafka != nil {
+			c.params(vp+".kafka", v.Kafka, "kafka")
+		}
 		if v.NATS != nil && c.s.Broker.Kind != catalog.NATS {
 			c.errorf(vp+".nats", "%s.nats: only for broker kind nats, not %s; remove it", vp, c.s.Broker.Kind)
 		}

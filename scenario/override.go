@@ -70,7 +70,7 @@ func (s *Scenario) UseToxiproxy(url string) error {
 		return fmt.Errorf("%s: %w", catalog.MaskURL(url), err)
 	}
 	for _, f := range s.Faults {
-		if k, _ := catalog.LookupFault(f.Type); k.InProcessToxiproxy {
+		if catalog.InProcessOnly(f.Type, f.Params) {
 			return fmt.Errorf("fault %s parses AMQP frames inside dqbench's in-process toxiproxy; an external toxiproxy runs only its own toxics", f.Name)
 		}
 	}

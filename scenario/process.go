@@ -70,6 +70,9 @@ func (c *checker) processVariants() {
 				c.errorf(vp+"."+key, "%s.%s: does not apply to a process variant (the process is the consumer); use process.instances and process.env", vp, key)
 			}
 		}
+		if c.d.Has(vp + ".effect") {
+			c.errorf(vp+".effect", "%s.effect: does not apply to a process variant (the process applies its own effects, counted by audit.query); remove it", vp)
+		}
 		cmd, build := c.d.Has(pp+".command"), c.d.Has(pp+".build")
 		switch {
 		case cmd && build:

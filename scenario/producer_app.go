@@ -9,7 +9,7 @@ import (
 // relayIgnores are the producer keys the outbox relay does not use: it
 // publishes one row at a time and publishes a row again, on its next
 // pass, until the broker confirms it.
-var relayIgnores = []string{"retries", "confirm_timeout", "window"}
+var relayIgnores = []string{"retries", "confirm_timeout", "backoff", "window"}
 
 // producerPatterns checks that each producer-app-crash names a point of
 // some variant's producer.pattern (otherwise it never fires), and that no

@@ -51,7 +51,7 @@ var fixtures = []fixture{
 		`5:1: unknown key "varients" at the top level (allowed: version, name, description, seed, messages, deadline, drain, broker, producer, consumer, store, redis, faults, variants, stage); did you mean "variants"?`,
 	}},
 	{"invalid/unknown-nested-key.yaml", []string{
-		`7:5: unknown key "stratgies" in variants[0] (allowed: name, strategy, producer, consumer, store, id, expect, varies, stage, process, audit, mqtt, rabbitmq, nats); did you mean "strategy"?`,
+		`7:5: unknown key "stratgies" in variants[0] (allowed: name, strategy, producer, consumer, store, id, effect, expect, varies, stage, process, audit, kafka, mqtt, rabbitmq, nats); did you mean "strategy"?`,
 	}},
 	{"invalid/unknown-strategy.yaml", []string{
 		`7:15: variants[0].strategy: "dedup-tabel" is not allowed (allowed: ` + strings.Join(catalog.StrategyNames(), ", ") + `); did you mean "dedup-table"?`,
@@ -110,6 +110,13 @@ var fixtures = []fixture{
 	{"invalid/process-build-flag.yaml", []string{
 		`6:22: variants[0].process.build: "-toolexec=./x.sh" is not a package directory inside the scenario's folder; write ./DIR (e.g. ./cmd/consumer), without .., flags or an absolute path`,
 		`9:22: variants[1].process.build: "../../elsewhere" is not a package directory inside the scenario's folder; write ./DIR (e.g. ./cmd/consumer), without .., flags or an absolute path`,
+	}},
+	{"invalid/effect.yaml", []string{
+		`5:39: variants[0].effect: create is unique-key's effect (the row its key protects), not none's; use append for a plain insert, or strategy: unique-key`,
+		`6:46: variants[1].effect: "sett" is not allowed (allowed: increment, create, set, upsert, delete, append, call, call-with-key); did you mean "set"?`,
+		`7:54: variants[2].balance: must be from 1 to 1,000,000,000, got 0`,
+		`8:37: variants[3].balance: unique-key takes no balance (only conditional-update does); remove it`,
+		`9:88: variants[4].effect: does not apply to a process variant (the process applies its own effects, counted by audit.query); remove it`,
 	}},
 	{"invalid/process-with-strategy-param.yaml", []string{
 		`11:5: variants[0].retention: a process variant takes no retention (only dedup-table does); remove it`,
@@ -306,7 +313,7 @@ var fixtures = []fixture{
 		`8:38: variants[1].store: "sqlite3": must be sqlite or a postgres://USER@HOST:PORT/DATABASE URL`,
 	}},
 	{"invalid/strategy-params.yaml", []string{
-		`5:45: variants[0].effect: "add" is not allowed (allowed: increment, create)`,
+		`5:45: variants[0].effect: "add" is not allowed (allowed: increment, create, set, upsert, delete, append, call, call-with-key)`,
 		`6:38: variants[1].ttl: dedup-table takes no ttl (only redis-setnx does); remove it`,
 		`7:49: variants[2].retention: must be more than 0s, got -1s`,
 		`8:43: variants[3].ttl: must be more than 0s, got 0s`,
@@ -347,6 +354,33 @@ var fixtures = []fixture{
 		`6:56: variants[0].producer.client: kafka-go cannot be idempotent: kafka-go has no idempotent producer and no transactions (its writer always sends producer id -1), and idempotent defaults to true`,
 		`6:56: variants[0].producer.client: kafka-go cannot carry a transactional stage`,
 		`7:62: variants[1].producer.client: kafka-go cannot carry a transactional stage`,
+	}},
+	{"invalid/producer-transactional.yaml", []string{
+		`6:60: variants[0].producer.transactional_id: "bad id" is not a transactional id: 1 to 200 letters, digits, '.', '_' or '-'`,
+		`6:60: variants[0].producer.transactional_id: a transactional producer is always idempotent; remove idempotent: false or the transactional_id`,
+		`7:60: variants[1].producer.transactional_id: a transactional producer is always idempotent`,
+		`7:60: variants[1].producer.transactional_id: kafka-go has no idempotent producer and no transactions (its writer always sends producer id -1); use client: franz-go`,
+		`7:76: variants[1].producer.client: producer-crash (faults[0]) kills a franz-go producer client and starts a new one; use client: franz-go`,
+		`8:60: variants[2].producer.transactional_id: a transactional producer in front of a stage is not supported in this build`,
+		`9:48: variants[3].producer.acks: producer-crash (faults[0]) cannot act in variant "d": with acks: none the producer waits for no response, so it has nothing unconfirmed to resend; use acks: all or leader`,
+	}},
+	{"invalid/producer-crash-on-rabbitmq.yaml", []string{
+		`4:30: producer.transactional_id: only for broker kind kafka, not rabbitmq`,
+		`5:17: faults[0]: producer-crash cannot act here: it is injected inside the embedded Kafka broker (kfake), which sees the produce request and kills the client that sent it; use broker kind: kafka, mode: embedded`,
+	}},
+	{"invalid/producer-backoff.yaml", []string{
+		`4:21: producer.backoff: a backoff spaces out retries, and variant "d" has none; add retries: N (1 or more)`,
+		`6:63: variants[0].producer.backoff: needs delay: the wait before the first retry, e.g. delay: 500ms`,
+		`6:76: variants[0].producer.backoff.multiplier: only with policy: exponential`,
+		`6:87: variants[0].producer.backoff.jitter: must be from 0 to 1 (the fraction of each wait drawn at random), got 1.5`,
+		`7:101: variants[1].producer.backoff.max: 10ms is below delay 1s; the cap must be at least the first wait`,
+		`7:119: variants[1].producer.backoff.multiplier: must be from 1 to 10, got 0.5`,
+		`8:72: variants[2].producer.backoff.policy: "linear" is not allowed (allowed: fixed, exponential)`,
+	}},
+	{"invalid/network-producer.yaml", []string{
+		`6:33: faults[0].connection: latency slows the consumer's connection only in this build; remove connection (or write consumer), or use connection-reset or partition on the producer`,
+		`7:42: faults[1].connection: "sideways" is not allowed (allowed: consumer, producer, both)`,
+		`8:35: faults[2].connection: on the producer's connection, partition watches for the broker's confirm with a filter inside dqbench's in-process toxiproxy`,
 	}},
 	{"invalid/leader-move-one-broker.yaml", []string{
 		`5:12: faults[0].type: leader-move needs at least 2 brokers to move leaders between; add brokers: 3 to the broker`,

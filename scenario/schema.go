@@ -216,7 +216,7 @@ func processBranch(s *jsonschema.Schema) {
 	props := jsonschema.NewProperties()
 	for pair := s.Properties.Oldest(); pair != nil; pair = pair.Next() {
 		switch pair.Key {
-		case "strategy", "consumer", "id":
+		case "strategy", "consumer", "id", "effect":
 			continue
 		}
 		props.Set(pair.Key, pair.Value)

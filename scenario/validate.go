@@ -25,6 +25,7 @@ func (c *checker) check() {
 	c.deadLetter()
 	c.maxLength()
 	c.producer("producer", &c.s.Producer)
+	c.backoffRetries()
 	c.consumer("consumer", &c.s.Consumer)
 	c.stores()
 	c.faults()
@@ -129,7 +130,15 @@ func (c *checker) externalToxiproxy(url string) {
 		c.errorf("broker.toxiproxy", "broker.toxiproxy: %s is %v", echo(catalog.MaskURL(url)), err)
 	}
 	for i, f := range c.s.Faults {
-		if k, _ := catalog.LookupFault(f.Type); k.InProcessToxiproxy {
+		if _, latency := f.Params.(*catalog.LatencyParams); latency {
+			continue // refused on the producer's connection anyway (faults)
+		}
+		if k, _ := catalog.LookupFault(f.Type); !k.InProcessToxiproxy && catalog.InProcessOnly(f.Type, f.Params) {
+			fp := fmt.Sprintf("faults[%d].connection", i)
+			c.errorf(fp, "%s: on the producer's connection, %s watches for the broker's confirm with a filter inside dqbench's in-process toxiproxy, and broker.toxiproxy sends every connection through an external one, which runs only its own toxics; remove broker.toxiproxy or use connection: consumer", fp, f.Type)
+			continue
+		}
+		if catalog.InProcessOnly(f.Type, f.Params) {
 			fp := fmt.Sprintf("faults[%d].type", i)
 			c.errorf(fp, "%s: %s parses AMQP frames inside dqbench's in-process toxiproxy, and broker.toxiproxy sends every connection through an external one, which runs only its own toxics; remove broker.toxiproxy or this fault", fp, f.Type)
 		}
@@ -314,6 +323,7 @@ func (c *checker) producer(path string, p *Producer) {
 	if c.d.Has(path+".confirm_timeout") && p.ConfirmTimeout <= 0 {
 		c.errorf(path+".confirm_timeout", "%s.confirm_timeout: must be more than 0; leave it out to wait as long as the client takes", path)
 	}
+	c.backoff(path, p)
 }
 
 func (c *checker) consumer(path string, cs *Consumer) {
@@ -328,6 +338,9 @@ func (c *checker) faults() {
 	names := map[string]string{} // fault name → path of the fault that has it
 	for i, f := range c.s.Faults {
 		fp := fmt.Sprintf("faults[%d]", i)
+		if p, ok := f.Params.(*catalog.LatencyParams); ok && p.Connection.Producer() {
+			c.errorf(fp+".connection", "%s.connection: latency slows the consumer's connection only in this build; remove connection (or write consumer), or use connection-reset or partition on the producer", fp)
+		}
 		_, known := catalog.LookupFault(f.Type)
 		if !c.d.Has(fp + ".type") {
 			c.missing(fp+".type", "add type: one of "+strings.Join(f.Type.Allowed(), ", "))
@@ -446,7 +459,18 @@ func (c *checker) variants() {
 		c.consumer(vp+".consumer", v.Consumer)
 		c.params(vp, v.Params, string(v.Strategy))
 		c.idSource(vp+".id", v.ID)
+		c.effect(vp+".effect", v)
 	}
+}
+
+// effect checks that the variant's strategy can apply its effect kind: an
+// order row keyed by the business id is what unique-key is about.
+func (c *checker) effect(path string, v Variant) {
+	e, ok := catalog.LookupEffect(v.Effect)
+	if !ok || !c.d.Has(path) || v.Strategy == "" || e.Only == "" || e.Only == v.Strategy {
+		return
+	}
+	c.errorf(path, "%s: %s is %s's effect (the row its key protects), not %s's; use append for a plain insert, or strategy: %s", path, e.Kind, e.Only, v.Strategy, e.Only)
 }
 
 // idSource checks that the broker gives the id source: a delivery tag or

@@ -52,11 +52,13 @@ var lessons = []lesson{
 		{"kafka-commit-timing", 1.6},
 		{"kafka-idempotent-producer", 1.8},
 		{"kafka-client-retries", 1.1},
+		{"kafka-producer-restart", 1.4},
 		{"kafka-transactions", 1.2},
 		{"kafka-eos-to-database", 2.7},
 		{"kafka-rebalance", 4.7},
 		{"kafka-consumer-evicted", 1.5},
 		{"kafka-leader-move", 2.1},
+		{"kafka-partition-order", 21.4},
 	}},
 	{"RabbitMQ: acks, confirms, the network, queue limits, a cluster", []timed{
 		{"rabbitmq-consumer-crash", 2.8},
@@ -65,6 +67,7 @@ var lessons = []lesson{
 		{"rabbitmq-ack-lost", 1.6},
 		{"rabbitmq-confirm-lost", 6.5},
 		{"rabbitmq-connection-reset", 1.7},
+		{"rabbitmq-producer-connection", 6.0},
 		{"rabbitmq-partition", 3.3},
 		{"rabbitmq-poison-dlq", 2.4},
 		{"consumer-transient-failure", 6.4},
@@ -83,11 +86,14 @@ var lessons = []lesson{
 	{"NATS JetStream: ack policies, ack_wait, max_deliver, the stream's dedup window, a cluster", []timed{
 		{"nats-ack-none", 4.6},
 		{"nats-msg-id-dedup", 3.2},
+		{"nats-retry-backoff", 9.3},
 		{"nats-ack-lost", 3.2},
 		{"nats-ack-wait", 2.7},
 		{"nats-max-deliver", 0.5},
 		{"nats-stream-failover", 10.0},
 		{"strategy-weak-keys", 4.4},
+		{"strategy-effect-kinds", 7.0},
+		{"strategy-conditional-aba", 11.3},
 	}},
 }
 

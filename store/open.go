@@ -18,6 +18,11 @@ type Where struct {
 	Name string
 	// Conns is how many transactions may run at once (consumer instances).
 	Conns int
+	// Effect is what Tx.Apply does (default increment); Intents is how
+	// many intents the run publishes (1..Intents), whose rows a set or
+	// delete effect finds in place.
+	Effect  catalog.EffectKind
+	Intents int
 }
 
 // Open opens (creating it) the store w names.
@@ -26,10 +31,25 @@ func Open(ctx context.Context, w Where) (Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store %q: %w", w.Ref, err)
 	}
+	var st Store
 	switch kind {
 	case catalog.Postgres:
-		return OpenPostgres(ctx, w.Ref, SchemaFor(w.Name), w.Conns)
+		st, err = OpenPostgres(ctx, w.Ref, SchemaFor(w.Name), w.Conns)
 	default:
-		return OpenSQLite(ctx, fmt.Sprintf("%s/%s.db", w.Dir, w.Name))
+		st, err = OpenSQLite(ctx, fmt.Sprintf("%s/%s.db", w.Dir, w.Name))
 	}
+	if err != nil {
+		return nil, err
+	}
+	return WithEffect(ctx, st, w.Effect, w.Intents)
+}
+
+// Local reports whether s keeps its data in this process (SQLite): it has
+// no server that could stop answering.
+func Local(s Store) bool {
+	if e, ok := s.(*effectStore); ok {
+		s = e.Store
+	}
+	_, ok := s.(*SQLite)
+	return ok
 }

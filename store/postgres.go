@@ -235,6 +235,11 @@ func (p *Postgres) Audit(ctx context.Context) (history.Audit, error) {
 	return audit(ctx, p.db)
 }
 
+// countBy runs query, which returns rows of (intent, n), into a map.
+func (p *Postgres) countBy(ctx context.Context, query string) (map[int]int, error) {
+	return countBy(ctx, p.db, query)
+}
+
 // closeTimeout bounds removing what a store made on its server: a server
 // that stopped answering must not hold the end of the run up for long.
 const closeTimeout = 2 * time.Second

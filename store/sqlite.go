@@ -190,26 +190,39 @@ type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-// audit reads the final state of the business tables (portable SQL).
-func audit(ctx context.Context, q querier) (history.Audit, error) {
-	a := history.Audit{Applied: map[int]int{}}
-	rows, err := q.QueryContext(ctx, `SELECT intent, COUNT(*) FROM ledger GROUP BY intent`)
+// countBy runs query, which returns rows of (intent, n), into a map.
+func countBy(ctx context.Context, q querier, query string) (map[int]int, error) {
+	out := map[int]int{}
+	rows, err := q.QueryContext(ctx, query)
 	if err != nil {
-		return a, fmt.Errorf("audit ledger: %w", err)
+		return nil, err
 	}
+	defer rows.Close()
 	for rows.Next() {
 		var intent, n int
 		if err := rows.Scan(&intent, &n); err != nil {
-			rows.Close()
-			return a, fmt.Errorf("audit ledger: %w", err)
+			return nil, err
 		}
-		a.Applied[intent] = n
+		out[intent] = n
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return a, fmt.Errorf("audit ledger: %w", err)
+	return out, rows.Err()
+}
+
+// countBy runs query, which returns rows of (intent, n), into a map.
+func (s *SQLite) countBy(ctx context.Context, query string) (map[int]int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return countBy(ctx, s.conn, query)
+}
+
+// audit reads the final state of the business tables (portable SQL).
+func audit(ctx context.Context, q querier) (history.Audit, error) {
+	applied, err := countBy(ctx, q, `SELECT intent, COUNT(*) FROM ledger GROUP BY intent`)
+	if err != nil {
+		return history.Audit{}, fmt.Errorf("audit ledger: %w", err)
 	}
-	rows, err = q.QueryContext(ctx, `SELECT a.id FROM accounts a
+	a := history.Audit{Applied: applied}
+	rows, err := q.QueryContext(ctx, `SELECT a.id FROM accounts a
 		LEFT JOIN (SELECT account, SUM(amount) AS total FROM ledger GROUP BY account) l ON l.account = a.id
 		WHERE a.balance != COALESCE(l.total, 0) ORDER BY a.id`)
 	if err != nil {

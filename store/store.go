@@ -28,14 +28,19 @@ var ErrStalled = errors.New("the store stopped answering")
 // (a schema, keys): the counts stand, but something was left behind.
 var ErrCleanup = errors.New("cleanup on the store failed")
 
-// Accounts is how many account rows intents spread their amounts over.
-const Accounts = 16
+// Accounts is how many account rows intents spread their amounts over
+// (history.Account says which one each intent's effect updates).
+const Accounts = history.Accounts
 
-// Effect is one business effect: add Amount to Account, on behalf of Intent.
+// Effect is one business effect: add Amount to Account, on behalf of
+// Intent (or, with another effect kind, what that kind does with them).
 type Effect struct {
 	Intent  int
 	Account int
 	Amount  int64
+	// Key is the message id, sent as the Idempotency-Key of a
+	// call-with-key effect.
+	Key string
 }
 
 // Store is one variant's business database.
@@ -60,7 +65,8 @@ type Tx interface {
 	// of one integer; found is false when it returns no row.
 	QueryInt(query string, args ...any) (n int64, found bool, err error)
 	// Apply performs the business effect: the balance update and its ledger
-	// row. It is not idempotent: every call adds the amount again.
+	// row, not idempotent (every call adds the amount again); or, in a
+	// store opened with another effect kind, that kind's (effects.go).
 	Apply(e Effect) error
 }
 

@@ -10,9 +10,10 @@ import (
 
 // UniqueKey relies on the business table's own primary key. With a create
 // effect the order row is keyed by the business id: a second insert
-// conflicts, and the conflict means "already done". An increment (add to a
-// balance) has no row of its own to key, so nothing conflicts and every
-// delivery applies again: the strategy cannot protect it.
+// conflicts, and the conflict means "already done". Any other effect (add
+// to a balance, a ledger row, a call) has no row of its own keyed by the
+// business id, so nothing conflicts and every delivery applies again: the
+// strategy cannot protect it.
 type UniqueKey struct{}
 
 var _ Strategy = UniqueKey{}
@@ -24,10 +25,10 @@ func (UniqueKey) Setup(ctx context.Context, env Env) error {
 }
 
 func effectKind(env Env) catalog.EffectKind {
-	if p, ok := env.Params.(*catalog.UniqueKeyParams); ok && p.Effect != "" {
-		return p.Effect
+	if env.Effect == "" {
+		return catalog.DefaultEffect(catalog.UniqueKey)
 	}
-	return catalog.Create
+	return env.Effect
 }
 
 func (UniqueKey) Process(ctx context.Context, env Env, m Message, _ CrashHook) (Outcome, error) {
@@ -156,6 +157,112 @@ func (VersionCAS) Process(ctx context.Context, env Env, m Message, _ CrashHook) 
 			out.Reason = fmt.Sprintf("rejected: account %d is at version %d, the message expects %d (out of order)", m.Effect.Account, current, m.Version)
 		}
 		return nil
+	})
+}
+
+// ValueCAS is version-cas with the value itself as the version: the
+// message carries the balance its account had before the update (what the
+// producer read), and the update applies only while the balance is still
+// that: UPDATE wallets SET balance = new WHERE account = ? AND balance =
+// old. Each account's balance goes back and forth between two values, a
+// withdrawal of everything and its refund (A, B, A, ...), so update n of
+// an account expects A when n is even and B when it is odd. A redelivery
+// of update n after update n+1 finds B for A's update: taken for done.
+// After n+2 the balance is A again, the value update n expects: the stale
+// redelivery applies a second time (ABA). A failed check finds the other
+// value, which is also what the update would have set, so it reads as
+// "already done": value-cas never rejects, and an update that comes
+// before the one it follows is skipped (lost) as if done.
+type ValueCAS struct{}
+
+var _ Strategy = ValueCAS{}
+
+// The two balances of ValueCAS's accounts: A before an even update.
+const (
+	balanceA = 100
+	balanceB = 0
+)
+
+// balanceBefore is the balance update number n of an account expects.
+func balanceBefore(n int64) int64 {
+	if n%2 == 0 {
+		return balanceA
+	}
+	return balanceB
+}
+
+func (ValueCAS) Setup(ctx context.Context, env Env) error {
+	if err := env.Store.Setup(ctx, createWallets); err != nil {
+		return err
+	}
+	return env.Store.Tx(ctx, func(tx store.Tx) error {
+		for id := range store.Accounts {
+			if _, err := tx.Exec(`INSERT INTO wallets (account, balance) VALUES (?, ?) ON CONFLICT DO NOTHING`, id, balanceBefore(0)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (ValueCAS) Process(ctx context.Context, env Env, m Message, _ CrashHook) (Outcome, error) {
+	old, next := balanceBefore(m.Version), balanceBefore(m.Version+1)
+	return inTx(ctx, env, func(tx store.Tx, out *Outcome) error {
+		n, err := tx.Exec(`UPDATE wallets SET balance = ? WHERE account = ? AND balance = ?`, next, m.Effect.Account, old)
+		if err != nil || n == 0 {
+			out.Reason = fmt.Sprintf("duplicate: account %d's balance is not %d but %d, what this update sets", m.Effect.Account, old, next)
+			return err
+		}
+		out.Applied = true
+		return tx.Apply(m.Effect)
+	})
+}
+
+// ConditionalUpdate withdraws the intent's amount from its account's
+// wallet only while the balance covers it: a business precondition, the
+// check a payment service has anyway. It is not an idempotency guard: a
+// redelivered withdrawal applies again as long as the balance still covers
+// it, and after a deposit brings a balance back up (A to B and back to
+// A), a stale redelivery that once failed the check passes it. 0 rows:
+// insufficient funds, a business refusal (rejected), not a duplicate.
+type ConditionalUpdate struct{}
+
+var _ Strategy = ConditionalUpdate{}
+
+const createWallets = `CREATE TABLE IF NOT EXISTS wallets (account INTEGER PRIMARY KEY, balance BIGINT NOT NULL)`
+
+// Setup opens every account's wallet with the opening balance.
+func (ConditionalUpdate) Setup(ctx context.Context, env Env) error {
+	if err := env.Store.Setup(ctx, createWallets); err != nil {
+		return err
+	}
+	opening := int64(1_000_000)
+	if p, ok := env.Params.(*catalog.ConditionalParams); ok && p.Balance > 0 {
+		opening = int64(p.Balance)
+	}
+	return env.Store.Tx(ctx, func(tx store.Tx) error {
+		for id := range store.Accounts {
+			if _, err := tx.Exec(`INSERT INTO wallets (account, balance) VALUES (?, ?) ON CONFLICT DO NOTHING`, id, opening); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (ConditionalUpdate) Process(ctx context.Context, env Env, m Message, _ CrashHook) (Outcome, error) {
+	return inTx(ctx, env, func(tx store.Tx, out *Outcome) error {
+		n, err := tx.Exec(`UPDATE wallets SET balance = balance - ? WHERE account = ? AND balance >= ?`, m.Effect.Amount, m.Effect.Account, m.Effect.Amount)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			out.Rejected = true
+			out.Reason = fmt.Sprintf("rejected: account %d's balance does not cover %d (insufficient funds)", m.Effect.Account, m.Effect.Amount)
+			return nil
+		}
+		out.Applied = true
+		return tx.Apply(m.Effect)
 	})
 }
 

@@ -48,6 +48,10 @@ type Env struct {
 	// Params is the strategy's own settings (catalog.Strategy.NewParams),
 	// with defaults applied; nil when it takes none.
 	Params any
+	// Effect is the variant's effect kind, which the store's Tx.Apply
+	// performs (store.Where.Effect); a strategy that cares (unique-key)
+	// reads it here.
+	Effect catalog.EffectKind
 	// Intents is how many intents the run publishes (1..Intents), for a
 	// strategy whose business objects exist before their messages.
 	Intents int
@@ -106,14 +110,16 @@ type RestartObserver interface {
 
 // All maps every strategy name in catalog.Strategies to its implementation.
 var All = map[catalog.StrategyName]Strategy{
-	catalog.NoStrategy:      None{},
-	catalog.DedupTable:      DedupTable{},
-	catalog.DedupTableSplit: DedupTableSplit{},
-	catalog.UniqueKey:       UniqueKey{},
-	catalog.StateMachine:    StateMachine{},
-	catalog.VersionCAS:      VersionCAS{},
-	catalog.CheckThenAct:    CheckThenAct{},
-	catalog.RedisSetNX:      RedisSetNX{},
+	catalog.NoStrategy:        None{},
+	catalog.DedupTable:        DedupTable{},
+	catalog.DedupTableSplit:   DedupTableSplit{},
+	catalog.UniqueKey:         UniqueKey{},
+	catalog.StateMachine:      StateMachine{},
+	catalog.VersionCAS:        VersionCAS{},
+	catalog.ValueCAS:          ValueCAS{},
+	catalog.ConditionalUpdate: ConditionalUpdate{},
+	catalog.CheckThenAct:      CheckThenAct{},
+	catalog.RedisSetNX:        RedisSetNX{},
 }
 
 // Open sets up strategy name for one variant (Setup) and returns the

@@ -33,21 +33,26 @@ func TestRedelivery(t *testing.T) {
 	for _, tc := range []struct {
 		strategy catalog.StrategyName
 		params   any
+		effect   catalog.EffectKind
 		want     int // applications of one intent delivered twice
 	}{
-		{"none", nil, 2},
-		{"dedup-table", nil, 1},
-		{"dedup-table-split", nil, 1},
-		{"unique-key", &catalog.UniqueKeyParams{Effect: catalog.Create}, 1},
-		{"unique-key", &catalog.UniqueKeyParams{Effect: catalog.Increment}, 2}, // no natural unique row
-		{"state-machine", nil, 1},
-		{"version-cas", nil, 1},
-		{"check-then-act", nil, 1}, // one at a time, it holds
-		{"redis-setnx", nil, 1},
+		{"none", nil, "", 2},
+		{"dedup-table", nil, "", 1},
+		{"dedup-table-split", nil, "", 1},
+		{"unique-key", nil, catalog.Create, 1},
+		{"unique-key", nil, catalog.Increment, 2}, // no natural unique row
+		{"unique-key", nil, catalog.Append, 2},    // nor here
+		{"conditional-update", nil, "", 2},        // the balance covers it twice
+		{"value-cas", nil, "", 1},                 // right after it, the value has moved on
+		{"state-machine", nil, "", 1},
+		{"version-cas", nil, "", 1},
+		{"check-then-act", nil, "", 1}, // one at a time, it holds
+		{"redis-setnx", nil, "", 1},
 	} {
 		eachEnv(t, tc.strategy, func(t *testing.T, env Env) {
 			ctx := context.Background()
 			env.Params = tc.params
+			env.Effect = tc.effect
 			st := All[tc.strategy]
 			if err := st.Setup(ctx, env); err != nil {
 				t.Fatal(err)

@@ -97,12 +97,54 @@ func producedIntents(req *kmsg.ProduceRequest) []int {
 	return out
 }
 
+// crashProducer kills the variant's producer client when the broker
+// receives a chosen produce request: the request is appended (and answered
+// REQUEST_TIMED_OUT, which nobody reads), and the client is killed from
+// the broker's handler, before the answer is written, so it never learns
+// the outcome (producer.go). The next publish starts a new client.
+func (c embeddedDest) crashProducer(fires func(intent, attempt int) bool, crashed func(intents []int)) {
+	pc := new(producerCrash)
+	c.crash = pc
+	c.crashFault = c.loseOn(c.topic, fires, func(intents []int) {
+		pc.kill()
+		crashed(intents)
+	})
+}
+
+// producerCrash is the variant's live producer client, for a
+// producer-crash fault to kill.
+type producerCrash struct {
+	mu sync.Mutex
+	p  *producer
+	g  *generation
+}
+
+// serve makes g, p's new client, the one the next crash kills.
+func (pc *producerCrash) serve(p *producer, g *generation) {
+	pc.mu.Lock()
+	pc.p, pc.g = p, g
+	pc.mu.Unlock()
+}
+
+// kill kills the live client; it does not block (it runs in kfake's
+// handler).
+func (pc *producerCrash) kill() {
+	pc.mu.Lock()
+	p, g := pc.p, pc.g
+	pc.mu.Unlock()
+	if g != nil {
+		p.kill(g)
+	}
+}
+
 // Apply injects the embedded cluster's fault powers: lost produce
-// responses and leader moves.
+// responses, producer crashes and leader moves.
 func (c embeddedDest) Apply(_ context.Context, p brokers.Power) error {
 	switch p := p.(type) {
 	case brokers.LoseProduceResponses:
 		c.loseProduceResponses(p.Fires, p.Lost)
+	case brokers.CrashProducer:
+		c.crashProducer(p.Fires, p.Crashed)
 	case brokers.MoveLeaders:
 		c.moveLeaders(p.Fires, p.Moved)
 	default:

@@ -124,20 +124,23 @@ func (k *Kafka) Close() error {
 // Open creates the variant's topic.
 func (k *Kafka) Open(ctx context.Context, spec brokers.DestinationSpec) (brokers.Destination, error) {
 	topic := "dqbench-" + spec.Name
-	resp, err := k.adm.CreateTopic(ctx, k.partitions, k.replicas(), nil, topic)
+	d := &topicDest{k: k, spec: spec, topic: topic, group: topic + "-group", seen: map[int32]int64{}, partitions: k.partitions}
+	if s, ok := spec.Settings.(*catalog.KafkaSettings); ok && s != nil {
+		d.settings = *s
+		if s.Partitions > 0 { // the variant's, when it overrides them
+			d.partitions = int32(s.Partitions)
+		}
+	}
+	resp, err := k.adm.CreateTopic(ctx, d.partitions, k.replicas(), nil, topic)
 	if err == nil {
 		err = resp.Err
 	}
 	if err != nil {
 		return nil, fmt.Errorf("create topic %s: %w", topic, err)
 	}
-	d := &topicDest{k: k, spec: spec, topic: topic, group: topic + "-group", seen: map[int32]int64{}}
-	if s, ok := spec.Settings.(*catalog.KafkaSettings); ok && s != nil {
-		d.settings = *s
-	}
 	if spec.Stage != nil {
 		d.stage = newStage(*spec.Stage, topic, d.settings.Isolation == catalog.ReadCommitted)
-		resp, err := k.adm.CreateTopic(ctx, k.partitions, k.replicas(), nil, d.stage.out)
+		resp, err := k.adm.CreateTopic(ctx, d.partitions, k.replicas(), nil, d.stage.out)
 		if err == nil {
 			err = resp.Err
 		}
@@ -171,13 +174,19 @@ type topicDest struct {
 	settings catalog.KafkaSettings
 	topic    string
 	group    string
+	// partitions of the variant's topics (the broker's, or the variant's
+	// kafka: partitions).
+	partitions int32
 
 	mu   sync.Mutex
 	seen map[int32]int64 // highest offset delivered per partition, for the redelivered flag
 
-	fault *kfake.FaultHandle
-	stage *stageState // nil without a stage (stage.go)
-	moves leaderMoves // leader-move (leaders.go)
+	fault      *kfake.FaultHandle
+	crash      *producerCrash     // producer-crash (faults.go)
+	crashFault *kfake.FaultHandle // its kfake fault
+	ends       *txnEnds           // a transactional producer's (producer.go)
+	stage      *stageState        // nil without a stage (stage.go)
+	moves      leaderMoves        // leader-move (leaders.go)
 }
 
 var _ brokers.Destination = (*topicDest)(nil)
@@ -192,61 +201,6 @@ var (
 	_ brokers.Powered         = embeddedDest{}
 	_ brokers.ConsumerWatcher = embeddedDest{}
 )
-
-func (c *topicDest) Producer(ctx context.Context) (brokers.Producer, error) {
-	if c.settings.Client == catalog.KafkaGo {
-		return c.kafkaGoProducer()
-	}
-	opts := []kgo.Opt{
-		kgo.SeedBrokers(c.k.seeds...),
-		kgo.DefaultProduceTopic(c.topic),
-		kgo.MaxBufferedRecords(c.spec.Window),
-		kgo.ProducerLinger(0),
-		kgo.ProducerBatchCompression(kgo.NoCompression()),
-		// A lost response is retried after this backoff; keep it short so
-		// fault-heavy runs stay fast.
-		kgo.RetryBackoffFn(func(int) time.Duration { return 2 * time.Millisecond }),
-		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
-	}
-	switch c.spec.Acks {
-	case catalog.AcksLeader:
-		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()))
-	case catalog.AcksNone:
-		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()))
-	default:
-		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
-	}
-	if !c.spec.Idempotent {
-		opts = append(opts, kgo.DisableIdempotentWrite())
-		if c.spec.Retries > 0 {
-			// The application retries: a request that fails comes back
-			// to it as an unknown outcome, and it publishes a new record.
-			// (An idempotent client cannot give up on a batch it is
-			// unsure of, so there the application sees only confirms.)
-			opts = append(opts, kgo.RecordRetries(0))
-		}
-	}
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return nil, fmt.Errorf("kafka producer: %w", err)
-	}
-	return &producer{cl: cl, noAck: c.spec.Acks == catalog.AcksNone}, nil
-}
-
-type producer struct {
-	cl    *kgo.Client
-	noAck bool // acks=0: kgo reports success once the request is written
-}
-
-func (p *producer) Publish(ctx context.Context, m brokers.Message, done func(error)) {
-	r := &kgo.Record{Key: []byte(m.Key), Value: m.Body}
-	p.cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
-		if err == nil && p.noAck {
-			err = brokers.ErrUnconfirmed
-		}
-		done(refused(err))
-	})
-}
 
 // refusals are the Kafka errors that say the broker did not write the
 // record, whatever an earlier attempt did: the record itself, or the
@@ -267,11 +221,6 @@ func refused(err error) error {
 		}
 	}
 	return err
-}
-
-func (p *producer) Close(ctx context.Context) {
-	_ = p.cl.Flush(ctx)
-	p.cl.Close()
 }
 
 func (c *topicDest) Consumer(ctx context.Context, gen int) (brokers.Consumer, error) {
@@ -352,6 +301,16 @@ func (k *consumer) Ack(ctx context.Context, d brokers.Delivery) error {
 	return k.cl.CommitRecords(ctx, d.Handle.(*kgo.Record))
 }
 
+// AckBatch commits ds in one OffsetCommit: each partition's commit is the
+// offset after the last of ds on it (brokers.BatchAcker).
+func (k *consumer) AckBatch(ctx context.Context, ds []brokers.Delivery) error {
+	rs := make([]*kgo.Record, len(ds))
+	for i, d := range ds {
+		rs[i] = d.Handle.(*kgo.Record)
+	}
+	return k.cl.CommitRecords(ctx, rs...)
+}
+
 // Abandon closes the client without committing, as a process that dies and
 // is noticed at once by its supervisor: it leaves the group (so the
 // replacement gets the partitions without waiting out the session timeout)
@@ -384,7 +343,29 @@ func (c *topicDest) Backlog(ctx context.Context) (int64, error) {
 	if c.stage != nil {
 		return c.stageBacklog(ctx)
 	}
+	if c.ends != nil {
+		return c.txnLag(ctx)
+	}
 	return c.lag(ctx, c.topic, c.group)
+}
+
+// txnLag is the backlog of a topic a transactional producer writes: up
+// to the end of its last committed records, not the commit markers after
+// them (txnEnds).
+func (c *topicDest) txnLag(ctx context.Context) (int64, error) {
+	committed, err := c.k.adm.FetchOffsets(ctx, c.group)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		committed, err = nil, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return c.ends.lag(func(p int32) int64 {
+		if got, ok := committed.Lookup(c.topic, p); ok && got.Err == nil && got.At > 0 {
+			return got.At
+		}
+		return 0
+	}), nil
 }
 
 // lag counts the records of topic between group's committed offsets and
@@ -422,6 +403,9 @@ func (c *topicDest) lag(ctx context.Context, topic, group string) (int64, error)
 func (c *topicDest) Close(ctx context.Context) error {
 	if c.fault != nil {
 		c.fault.Remove()
+	}
+	if c.crashFault != nil {
+		c.crashFault.Remove()
 	}
 	if c.stage != nil && c.stage.fault != nil {
 		c.stage.fault.Remove()

@@ -62,7 +62,7 @@ func (c embeddedDest) moveLeaders(fires func(intent, attempt int) bool, moved fu
 	}
 	epochs := c.k.leaderEpochs()
 	for _, t := range topics {
-		for p := range c.k.partitions {
+		for p := range c.partitions {
 			epochs.record(t, p)
 		}
 	}
@@ -88,7 +88,7 @@ func (c embeddedDest) moveLeaders(fires func(intent, attempt int) bool, moved fu
 				c.moves.start(func() {
 					var done []string
 					for _, t := range topics {
-						for p := range c.k.partitions {
+						for p := range c.partitions {
 							from := c.k.cluster.LeaderFor(t, p)
 							to := (from + 1) % nodes
 							if from < 0 || c.k.cluster.MoveTopicPartition(t, p, to) != nil {

@@ -58,12 +58,34 @@ func (d *queueDest) Producer(ctx context.Context) (brokers.Producer, error) {
 // armed, the filter that loses the chosen confirms, with a fresh table
 // (each connection's channel numbers its publishes from 1).
 func (p *producer) setup(px *netfault.Proxy) error {
-	lose := p.d.confirmLost
-	if lose == nil {
-		return nil
+	p.tags = nil
+	if lose := p.d.confirmLost; lose != nil {
+		p.tags = new(amqpfault.Tags)
+		if err := px.AddFilter("confirm-lost", netfault.Downstream, amqpfault.LoseConfirms(p.tags, lose.fires, lose.lost)); err != nil {
+			return err
+		}
 	}
-	p.tags = new(amqpfault.Tags)
-	return px.AddFilter("confirm-lost", netfault.Downstream, amqpfault.LoseConfirms(p.tags, lose.fires, lose.lost))
+	p.cutTags = nil
+	for i, c := range p.d.producerCuts {
+		tags := new(amqpfault.Tags)
+		p.cutTags = append(p.cutTags, tags)
+		dark := new(atomic.Bool)
+		hit := func(intent, attempt int) {
+			c.cut(intent, attempt)
+			if c.after > 0 {
+				// A partition: dark both ways until the connection
+				// closes, as a client's TCP eventually gives up.
+				time.AfterFunc(c.after, func() { p.disable(px) })
+			}
+		}
+		if err := px.AddFilter(fmt.Sprintf("producer-cut-%d", i), netfault.Downstream, amqpfault.CutOnConfirm(tags, c.fires, hit, c.after == 0, dark)); err != nil {
+			return err
+		}
+		if err := px.AddFilter(fmt.Sprintf("producer-dark-%d", i), netfault.Upstream, amqpfault.Dark(dark)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 type producer struct {
@@ -73,6 +95,13 @@ type producer struct {
 	ch   *amqp.Channel
 	id   string          // names this producer's publishes in the copy header
 	tags *amqpfault.Tags // which publish sequence number carries which intent, for confirm-lost
+	// cutTags are the same for each network fault on the producer's
+	// connection.
+	cutTags []*amqpfault.Tags
+	// pxMu orders a partition's end (disable) before or after the proxy's
+	// deletion (closeProxy), never during it.
+	pxMu   sync.Mutex
+	pxGone map[*netfault.Proxy]bool
 
 	window  chan struct{}  // a slot per unconfirmed publish not given up
 	stop    chan struct{}  // closed by Close: no more publishes
@@ -136,6 +165,9 @@ func (p *producer) Publish(ctx context.Context, m brokers.Message, done func(err
 	copyID := fmt.Sprintf("%s#%d", p.id, seq)
 	if p.tags != nil {
 		p.tags.Put(seq, m.Intent, m.Attempt)
+	}
+	for _, t := range p.cutTags {
+		t.Put(seq, m.Intent, m.Attempt)
 	}
 	dc, err := p.ch.PublishWithDeferredConfirmWithContext(ctx, "", p.d.queue, false, false, amqp.Publishing{
 		DeliveryMode: amqp.Persistent,
@@ -251,8 +283,29 @@ func (p *producer) Close(ctx context.Context) {
 		p.mu.Unlock()
 		closeConn(ctx, conn)
 		<-confirmed
-		_ = px.Close(context.WithoutCancel(ctx))
+		p.closeProxy(context.WithoutCancel(ctx), px)
 	})
+}
+
+// disable disables px, which closes the connection through it (the end of
+// a partition on the producer's connection), unless it is closed already.
+func (p *producer) disable(px *netfault.Proxy) {
+	p.pxMu.Lock()
+	defer p.pxMu.Unlock()
+	if !p.pxGone[px] {
+		_ = px.Disable() // fails only when the proxy is gone
+	}
+}
+
+// closeProxy deletes px; a partition's end that comes later leaves it be.
+func (p *producer) closeProxy(ctx context.Context, px *netfault.Proxy) {
+	p.pxMu.Lock()
+	if p.pxGone == nil {
+		p.pxGone = map[*netfault.Proxy]bool{}
+	}
+	p.pxGone[px] = true
+	p.pxMu.Unlock()
+	_ = px.Close(ctx)
 }
 
 // closeConn closes conn cleanly, within ctx and closeWait.

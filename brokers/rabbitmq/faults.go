@@ -2,6 +2,7 @@ package rabbitmq
 
 import (
 	"context"
+	"time"
 
 	"github.com/dqbench/dqbench/brokers"
 )
@@ -11,6 +12,15 @@ import (
 type lose struct {
 	fires func(intent, attempt int) bool
 	lost  func(intent, attempt int)
+}
+
+// cut is a network fault on the producer's connection, which breaks it
+// when the broker's confirm of a chosen publish comes back (CutProducer):
+// at once, or after a partition of after.
+type cut struct {
+	after time.Duration
+	fires func(intent, attempt int) bool
+	cut   func(intent, attempt int)
 }
 
 var _ brokers.Powered = (*queueDest)(nil)
@@ -27,6 +37,12 @@ func (d *queueDest) Apply(_ context.Context, p brokers.Power) error {
 		return err
 	case brokers.LoseConfirms:
 		return d.loseConfirms(p.Fires, p.Lost)
+	case brokers.CutProducer:
+		if !d.r.net.Embedded() {
+			return d.needsEmbedded("a network fault on the producer's connection")
+		}
+		d.producerCuts = append(d.producerCuts, &cut{after: p.For, fires: p.Fires, cut: p.Cut})
+		return nil
 	}
 	return brokers.NoPower(p)
 }

@@ -328,6 +328,7 @@ type queueDest struct {
 
 	// The network faults armed on this queue's clients (nil: none).
 	ackLost, confirmLost *lose
+	producerCuts         []*cut
 	// dead is the dead-letter queue, when spec.DeadLetter.
 	dead *queueDest
 	// out is the relay of a process variant's consumers (outside.go).

@@ -108,7 +108,7 @@ func (p *producer) reconnect(ctx context.Context) error {
 		return fmt.Errorf("rabbitmq producer on %s: %w", d.r.masked, err)
 	}
 	_ = p.conn.Close() // the dead one: releases amqp091's goroutines
-	_ = p.px.Close(context.WithoutCancel(ctx))
+	p.closeProxy(context.WithoutCancel(ctx), p.px)
 	p.conn, p.ch, p.px, p.id = conn, ch, px, id
 	return nil
 }

@@ -1,0 +1,154 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/dqbench/dqbench/brokers"
+	"github.com/dqbench/dqbench/recording"
+)
+
+// pendingAck is what a consumer instance has settled and not yet had
+// acked: acks run in the background, and until one is done its delivery
+// still counts as in flight. Anything that depends on them (a crash point
+// where a fault is armed, the end of the instance) waits for them all.
+//
+// By default one ack is in flight at a time: the next delivery's ack
+// waits for it. A consumer whose ack also acks the deliveries before it
+// (a Kafka offset commit, brokers.BatchAcker) that is its variant's only
+// instance batches instead: what is settled while a commit is in flight
+// goes out together in the next one, so a broker slower to commit than
+// the store is to apply no longer holds each delivery up. Only one
+// instance: with several, a rebalance could move a partition with
+// commits still queued, and the new owner would get those deliveries
+// again, where one ack in flight keeps that window to one delivery.
+type pendingAck struct {
+	done  chan error  // the single ack in flight
+	batch *ackBatcher // nil: one ack at a time
+}
+
+// newPendingAck readies the acks of instance c.
+func (r *variantRun) newPendingAck(ctx context.Context, c *recording.Consumer, ackFirst bool) *pendingAck {
+	p := &pendingAck{}
+	if !ackFirst && c.BatchAcks() && r.s.ConsumerFor(r.v).Instances == 1 {
+		p.batch = &ackBatcher{ctx: ctx, r: r, c: c}
+		p.batch.idle = sync.NewCond(&p.batch.mu)
+	}
+	return p
+}
+
+// start acks d in the background, taking over d's in-flight count; one at
+// a time: the previous ack must have been waited for (beforeNext).
+func (p *pendingAck) start(ctx context.Context, r *variantRun, c *recording.Consumer, d brokers.Delivery) {
+	if p.batch != nil {
+		p.batch.add(d)
+		return
+	}
+	p.done = make(chan error, 1)
+	go func() {
+		err := r.ack(ctx, c, d)
+		r.flow.inflight.Add(-1)
+		p.done <- err
+	}()
+}
+
+// beforeNext is what the next ack waits for: the ack in flight, one at a
+// time; batching, nothing (only an earlier failure ends the instance).
+func (p *pendingAck) beforeNext() error {
+	if p.batch != nil {
+		return p.batch.failed()
+	}
+	return p.wait()
+}
+
+// wait waits for every ack in flight or queued.
+func (p *pendingAck) wait() error {
+	if p.batch != nil {
+		return p.batch.wait()
+	}
+	if p.done == nil {
+		return nil
+	}
+	err := <-p.done
+	p.done = nil
+	return err
+}
+
+// ackBatcher sends the acks of one instance in batches: one request in
+// flight, and what was settled meanwhile in the next.
+type ackBatcher struct {
+	ctx context.Context
+	r   *variantRun
+	c   *recording.Consumer
+
+	mu      sync.Mutex
+	idle    *sync.Cond // signalled when running ends
+	queued  []brokers.Delivery
+	running bool
+	err     error // the first failed request; later ones are not sent
+}
+
+func (b *ackBatcher) add(d brokers.Delivery) {
+	b.mu.Lock()
+	b.queued = append(b.queued, d)
+	start := !b.running
+	b.running = true
+	b.mu.Unlock()
+	if start {
+		go b.run()
+	}
+}
+
+// run sends what is queued, batch after batch, until nothing is.
+func (b *ackBatcher) run() {
+	for {
+		b.mu.Lock()
+		ds := b.queued
+		b.queued = nil
+		if len(ds) == 0 || b.err != nil {
+			b.running = false
+			b.idle.Broadcast()
+			b.mu.Unlock()
+			b.r.flow.inflight.Add(-int64(len(ds))) // not sent after a failure
+			return
+		}
+		b.mu.Unlock()
+		err := b.r.ackBatch(b.ctx, b.c, ds)
+		b.r.flow.inflight.Add(-int64(len(ds)))
+		if err != nil {
+			b.mu.Lock()
+			b.err = err
+			b.mu.Unlock()
+		}
+	}
+}
+
+// wait waits until every queued ack is sent; the first failure, if any.
+func (b *ackBatcher) wait() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for b.running {
+		b.idle.Wait()
+	}
+	return b.err
+}
+
+func (b *ackBatcher) failed() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.err
+}
+
+// ackBatch acks ds in one request (brokers.BatchAcker).
+func (r *variantRun) ackBatch(ctx context.Context, c *recording.Consumer, ds []brokers.Delivery) error {
+	if err := c.AckBatch(ctx, ds); err != nil {
+		return fmt.Errorf("ack intents %d to %d: %w", ds[0].Intent, ds[len(ds)-1].Intent, err)
+	}
+	for _, d := range ds {
+		r.progress.Consumed.Add(1)
+		r.flow.reached(d.Intent, doneAck)
+	}
+	r.progress.heardFrom(r.start)
+	return nil
+}
