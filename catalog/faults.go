@@ -247,6 +247,7 @@ var Faults = []Fault{
 	},
 	slowProcessing,
 	failOnce,
+	producerAppCrash,
 }
 
 // leaderFailoverWhere: leader-failover stops a node of a local cluster
@@ -360,6 +361,9 @@ func DefaultFaultName(t FaultType, params any) string {
 		return fmt.Sprintf("%s@%s", t, p.At)
 	}
 	if p, ok := params.(*ConsumerKillParams); ok && p.At != "" {
+		return fmt.Sprintf("%s@%s", t, p.At)
+	}
+	if p, ok := params.(*ProducerAppCrashParams); ok && p.At != "" {
 		return fmt.Sprintf("%s@%s", t, p.At)
 	}
 	if p, ok := params.(*AckLostParams); ok && p.Packet != "" {

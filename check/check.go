@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/history"
 )
 
@@ -57,6 +58,8 @@ const (
 	afterAck       // delivered again after the consumer had acked it
 	faultNamed     // a fault event named it (an ack-lost: the ack was lost on purpose)
 	cutFirst       // a consumer fault cut its first delivery's processing at a crash point (fail-once retried in process: a skip on that same delivery found its own marker)
+	written        // the producer application committed its business row (producer.pattern dual-write or outbox)
+	relayedAgain   // the outbox relay died after publishing it and before marking it sent: the restarted relay published it again
 	effected       // an effect event says the strategy applied it
 	outOfOrder     // its first effect came after the effect of an intent of its account published later
 )
@@ -74,7 +77,7 @@ func (f *facts) ackedAgain() bool { return f.has(afterAck) && !f.has(faultNamed)
 // producer heard: refused) nor the consumer (rejected). Whether it counts
 // as lost also depends on the drain (tally.lossCause).
 func (f *facts) missing() bool {
-	return f.has(published) && f.applied == 0 && !f.has(rejected) && !f.brokerRefused()
+	return (f.has(published) || f.has(written)) && f.applied == 0 && !f.has(rejected) && !f.brokerRefused()
 }
 
 // reachedBroker: the broker is known to have had the intent: it confirmed
@@ -210,6 +213,8 @@ func (t *tally) add(e *history.Event) {
 		} else {
 			t.republish.see(e.T-f.firstPublish, e.Intent)
 		}
+	case history.Written:
+		t.get(e.Intent).flags |= written
 	case history.Confirm:
 		t.get(e.Intent).flags |= confirmed
 	case history.PubFailed:
@@ -275,6 +280,9 @@ func (t *tally) add(e *history.Event) {
 		}
 		t.fired[e.Fault]++
 		t.addFaultReason(e)
+		if e.Intent != 0 && e.Point == string(catalog.AfterPublishBeforeMark) {
+			t.get(e.Intent).flags |= relayedAgain
+		}
 		if e.Intent != 0 {
 			t.get(e.Intent).flags |= faultNamed
 			if e.Consumer > 0 && e.Attempt == 1 && e.Point != "" {
@@ -359,7 +367,7 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	t.stage.mark(t)
 	var c Counts
 	c.FaultsInjected = t.faults
-	var logCopies, ackedAgain, recDups int
+	var logCopies, ackedAgain, recDups, relayed int
 	lost := map[Cause]int{}    // counted as lost, by cause
 	waiting := map[Cause]int{} // never delivered when the drain gave up: not counted
 	t.each(func(id int, f *facts) {
@@ -368,8 +376,11 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 				*row.field(&c) += row.perIntent(f)
 			}
 		}
-		if f.has(published) && f.has(copies) {
+		if f.has(published) && f.has(copies) && !f.has(relayedAgain) {
 			logCopies++
+		}
+		if f.has(relayedAgain) && f.applied > 1 {
+			relayed++
 		}
 		if f.has(afterAck) && t.verdict(id, f).Cause == DupAckedAgain {
 			ackedAgain++
@@ -397,6 +408,9 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	}
 	if recDups > 0 && t.onlyQoS2() {
 		notes = append(notes, fmt.Sprintf("%d intents were %s", recDups, DupQoS2Redeliver.Doc()))
+	}
+	if relayed > 0 {
+		notes = append(notes, fmt.Sprintf("%d intents were %s", relayed, DupRelayed.Doc()))
 	}
 	notes = append(notes, t.stage.notes()...)
 	if t.crashes > 0 {

@@ -85,7 +85,8 @@ var Table = []Count{
 	{
 		Name: "lost", Column: "lost",
 		Doc: "Intents handed to the producer, not refused by the broker, whose effect never applied after a complete drain: " +
-			"at-most-once publishing (QoS 0, acks=0) that lost them before the broker confirmed anything counts too. " +
+			"at-most-once publishing (QoS 0, acks=0) that lost them before the broker confirmed anything counts too, " +
+			"and so does an intent whose business row the producer application wrote and never published (producer.pattern dual-write). " +
 			"Each has a cause saying where it was lost (lost_by_cause): before the broker, in the broker, in the consumer.",
 		field: func(c *Counts) *int { return &c.Lost }, // counted in tally.counts, which knows the drain
 	},

@@ -38,11 +38,13 @@ const (
 	LostDeadLettered Cause = "dead-lettered"     // dead-lettered without the effect
 	LostUndelivered  Cause = "undelivered"       // confirmed, never delivered
 	LostUnconfirmed  Cause = "unconfirmed"       // never confirmed, never delivered: not known to have reached the broker
+	LostUnpublished  Cause = "unpublished"       // the producer application wrote its business row and never published the intent
+	DupRelayed       Cause = "relayed-again"     // the outbox relay published it twice: it died after the publish, before marking the row sent
 )
 
 // lossCauses lists the causes of losses, by where: before the broker (or
 // unseen in it: nobody confirmed it), in the broker, in the consumer.
-var lossCauses = []Cause{LostUnconfirmed, LostUndelivered, LostDeadLettered, LostUnprocessed, LostSkipped, LostIDShared}
+var lossCauses = []Cause{LostUnpublished, LostUnconfirmed, LostUndelivered, LostDeadLettered, LostUnprocessed, LostSkipped, LostIDShared}
 
 // Where says where an intent lost by this cause was lost: "in the
 // broker", "in the consumer", or for one nobody confirmed "before the
@@ -51,6 +53,8 @@ var lossCauses = []Cause{LostUnconfirmed, LostUndelivered, LostDeadLettered, Los
 // tell which); empty for a duplicate's cause.
 func (c Cause) Where() string {
 	switch c {
+	case LostUnpublished:
+		return "in the producer"
 	case LostUnconfirmed:
 		return "before the broker or unseen in it"
 	case LostUndelivered, LostDeadLettered:
@@ -88,6 +92,10 @@ func (c Cause) Doc() string {
 		return "sent to the dead-letter queue without its effect applying"
 	case LostUndelivered:
 		return "the broker had it (it confirmed it, or held it for an offline subscriber) but never delivered it: dropped past its limits, in a failover or in a restart of what it does not persist"
+	case DupRelayed:
+		return "published twice by the outbox relay (it died after the broker confirmed the outbox row's publish and before it marked the row sent; the restarted relay found the row unsent) and both copies were applied: the consumer's inbox (dedup on the business id) is what absorbs a relay's duplicate"
+	case LostUnpublished:
+		return "the producer application committed its business row and died before it published (a dual write: no transaction spans the row and the publish), and nothing made it publish again: the row exists, the message was never sent"
 	case LostUnconfirmed:
 		return "handed to the producer, never confirmed and never delivered: not known to have reached the broker (at-most-once publishing such as MQTT QoS 0 or Kafka acks=0 loses what the client had buffered or in flight when it died or was cut off, or the broker dropped it unseen; or a publish whose outcome was unknown and was not retried), and nobody was told"
 	}
@@ -106,6 +114,8 @@ func (c Cause) Why() string {
 // lossCause says why a lost intent was lost.
 func (f *facts) lossCause() Cause {
 	switch {
+	case !f.has(published):
+		return LostUnpublished
 	case f.has(deadLettered):
 		return LostDeadLettered
 	case f.deliveries == 0 && !f.reachedBroker():
@@ -172,6 +182,8 @@ func (t *tally) verdict(id int, f *facts) IntentVerdict {
 	case f.has(published) && f.applied > 1:
 		v.Verdict, v.Cause = Duplicate, DupRedelivered
 		switch {
+		case f.has(relayedAgain):
+			v.Cause = DupRelayed
 		case f.has(abortedSeen):
 			v.Cause = DupAbortedRead
 		case f.has(copies) && t.stage != nil:
@@ -254,7 +266,7 @@ func sortVerdicts(vs []IntentVerdict) {
 
 // Causes lists every cause in the order reports show them: duplicates,
 // then losses.
-var Causes = []Cause{DupRedelivered, DupAckedAgain, DupStoredTwice, DupQoS2Resent, DupQoS2Redeliver, LostSkipped, LostIDShared, LostUnprocessed, LostDeadLettered, LostUndelivered, LostUnconfirmed, DupStageRewrite, DupAbortedRead}
+var Causes = []Cause{DupRedelivered, DupAckedAgain, DupStoredTwice, DupQoS2Resent, DupQoS2Redeliver, LostSkipped, LostIDShared, LostUnprocessed, LostDeadLettered, LostUndelivered, LostUnconfirmed, DupStageRewrite, DupAbortedRead, DupRelayed, LostUnpublished}
 
 // onlyQoS2 reports whether every delivery of the variant arrived at QoS 2.
 func (t *tally) onlyQoS2() bool { return len(t.qos) == 1 && t.qos["2"] > 0 }

@@ -75,6 +75,9 @@ type Env struct {
 	// Stage is the variant's consume-transform-produce stage faults, nil
 	// when the variant has no stage (stage.go).
 	Stage *Stage
+	// Producer is where producer-app-crash registers, nil when the
+	// variant's producer pattern is direct (producer_app.go).
+	Producer *ProducerApp
 }
 
 // Arm installs a fault in one variant. It reports false, without error, when

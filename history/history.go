@@ -42,6 +42,11 @@ const (
 	Drain          Type = "drain"       // the drain ended; Drained says whether the broker had nothing left, Reason why not (Intents: poison messages left looping, the only thing the broker still held)
 	Stop           Type = "stop"        // a consumer process was stopped at the end of the run (process variants; Reason: how it exited)
 	Limits         Type = "limits"      // the variant's broker drops messages past limits (Reason names them: a managed Mosquitto's max_queued_messages)
+	// Written: the producer application committed the intent's business row
+	// in its own store (producer.pattern dual-write; outbox: with its
+	// outbox row, in the same transaction). The intent begins there: one
+	// written and never published is lost.
+	Written Type = "write"
 
 	// A consume-transform-produce stage's events (recording.Stage);
 	// Consumer is the stage instance's generation, Txn numbers its batches
@@ -266,6 +271,10 @@ func impossible(e *Event, messages int) string {
 		return fmt.Sprintf("publish of intent %d: intents are numbered from 1", e.Intent)
 	case e.Type == Publish && messages > 0 && e.Intent > messages:
 		return fmt.Sprintf("publish of intent %d, but the run published intents 1..%d", e.Intent, messages)
+	case e.Type == Written && e.Intent < 1:
+		return fmt.Sprintf("write of intent %d: intents are numbered from 1", e.Intent)
+	case e.Type == Written && messages > 0 && e.Intent > messages:
+		return fmt.Sprintf("write of intent %d, but the run had intents 1..%d", e.Intent, messages)
 	}
 	for _, in := range e.Intents {
 		if in < 0 {

@@ -36,6 +36,14 @@ func (r *variantRun) produce(ctx context.Context, dest brokers.Destination, prod
 		return err
 	}
 	p := recording.NewProducer(raw, r.rec)
+	app, err := r.openProducerApp(ctx, prod.Pattern) // nil with pattern direct (outbox.go)
+	if err != nil {
+		return err
+	}
+	defer app.close()
+	if prod.Pattern == catalog.Outbox {
+		return r.produceOutbox(ctx, p, app, prod)
+	}
 	sem := make(chan struct{}, prod.Window)
 	policy := retryPolicy{retries: prod.RetryCount(), timeout: prod.ConfirmTimeout.D(), backoff: prod.Backoff}
 	var wg sync.WaitGroup
@@ -43,8 +51,11 @@ func (r *variantRun) produce(ctx context.Context, dest brokers.Destination, prod
 	lag := lagLimit{max: int64(prod.MaxLag), idle: r.s.Drain.D(), f: &r.flow}
 publish:
 	for intent := 1; intent <= r.s.Messages; intent++ {
-		if !pace.wait(ctx, intent) || !lag.wait(ctx, intent) {
+		if !pace.wait(ctx, intent) || !lag.wait(ctx, intent) || app.failed() != nil {
 			break publish
+		}
+		if !app.beforePublish(ctx, r.s.Seed, intent) {
+			continue // dual-write: the application died after its business row (or the write failed)
 		}
 		select {
 		case sem <- struct{}{}:
@@ -76,7 +87,7 @@ publish:
 	case <-confirmed:
 	case <-sctx.Done():
 	}
-	return ctx.Err()
+	return app.ended(ctx)
 }
 
 // retryPolicy is the application's publish policy (producer.retries,

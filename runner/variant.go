@@ -32,8 +32,9 @@ type variantRun struct {
 	strat strategy.Instance // the variant's (strategy.go)
 	env   strategy.Env
 
-	consumerFaults faults.Consumer // decides what faults do to a delivery (consume.go)
-	kills          *faults.Kills   // a process variant's kill faults (process.go)
+	consumerFaults faults.Consumer     // decides what faults do to a delivery (consume.go)
+	kills          *faults.Kills       // a process variant's kill faults (process.go)
+	appFaults      *faults.ProducerApp // producer-app-crash faults, with a producer pattern other than direct (outbox.go)
 
 	slots    slots     // the consumer slots (consume.go)
 	flow     flow      // what the deliveries did so far, for the drain (drain.go)
@@ -170,6 +171,7 @@ func (r *variantRun) arm(dest brokers.Destination) error {
 	if r.stage != nil {
 		env.Stage = r.stage.faults
 	}
+	env.Producer = r.producerAppFaults()
 	for _, f := range r.s.Faults {
 		armed, err := faults.Install(faults.Fault{
 			Name: f.Name, Type: f.Type, Params: f.Params,

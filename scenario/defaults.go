@@ -82,6 +82,7 @@ func applyDefaults(s *Scenario) {
 		s.Producer.Idempotent = new(true)
 	}
 	setIfZero(&s.Producer.Window, DefaultWindow)
+	setIfZero(&s.Producer.Pattern, catalog.Direct)
 	setIfZero(&s.Consumer.Instances, DefaultInstances)
 	setIfZero(&s.Consumer.Ack, catalog.AckAfterProcess)
 	setIfZero(&s.Consumer.Prefetch, DefaultPrefetch)
@@ -156,6 +157,7 @@ func (s *Scenario) ProducerFor(v Variant) Producer {
 		setIfNonZero(&p.Window, o.Window)
 		setIfNonZero(&p.Rate, o.Rate)
 		setIfNonZero(&p.MaxLag, o.MaxLag)
+		setIfNonZero(&p.Pattern, o.Pattern)
 		if o.Retries != nil {
 			p.Retries = new(*o.Retries)
 		}

@@ -56,6 +56,15 @@ var fixtures = []fixture{
 	{"invalid/unknown-strategy.yaml", []string{
 		`7:15: variants[0].strategy: "dedup-tabel" is not allowed (allowed: ` + strings.Join(catalog.StrategyNames(), ", ") + `); did you mean "dedup-table"?`,
 	}},
+	{"invalid/producer-app-crash-without-pattern.yaml", []string{
+		`5:36: faults[0].at: no variant's producer.pattern is outbox, the only pattern with the point after-publish-before-mark, so the fault never fires; add producer: {pattern: outbox} to a variant, or pick another point`,
+		`7:5: faults[2]: producer-app-crash needs at: where the producer application dies: between-write-and-publish (producer.pattern dual-write: its business row committed and the publish never sent) or after-publish-before-mark (producer.pattern outbox: the relay had the broker's confirm and had not marked the outbox row sent) (allowed: between-write-and-publish, after-publish-before-mark)`,
+		`10:54: variants[1].producer.pattern: "outbx" is not allowed (allowed: direct, dual-write, outbox); did you mean "outbox"?`,
+	}},
+	{"invalid/producer-outbox-relay-keys.yaml", []string{
+		`4:37: producer.window: the outbox relay (producer.pattern outbox) does not use it: it publishes one row at a time and publishes a row again on its next pass until the broker confirms it; remove window, or set it only where the pattern is direct or dual-write`,
+		`6:55: variants[0].producer.retries: the outbox relay (producer.pattern outbox) does not use it: it publishes one row at a time and publishes a row again on its next pass until the broker confirms it; remove retries, or set it only where the pattern is direct or dual-write`,
+	}},
 	{"invalid/wrong-type.yaml", []string{
 		`3:11: messages: must be an integer, got string "many"`,
 	}},

@@ -65,6 +65,9 @@ type Producer struct {
 	Retries        *int     `yaml:"retries" json:"retries,omitempty" jsonschema:"minimum=0,maximum=100,description=How many times the application publishes an intent again when a send ends without a confirm (an unknown outcome) or none came within confirm_timeout (default 0: the client's own retries only)."`
 	ConfirmTimeout Duration `yaml:"confirm_timeout" json:"confirm_timeout,omitempty" jsonschema:"description=How long the application waits for a confirm before it gives the send up as unknown (and retries\\, with retries > 0); default: as long as the client takes to answer (5s with a confirm-lost fault\\, whose withheld confirms never come)."`
 	Backoff        *Backoff `yaml:"backoff" json:"backoff,omitempty" jsonschema:"description=How long the application waits before each retry (with retries > 0): fixed or exponential\\, with a cap and a seeded jitter (default: it retries at once)."`
+	// Pattern is how the application hands each intent over: directly,
+	// after a write of its own business row, or through an outbox.
+	Pattern catalog.ProducerPattern `yaml:"pattern" json:"pattern,omitempty" jsonschema:"description=How the producer application hands an intent to the broker: direct (default: it publishes)\\, dual-write (it commits its own business row in its SQLite store\\, then publishes: a crash between the two loses the intent) or outbox (it commits the business row and an outbox row in one transaction; a relay publishes each unsent row and marks it sent: a relay crash between the two publishes it twice)."`
 	// The producer keys only some broker kinds take (Kafka's client,
 	// RabbitMQ's max_length and overflow).
 	catalog.ProducerKeys `yaml:",inline"`

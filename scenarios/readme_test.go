@@ -46,6 +46,7 @@ var lessons = []lesson{
 		{"strategy-setnx-ttl", 13.8},
 		{"strategy-version-order", 11.7},
 		{"strategy-id-source", 7.6},
+		{"producer-outbox", 1.8},
 	}},
 	{"Kafka: producer retries, offsets, transactions, rebalances", []timed{
 		{"kafka-commit-timing", 1.6},

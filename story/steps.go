@@ -30,6 +30,8 @@ func (s *Story) Steps() []Step {
 		switch e.Type {
 		case history.Publish:
 			text = fmt.Sprintf("published (attempt %d)", max(e.Attempt, 1))
+		case history.Written:
+			text = "business row committed in the producer's store"
 		case history.Confirm:
 			text = "confirmed"
 		case history.PubFailed:

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/history"
 )
@@ -43,13 +44,16 @@ type Story struct {
 // "consumer N" or "store".
 func Lane(e history.Event) string {
 	switch e.Type {
-	case history.Publish, history.PubFailed:
+	case history.Publish, history.PubFailed, history.Written:
 		return "producer"
 	case history.Confirm, history.DeadLetter, history.Drain:
 		return "broker"
 	case history.Effect:
 		return "store"
 	case history.Fault:
+		if e.Consumer == 0 && catalog.PatternWith(catalog.ProducerPoint(e.Point)) != "" {
+			return "producer" // producer-app-crash: the producer application died
+		}
 		if e.Consumer == 0 {
 			return "broker" // a fault inside the broker (produce-response-lost)
 		}
