@@ -391,8 +391,9 @@ variants:
 // TestZombieEndsItsInstance: an instance that stalls past its lease after
 // its effect (consumer-zombie at after-effect-before-ack) finishes without
 // acking and ends; its replacement is the only new instance. So the history
-// has one crash per fault and one start per instance plus one per fault,
-// and each zombie's intent applies twice with strategy none.
+// has one crash per fault, each a lost lease, and one start per instance
+// plus one per fault; and each zombie's intent applies twice with strategy
+// none.
 func TestZombieEndsItsInstance(t *testing.T) {
 	s := parse(t, `
 version: 1
@@ -410,8 +411,12 @@ variants:
 		t.Fatal(err)
 	}
 	v := res.Run.Variants[0]
-	if v.FaultsInjected != 4 || v.Duplicates != 4 || v.Lost != 0 {
-		t.Errorf("want 4 faults, 4 duplicates, 0 lost; got %+v", v.Counts)
+	// Each zombie's intent applies twice. Under the race detector the
+	// rebalance that hands the zombie's partitions over can also fail a
+	// commit of the other instance, whose records then come again: more
+	// duplicates, never fewer.
+	if v.FaultsInjected != 4 || v.Duplicates < 4 || !raceEnabled && v.Duplicates != 4 || v.Lost != 0 {
+		t.Errorf("want 4 faults, 4 duplicates (at least, under -race), 0 lost; got %+v", v.Counts)
 	}
 	starts, crashes := 0, 0
 	for e, err := range history.Scan(bytes.NewReader(res.History)) {
