@@ -25,15 +25,7 @@ import (
 // in most runs: see the built-in's varies).
 // Skipped like TestManagedRabbitMQ.
 func TestManagedRabbitMQDurability(t *testing.T) {
-	if !cluster.Installed() {
-		if os.Getenv("DQBENCH_REQUIRE_BROKERS") == "1" {
-			t.Fatal("DQBENCH_REQUIRE_BROKERS=1 but rabbitmq-server is not installed (mode: managed needs it)")
-		}
-		t.Skip("rabbitmq-server is not installed: mode: managed cannot start a node")
-	}
-	if testing.Short() || race.Enabled && os.Getenv("DQBENCH_MANAGED_RACE") != "1" {
-		t.Skip("a managed node is too slow for -short or beside the race detector; run without them, or set DQBENCH_MANAGED_RACE=1")
-	}
+	needManagedNode(t)
 	s, err := scenario.Resolve("rabbitmq-durability")
 	if err != nil {
 		t.Fatal(err)
@@ -93,15 +85,7 @@ func TestManagedRabbitMQDurability(t *testing.T) {
 // consumer's channel, not earlier than the timeout, and only none applies
 // it twice.
 func TestManagedRabbitMQConsumerTimeout(t *testing.T) {
-	if !cluster.Installed() {
-		if os.Getenv("DQBENCH_REQUIRE_BROKERS") == "1" {
-			t.Fatal("DQBENCH_REQUIRE_BROKERS=1 but rabbitmq-server is not installed (mode: managed needs it)")
-		}
-		t.Skip("rabbitmq-server is not installed: mode: managed cannot start a node")
-	}
-	if testing.Short() || race.Enabled && os.Getenv("DQBENCH_MANAGED_RACE") != "1" {
-		t.Skip("a managed node is too slow for -short or beside the race detector; run without them, or set DQBENCH_MANAGED_RACE=1")
-	}
+	needManagedNode(t)
 	s, err := scenario.Resolve("rabbitmq-consumer-timeout")
 	if err != nil {
 		t.Fatal(err)
@@ -165,4 +149,21 @@ func restartIntent(t *testing.T, hist []byte) int {
 	}
 	t.Fatal("no broker-restart fault in the history")
 	return 0
+}
+
+// needManagedNode skips a test that starts its own managed RabbitMQ node
+// where it cannot (no rabbitmq-server: a failure with
+// DQBENCH_REQUIRE_BROKERS=1) or should not (-short, or beside the race
+// detector unless DQBENCH_MANAGED_RACE=1).
+func needManagedNode(t *testing.T) {
+	t.Helper()
+	if !cluster.Installed() {
+		if os.Getenv("DQBENCH_REQUIRE_BROKERS") == "1" {
+			t.Fatal("DQBENCH_REQUIRE_BROKERS=1 but rabbitmq-server is not installed (mode: managed needs it)")
+		}
+		t.Skip("rabbitmq-server is not installed: mode: managed cannot start a node")
+	}
+	if testing.Short() || race.Enabled && os.Getenv("DQBENCH_MANAGED_RACE") != "1" {
+		t.Skip("a managed node is too slow for -short or beside the race detector; run without them, or set DQBENCH_MANAGED_RACE=1")
+	}
 }
