@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,10 +19,18 @@ import (
 // it to its own expectations: what `dqbench run NAME` promises. Built-ins
 // on external brokers have their own tests. Skipped under the race
 // detector, which the shorter runs in TestBuiltins cover.
+//
+// builtinsAtOnce of them run at a time: most of a built-in's time is
+// waiting (a group rebalance after a crash, an ack_wait, a backoff), not
+// CPU, and the built-ins share nothing but the machine. Their expectations
+// are meant to hold on a loaded machine too.
 func TestEveryEmbeddedBuiltinMeetsItsExpectations(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("full-size built-in runs: not with -short or -race")
 	}
+	slots := make(chan struct{}, builtinsAtOnce)
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for _, name := range scenarios.Names() {
 		s, err := scenario.Resolve(name)
 		if err != nil {
@@ -30,23 +39,31 @@ func TestEveryEmbeddedBuiltinMeetsItsExpectations(t *testing.T) {
 		if s.Broker.Mode != catalog.Embedded {
 			continue
 		}
-		t.Run(name, func(t *testing.T) {
-			if needsRedis(s) && !reachable(s.Redis) {
-				if os.Getenv("DQBENCH_REQUIRE_BROKERS") == "1" {
-					t.Fatalf("%s needs Redis at %s, which is not reachable", name, s.Redis)
-				}
-				t.Skipf("%s needs Redis at %s, which is not reachable", name, s.Redis)
-			}
-			res, err := runJudged(t, context.Background(), s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !res.Run.Passed || !res.Run.Valid() {
-				for _, v := range res.Run.Variants {
-					t.Errorf("variant %s: passed %v, invalid %v, counts %+v, expectations %+v", v.Name, v.Passed, v.Invalid, v.Counts, v.Expectations)
-				}
-			}
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			t.Run(name, func(t *testing.T) { meetsItsExpectations(t, name, s) })
 		})
+	}
+}
+
+const builtinsAtOnce = 3
+
+func meetsItsExpectations(t *testing.T, name string, s *scenario.Scenario) {
+	if needsRedis(s) && !reachable(s.Redis) {
+		if os.Getenv("DQBENCH_REQUIRE_BROKERS") == "1" {
+			t.Fatalf("%s needs Redis at %s, which is not reachable", name, s.Redis)
+		}
+		t.Skipf("%s needs Redis at %s, which is not reachable", name, s.Redis)
+	}
+	res, err := runJudged(t, context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Run.Passed || !res.Run.Valid() {
+		for _, v := range res.Run.Variants {
+			t.Errorf("variant %s: passed %v, invalid %v, counts %+v, expectations %+v", v.Name, v.Passed, v.Invalid, v.Counts, v.Expectations)
+		}
 	}
 }
 

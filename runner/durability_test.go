@@ -26,6 +26,7 @@ import (
 // Skipped like TestManagedRabbitMQ.
 func TestManagedRabbitMQDurability(t *testing.T) {
 	needManagedNode(t)
+	t.Parallel() // its own node, on ports of its own: mostly waiting
 	s, err := scenario.Resolve("rabbitmq-durability")
 	if err != nil {
 		t.Fatal(err)
@@ -86,6 +87,7 @@ func TestManagedRabbitMQDurability(t *testing.T) {
 // it twice.
 func TestManagedRabbitMQConsumerTimeout(t *testing.T) {
 	needManagedNode(t)
+	t.Parallel() // its own node, on ports of its own: mostly waiting
 	s, err := scenario.Resolve("rabbitmq-consumer-timeout")
 	if err != nil {
 		t.Fatal(err)
