@@ -315,7 +315,7 @@ func (k *consumer) Next(ctx context.Context) (brokers.Delivery, error) {
 }
 
 func (k *consumer) Ack(ctx context.Context, d brokers.Delivery) error {
-	return k.gate.ack(1, func() error { return k.cl.CommitRecords(ctx, d.Handle.(*kgo.Record)) })
+	return k.gate.ack(func() error { return k.cl.CommitRecords(ctx, d.Handle.(*kgo.Record)) })
 }
 
 // AckBatch commits ds in one OffsetCommit: each partition's commit is the
@@ -325,7 +325,7 @@ func (k *consumer) AckBatch(ctx context.Context, ds []brokers.Delivery) error {
 	for i, d := range ds {
 		rs[i] = d.Handle.(*kgo.Record)
 	}
-	return k.gate.ack(len(rs), func() error { return k.cl.CommitRecords(ctx, rs...) })
+	return k.gate.ack(func() error { return k.cl.CommitRecords(ctx, rs...) })
 }
 
 // Abandon closes the client without committing, as a process that dies and
