@@ -21,11 +21,6 @@ import (
 	"github.com/dqbench/dqbench/catalog"
 )
 
-// groupHeartbeat is how often a group member (consumer or stage) tells
-// the coordinator it is alive, and so how soon it learns that the group
-// rebalances because another member left.
-const groupHeartbeat = 100 * time.Millisecond
-
 // Kafka is an embedded or external Kafka cluster.
 type Kafka struct {
 	cluster    *kfake.Cluster // nil when external
@@ -247,36 +242,27 @@ func (c *topicDest) Consumer(ctx context.Context, gen int) (brokers.Consumer, er
 		// to end its session (about a millisecond per crash on kfake);
 		// what is fetched is the same.
 		kgo.DisableFetchSessions(),
-		// A member that leaves (a crash) makes the group rebalance; the
-		// others learn of it at their next heartbeat, 3 s apart by
-		// default: with two instances, the partitions of the one that
-		// left waited half a second on average (up to 3 s) for their next
-		// owner. Same assignment, sooner.
-		kgo.HeartbeatInterval(groupHeartbeat),
 	}
 	if c.settings.Isolation == catalog.ReadCommitted {
 		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	}
-	k := &consumer{c: c, max: c.spec.Prefetch}
-	cl, err := kgo.NewClient(append(opts, k.gate.opts()...)...)
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka consumer: %w", err)
 	}
-	k.cl, k.gate.cl = cl, cl
-	return k, nil
+	return &consumer{c: c, cl: cl, max: c.spec.Prefetch}, nil
 }
 
 type consumer struct {
-	c    *topicDest
-	cl   *kgo.Client
-	gate gate // rebalances between polls only (gate.go)
-	max  int
-	buf  []*kgo.Record
+	c   *topicDest
+	cl  *kgo.Client
+	max int
+	buf []*kgo.Record
 }
 
 func (k *consumer) Next(ctx context.Context) (brokers.Delivery, error) {
 	for len(k.buf) == 0 {
-		fs := k.gate.poll(ctx, k.max)
+		fs := k.cl.PollRecords(ctx, k.max)
 		if err := ctx.Err(); err != nil {
 			return brokers.Delivery{}, err
 		}
@@ -285,9 +271,6 @@ func (k *consumer) Next(ctx context.Context) (brokers.Delivery, error) {
 		}
 		var ferr error
 		fs.EachError(func(t string, p int32, err error) {
-			if errors.Is(err, context.Canceled) {
-				return // the gate stopped the poll for a rebalance
-			}
 			ferr = fmt.Errorf("fetch %s[%d]: %w", t, p, err)
 		})
 		if ferr != nil {
@@ -315,7 +298,7 @@ func (k *consumer) Next(ctx context.Context) (brokers.Delivery, error) {
 }
 
 func (k *consumer) Ack(ctx context.Context, d brokers.Delivery) error {
-	return k.gate.ack(func() error { return k.cl.CommitRecords(ctx, d.Handle.(*kgo.Record)) })
+	return k.cl.CommitRecords(ctx, d.Handle.(*kgo.Record))
 }
 
 // AckBatch commits ds in one OffsetCommit: each partition's commit is the
@@ -325,7 +308,7 @@ func (k *consumer) AckBatch(ctx context.Context, ds []brokers.Delivery) error {
 	for i, d := range ds {
 		rs[i] = d.Handle.(*kgo.Record)
 	}
-	return k.gate.ack(func() error { return k.cl.CommitRecords(ctx, rs...) })
+	return k.cl.CommitRecords(ctx, rs...)
 }
 
 // Abandon closes the client without committing, as a process that dies and
@@ -338,7 +321,6 @@ func (k *consumer) AckBatch(ctx context.Context, ds []brokers.Delivery) error {
 // broker's Close waits for it.
 func (k *consumer) Abandon() {
 	k.buf = nil
-	k.gate.open()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	_ = k.cl.LeaveGroupContext(ctx)
 	cancel()
@@ -351,7 +333,6 @@ func (k *consumer) Close(ctx context.Context) { k.leaveAndClose(ctx) }
 // leaveAndClose bounds the group leave by ctx, so a hung broker cannot keep
 // a run past its deadline.
 func (k *consumer) leaveAndClose(ctx context.Context) {
-	k.gate.open()
 	_ = k.cl.LeaveGroupContext(ctx)
 	k.cl.Close()
 }
