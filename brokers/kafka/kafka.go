@@ -21,6 +21,11 @@ import (
 	"github.com/dqbench/dqbench/catalog"
 )
 
+// groupHeartbeat is how often a group member (consumer or stage) tells
+// the coordinator it is alive, and so how soon it learns that the group
+// rebalances because another member left.
+const groupHeartbeat = 100 * time.Millisecond
+
 // Kafka is an embedded or external Kafka cluster.
 type Kafka struct {
 	cluster    *kfake.Cluster // nil when external
@@ -242,6 +247,12 @@ func (c *topicDest) Consumer(ctx context.Context, gen int) (brokers.Consumer, er
 		// to end its session (about a millisecond per crash on kfake);
 		// what is fetched is the same.
 		kgo.DisableFetchSessions(),
+		// A member that leaves (a crash) makes the group rebalance; the
+		// others learn of it at their next heartbeat, 3 s apart by
+		// default: with two instances, the partitions of the one that
+		// left waited half a second on average (up to 3 s) for their next
+		// owner. Same assignment, sooner.
+		kgo.HeartbeatInterval(groupHeartbeat),
 	}
 	if c.settings.Isolation == catalog.ReadCommitted {
 		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))

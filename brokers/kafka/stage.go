@@ -67,6 +67,7 @@ func (c *topicDest) Stage(ctx context.Context, slot, gen int) (brokers.Stage, er
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(c.k.seeds...),
 		kgo.ConsumerGroup(st.group),
+		kgo.HeartbeatInterval(groupHeartbeat),
 		kgo.ConsumeTopics(c.topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(50 * time.Millisecond),
