@@ -84,6 +84,9 @@ type DestinationSpec struct {
 	Retries int
 	// Prefetch is how many messages a consumer fetches at once.
 	Prefetch int
+	// Instances is how many consumer instances run at once (consumer.instances);
+	// an MQTT destination gives each its own session in a shared subscription.
+	Instances int
 	// AutoAck: the broker counts a delivery acked when it sends it
 	// (consumer ack: auto, only for kinds with catalog.Broker.AutoAck);
 	// Consumer.Ack is then a no-op.

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"maps"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dqbench/dqbench/check"
+	"github.com/dqbench/dqbench/history"
 	"github.com/dqbench/dqbench/scenario"
 )
 
@@ -355,5 +357,69 @@ func TestMQTTSubscriberOffline(t *testing.T) {
 	}
 	if !maps.Equal(seen[0], seen[1]) {
 		t.Errorf("same seed, different counts (duplicates, lost, effects): %v then %v", seen[0], seen[1])
+	}
+}
+
+// TestMQTTSharedSubscription runs mqtt-shared-subscription (three instances
+// in one $share group, crashes after the effect) twice with one seed: none
+// duplicates exactly the crashed intents, dedup-table neither duplicates
+// nor loses, the same both times. Every delivery of intent i comes on the
+// session the embedded broker assigns it, ((i-1) mod 3)+1, the redelivery
+// after a crash too: mochi-mqtt resends a crashed member's messages to
+// its own session (its replacement), never to another member.
+func TestMQTTSharedSubscription(t *testing.T) {
+	var seen [2]map[string][4]int
+	runs := len(seen)
+	if raceEnabled {
+		runs = 1 // the race detector needs one run; the counts are compared without it
+	}
+	for i := range runs {
+		s, err := scenario.Resolve("mqtt-shared-subscription")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := runJudged(t, context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Run.Passed || !res.Run.Valid() {
+			t.Fatalf("run %d did not pass: %+v", i+1, res.Run)
+		}
+		seen[i] = map[string][4]int{}
+		for _, v := range res.Run.Variants {
+			if v.FaultsInjected == 0 || v.Lost != 0 {
+				t.Errorf("variant %s: %d faults, %d lost; want faults and no loss", v.Name, v.FaultsInjected, v.Lost)
+			}
+			if want := map[string]int{"none": v.FaultsInjected, "dedup-table": 0}[v.Name]; v.Duplicates != want {
+				t.Errorf("variant %s: %d duplicates, want %d (one per crash after the effect with none)", v.Name, v.Duplicates, want)
+			}
+			seen[i][v.Name] = [4]int{v.Duplicates, v.Lost, v.Effects, v.FaultsInjected}
+		}
+		sessions := map[string]map[string]bool{} // variant → sessions that delivered
+		for e, err := range history.Scan(bytes.NewReader(res.History)) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Type != history.Deliver {
+				continue
+			}
+			want := "s" + strconv.Itoa((e.Intent-1)%3+1) + "/"
+			if !strings.HasPrefix(e.Position, want) {
+				t.Errorf("variant %s: intent %d attempt %d delivered at %q, want on session %s", e.Variant, e.Intent, e.Attempt, e.Position, want)
+			}
+			if sessions[e.Variant] == nil {
+				sessions[e.Variant] = map[string]bool{}
+			}
+			sess, _, _ := strings.Cut(e.Position, "/")
+			sessions[e.Variant][sess] = true
+		}
+		for v, ss := range sessions {
+			if len(ss) != 3 {
+				t.Errorf("variant %s: deliveries on sessions %v, want all three", v, ss)
+			}
+		}
+	}
+	if runs == 2 && !maps.Equal(seen[0], seen[1]) {
+		t.Errorf("same seed, different counts (duplicates, lost, effects, faults): %v then %v", seen[0], seen[1])
 	}
 }

@@ -8,8 +8,8 @@ import (
 )
 
 // mqtt checks the MQTT settings: QoS levels in range, a variant's mqtt
-// overrides only with broker kind mqtt, and one consumer instance (each
-// consumer is the one persistent session of its variant).
+// overrides only with broker kind mqtt, and more than one consumer
+// instance (a shared subscription) only where dqbench can run one.
 func (c *checker) mqtt() {
 	isMQTT := c.s.Broker.Kind == catalog.MQTT
 	check := func(path string, m *catalog.MQTTSettings) {
@@ -72,6 +72,7 @@ func (c *checker) mqtt() {
 			}
 		}
 	}
+	reported := map[string]bool{} // shared-subscription problems, once per path
 	for i, v := range c.s.Variants {
 		vp := fmt.Sprintf("variants[%d]", i)
 		if v.RabbitMQ != nil && c.s.Broker.Kind != catalog.RabbitMQ {
@@ -91,13 +92,40 @@ func (c *checker) mqtt() {
 		}
 		check(vp+".mqtt", v.MQTT)
 		if isMQTT {
-			if n := c.s.ConsumerFor(v).Instances; n > 1 {
-				path := "consumer.instances"
-				if v.Consumer != nil && v.Consumer.Instances != 0 {
-					path = vp + ".consumer.instances"
-				}
-				c.errorf(path, "%s: broker kind mqtt runs one consumer instance per variant (its persistent session), got %d; use instances: 1", path, n)
-			}
+			c.mqttShared(vp, v, reported)
+		}
+	}
+}
+
+// mqttShared checks a variant whose consumer instances share one
+// subscription ($share/GROUP/dqbench/NAME/+, one session each): only on
+// the embedded broker, and without subscriber-offline, which takes the
+// variant's one session offline.
+func (c *checker) mqttShared(vp string, v Variant, reported map[string]bool) {
+	n := c.s.ConsumerFor(v).Instances
+	if n <= 1 || v.Process != nil {
+		return // process.instances is checked with the process
+	}
+	path := "consumer.instances"
+	if v.Consumer != nil && v.Consumer.Instances != 0 {
+		path = vp + ".consumer.instances"
+	}
+	mode := c.s.Broker.Mode
+	if mode == "" {
+		mode = catalog.ModeOf(catalog.MQTT)
+	}
+	if mode != catalog.Embedded {
+		if reported[path] {
+			return
+		}
+		reported[path] = true
+		c.errorf(path, "%s: %d instances share one MQTT subscription ($share) only with mode: embedded, not %s (dqbench tracks each shared session's packets in the embedded broker); use mode: embedded or instances: 1", path, n, mode)
+		return
+	}
+	for i, f := range c.s.Faults {
+		if fp := fmt.Sprintf("faults[%d].type", i); f.Type == catalog.SubscriberOffline && !reported[fp] {
+			reported[fp] = true
+			c.errorf(fp, "%s: subscriber-offline takes the variant's one consumer session offline, and %s is %d (a shared subscription, one session per instance); with instances above 1 use the other faults that act on embedded MQTT (consumer-crash, consumer-zombie, ack-lost, disconnect, fail-once, producer-app-crash), or instances: 1", fp, path, n)
 		}
 	}
 }

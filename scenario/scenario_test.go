@@ -249,7 +249,13 @@ var fixtures = []fixture{
 		`8:39: faults[1].leg: "sideways" is not allowed (allowed: publisher, subscriber)`,
 		`10:43: variants[0].mqtt.qos: must be 0, 1 or 2, got 3`,
 		`10:54: variants[0].mqtt.client: "pahoo" is not allowed (allowed: paho, paho.golang); did you mean "paho"?`,
-		`11:53: variants[1].consumer.instances: broker kind mqtt runs one consumer instance per variant (its persistent session), got 2; use instances: 1`,
+	}},
+	{"invalid/mqtt-shared-managed.yaml", []string{
+		`5:14: consumer.instances: 3 instances share one MQTT subscription ($share) only with mode: embedded, not managed (dqbench tracks each shared session's packets in the embedded broker); use mode: embedded or instances: 1`,
+		`8:53: variants[1].consumer.instances: 2 instances share one MQTT subscription ($share) only with mode: embedded, not managed (dqbench tracks each shared session's packets in the embedded broker); use mode: embedded or instances: 1`,
+	}},
+	{"invalid/mqtt-shared-offline.yaml", []string{
+		`5:12: faults[0].type: subscriber-offline takes the variant's one consumer session offline, and variants[1].consumer.instances is 2 (a shared subscription, one session per instance); with instances above 1 use the other faults that act on embedded MQTT (consumer-crash, consumer-zombie, ack-lost, disconnect, fail-once, producer-app-crash), or instances: 1`,
 	}},
 	{"invalid/mqtt-on-kafka.yaml", []string{
 		`5:12: faults[0]: ack-lost cannot act here: it is injected inside the embedded MQTT broker (mochi-mqtt) or by dqbench's in-process toxiproxy in front of an external one; use broker kind: mqtt, mode: embedded or external`,

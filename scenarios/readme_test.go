@@ -82,6 +82,7 @@ var lessons = []lesson{
 		{"mqtt-client-qos2", 3.4},
 		{"mqtt-persistent-session", 0.5},
 		{"mqtt-subscriber-offline", 0.7},
+		{"mqtt-shared-subscription", 1.0},
 		{"mqtt-broker-queue-limit", 5.2},
 		{"mqtt-broker-restart", 4.5},
 	}},
