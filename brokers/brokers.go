@@ -137,6 +137,9 @@ type Delivery struct {
 	// QoS is the QoS level the delivery arrived with where the protocol
 	// has one (MQTT: "0", "1" or "2"); empty elsewhere.
 	QoS string
+	// Retained: the broker sent it from its retained messages because the
+	// consumer subscribed (MQTT's RETAIN flag on a delivery).
+	Retained bool
 	// Handle is the adapter's own reference, passed back to Ack.
 	Handle any
 }

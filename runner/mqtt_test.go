@@ -423,3 +423,60 @@ func TestMQTTSharedSubscription(t *testing.T) {
 		t.Errorf("same seed, different counts (duplicates, lost, effects, faults): %v then %v", seen[0], seen[1])
 	}
 }
+
+// TestMQTTRetainedResubscribe runs mqtt-retained-resubscribe: a clean
+// session without retain loses, with retain every crash's resubscription
+// brings the retained intents back (none duplicates, each duplicate
+// retained-again and on the subscriber leg; dedup-table 0/0; nothing
+// lost), and a persistent session, which does not subscribe again, gets no
+// retained delivery: one duplicate per crash.
+func TestMQTTRetainedResubscribe(t *testing.T) {
+	s, err := scenario.Resolve("mqtt-retained-resubscribe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := runJudged(t, context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Run.Passed || !res.Run.Valid() {
+		t.Fatalf("run did not pass: %+v", res.Run)
+	}
+	in, err := check.Inspect(s.Plan(), res.Meta, history.Scan(bytes.NewReader(res.History)), res.Audits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	retained := map[string]int{} // deliveries flagged retained, by variant
+	for e, err := range history.Scan(bytes.NewReader(res.History)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Type == history.Deliver && e.Retained {
+			retained[e.Variant]++
+		}
+	}
+	for _, v := range in.Variants {
+		a := in.Anomalies(v.Name, 3)
+		switch v.Name {
+		case "clean-no-retain":
+			if v.Lost == 0 || retained[v.Name] != 0 {
+				t.Errorf("%s: %d lost, %d retained deliveries; want losses and none retained", v.Name, v.Lost, retained[v.Name])
+			}
+		case "clean-retain":
+			if v.Duplicates == 0 || v.Lost != 0 || a.ByCause[check.DupRetained] != v.Duplicates || v.Legs.Subscriber.Duplicates != v.Duplicates || v.Legs.Publisher.Duplicates != 0 {
+				t.Errorf("%s: %d duplicates (causes %v, legs %+v), %d lost; want duplicates, every one retained-again on the subscriber leg, none lost", v.Name, v.Duplicates, a.ByCause, *v.Legs, v.Lost)
+			}
+			if retained[v.Name] < v.Duplicates {
+				t.Errorf("%s: %d retained deliveries for %d duplicates", v.Name, retained[v.Name], v.Duplicates)
+			}
+		case "clean-retain-dedup-table":
+			if v.Duplicates != 0 || v.Lost != 0 || retained[v.Name] == 0 {
+				t.Errorf("%s: %d duplicates, %d lost, %d retained deliveries; want 0, 0, some", v.Name, v.Duplicates, v.Lost, retained[v.Name])
+			}
+		case "persistent-retain":
+			if v.Duplicates != v.FaultsInjected || v.Lost != 0 || retained[v.Name] != 0 {
+				t.Errorf("%s: %d duplicates for %d crashes, %d lost, %d retained deliveries; want one per crash, none lost or retained", v.Name, v.Duplicates, v.FaultsInjected, v.Lost, retained[v.Name])
+			}
+		}
+	}
+}

@@ -19,6 +19,10 @@ func (c *checker) mqtt() {
 		if m.Persistence != nil {
 			c.managedOnly(join(path, "persistence")) // reported; the other settings are still checked
 		}
+		if m.Retains() && c.mqttMode() != catalog.Embedded {
+			kp := join(path, "retain")
+			c.errorf(kp, "%s: only with mode: embedded, not %s (retained messages outlive the run on a broker dqbench does not start, and the managed Mosquitto's backlog is counted on the clients, which a retained copy would fool); use mode: embedded or remove it", kp, c.mqttMode())
+		}
 		for _, q := range []struct {
 			key string
 			v   *int
@@ -110,16 +114,12 @@ func (c *checker) mqttShared(vp string, v Variant, reported map[string]bool) {
 	if v.Consumer != nil && v.Consumer.Instances != 0 {
 		path = vp + ".consumer.instances"
 	}
-	mode := c.s.Broker.Mode
-	if mode == "" {
-		mode = catalog.ModeOf(catalog.MQTT)
-	}
-	if mode != catalog.Embedded {
+	if mode := c.mqttMode(); mode != catalog.Embedded {
 		if reported[path] {
 			return
 		}
 		reported[path] = true
-		c.errorf(path, "%s: %d instances share one MQTT subscription ($share) only with mode: embedded, not %s (dqbench tracks each shared session's packets in the embedded broker); use mode: embedded or instances: 1", path, n, mode)
+		c.errorf(path, "%s: %d instances share one MQTT subscription ($share) only with mode: embedded, not %s (dqbench tracks each shared session's packets in the embedded broker); use mode: embedded or instances: 1", path, n, c.mqttMode())
 		return
 	}
 	for i, f := range c.s.Faults {
@@ -128,6 +128,14 @@ func (c *checker) mqttShared(vp string, v Variant, reported map[string]bool) {
 			c.errorf(fp, "%s: subscriber-offline takes the variant's one consumer session offline, and %s is %d (a shared subscription, one session per instance); with instances above 1 use the other faults that act on embedded MQTT (consumer-crash, consumer-zombie, ack-lost, disconnect, fail-once, producer-app-crash), or instances: 1", fp, path, n)
 		}
 	}
+}
+
+// mqttMode is the MQTT broker's mode, its default where unset.
+func (c *checker) mqttMode() catalog.Mode {
+	if c.s.Broker.Mode == "" {
+		return catalog.ModeOf(catalog.MQTT)
+	}
+	return c.s.Broker.Mode
 }
 
 // managedOnly reports a managed Mosquitto's setting at kp in another mode,

@@ -253,6 +253,7 @@ var fixtures = []fixture{
 	{"invalid/mqtt-shared-managed.yaml", []string{
 		`5:14: consumer.instances: 3 instances share one MQTT subscription ($share) only with mode: embedded, not managed (dqbench tracks each shared session's packets in the embedded broker); use mode: embedded or instances: 1`,
 		`8:53: variants[1].consumer.instances: 2 instances share one MQTT subscription ($share) only with mode: embedded, not managed (dqbench tracks each shared session's packets in the embedded broker); use mode: embedded or instances: 1`,
+		`10:46: variants[3].mqtt.retain: only with mode: embedded, not managed (retained messages outlive the run on a broker dqbench does not start, and the managed Mosquitto's backlog is counted on the clients, which a retained copy would fool); use mode: embedded or remove it`,
 	}},
 	{"invalid/mqtt-shared-offline.yaml", []string{
 		`5:12: faults[0].type: subscriber-offline takes the variant's one consumer session offline, and variants[1].consumer.instances is 2 (a shared subscription, one session per instance); with instances above 1 use the other faults that act on embedded MQTT (consumer-crash, consumer-zombie, ack-lost, disconnect, fail-once, producer-app-crash), or instances: 1`,

@@ -83,6 +83,7 @@ var lessons = []lesson{
 		{"mqtt-persistent-session", 0.5},
 		{"mqtt-subscriber-offline", 0.7},
 		{"mqtt-shared-subscription", 1.0},
+		{"mqtt-retained-resubscribe", 1.0},
 		{"mqtt-broker-queue-limit", 5.2},
 		{"mqtt-broker-restart", 4.5},
 	}},

@@ -16,8 +16,13 @@ type received struct {
 	body   []byte
 	qos    byte
 	dup    bool
-	pid    uint16
-	handle any
+	// retained: the RETAIN flag, set on a message the broker sends from
+	// its retained messages for a new subscription (and cleared on
+	// routing, MQTT-3.3.1-9; paho.golang subscribes with retain as
+	// published off, the default).
+	retained bool
+	pid      uint16
+	handle   any
 }
 
 // inbox queues a consumer's deliveries without bound, so that the client
@@ -117,7 +122,7 @@ func (in *inbox) next(ctx context.Context) (brokers.Delivery, error) {
 			pos, redelivered := in.d.position(in.s, r.intent, r.qos, r.dup, r.pid)
 			return brokers.Delivery{
 				Intent: r.intent, Body: r.body, Position: pos, Tag: strconv.Itoa(int(r.pid)), Redelivered: redelivered,
-				QoS: strconv.Itoa(int(r.qos)), Handle: r.handle,
+				QoS: strconv.Itoa(int(r.qos)), Retained: r.retained, Handle: r.handle,
 			}, nil
 		}
 		in.mu.Unlock()

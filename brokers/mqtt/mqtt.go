@@ -159,7 +159,7 @@ func (b *Broker) Open(ctx context.Context, spec brokers.DestinationSpec) (broker
 	d := &dest{
 		b: b, spec: spec, name: spec.Name,
 		topic: "dqbench/" + spec.Name + "/", pubID: "dqb-" + spec.Name + "-p",
-		pubQoS: byte(*settings.QoS), subQoS: byte(*settings.SubscriptionQoS), clean: *settings.CleanSession,
+		pubQoS: byte(*settings.QoS), subQoS: byte(*settings.SubscriptionQoS), clean: *settings.CleanSession, retain: settings.Retains(),
 		client: settings.Client, pubStore: newSessionStore(), v5pub: state.NewInMemory(),
 		subscribed: make(chan struct{}), acked: map[string]bool{},
 	}
@@ -238,6 +238,7 @@ type dest struct {
 	pubQoS byte
 	subQoS byte
 	clean  bool
+	retain bool // publish with the RETAIN flag
 	client catalog.MQTTClient
 	// pubStore is the client side of the publisher's session (paho);
 	// v5pub is paho.golang's.

@@ -92,7 +92,7 @@ type pahoProducer struct {
 var _ brokers.Producer = (*pahoProducer)(nil)
 
 func (p *pahoProducer) Publish(ctx context.Context, m brokers.Message, done func(error)) {
-	t := p.cl.Publish(p.d.topicOf(m.Intent), p.d.pubQoS, false, m.Body)
+	t := p.cl.Publish(p.d.topicOf(m.Intent), p.d.pubQoS, p.d.retain, m.Body)
 	p.wg.Go(func() {
 		select {
 		case <-t.Done():
@@ -175,7 +175,7 @@ func (c *pahoConsumer) receive(_ pahomqtt.Client, m pahomqtt.Message) {
 		c.in.fail(err)
 		return
 	}
-	c.in.push(received{intent: intent, body: m.Payload(), qos: m.Qos(), dup: m.Duplicate(), pid: m.MessageID(), handle: m})
+	c.in.push(received{intent: intent, body: m.Payload(), qos: m.Qos(), dup: m.Duplicate(), retained: m.Retained(), pid: m.MessageID(), handle: m})
 }
 
 func (c *pahoConsumer) Next(ctx context.Context) (brokers.Delivery, error) { return c.in.next(ctx) }

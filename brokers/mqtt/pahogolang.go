@@ -225,7 +225,7 @@ func (p *v5Producer) publish(ctx context.Context, m brokers.Message) (*pahov5.Pu
 		}
 		finished := make(chan struct{})
 		go p.unstick(cl, finished)
-		resp, err := cl.Publish(ctx, &pahov5.Publish{QoS: p.d.pubQoS, Topic: p.d.topicOf(m.Intent), Payload: m.Body})
+		resp, err := cl.Publish(ctx, &pahov5.Publish{QoS: p.d.pubQoS, Retain: p.d.retain, Topic: p.d.topicOf(m.Intent), Payload: m.Body})
 		close(finished)
 		if !errors.Is(err, session.ErrNoConnection) || ctx.Err() != nil {
 			return resp, err
@@ -332,7 +332,7 @@ func (c *v5Consumer) receive(pr pahov5.PublishReceived) (bool, error) {
 		c.in.fail(err)
 		return true, nil
 	}
-	c.in.push(received{intent: intent, body: p.Payload, qos: p.QoS, dup: p.Duplicate(), pid: p.PacketID, handle: p})
+	c.in.push(received{intent: intent, body: p.Payload, qos: p.QoS, dup: p.Duplicate(), retained: p.Retain, pid: p.PacketID, handle: p})
 	return true, nil
 }
 
