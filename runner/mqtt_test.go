@@ -480,3 +480,48 @@ func TestMQTTRetainedResubscribe(t *testing.T) {
 		}
 	}
 }
+
+// TestMQTTSessionExpiry runs mqtt-session-expiry: the subscriber offline
+// for at least 4 s keeps its session, and every message published
+// meanwhile, with the longest expiry and with 10 s; with 1 s the broker
+// ends the session, and every intent routed during the window is lost,
+// which the window's fault event says.
+func TestMQTTSessionExpiry(t *testing.T) {
+	s, err := scenario.Resolve("mqtt-session-expiry")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := runJudged(t, context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Run.Passed || !res.Run.Valid() {
+		t.Fatalf("run did not pass: %+v", res.Run)
+	}
+	windows := map[string]history.Event{}
+	for e, err := range history.Scan(bytes.NewReader(res.History)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Type == history.Fault && e.Fault == "subscriber-offline" {
+			windows[e.Variant] = e
+		}
+	}
+	for _, v := range res.Run.Variants {
+		w, ok := windows[v.Name]
+		if !ok || len(w.Intents) == 0 {
+			t.Fatalf("%s: no subscriber-offline window with intents held (%+v)", v.Name, w)
+		}
+		ended := strings.Contains(w.Reason, "session ended")
+		switch v.Name {
+		case "expiry-1s":
+			if !ended || v.Lost != len(w.Intents) || v.Duplicates != 0 {
+				t.Errorf("%s: lost %d of %d held, duplicates %d, reason %q; want every held intent lost and the session ended", v.Name, v.Lost, len(w.Intents), v.Duplicates, w.Reason)
+			}
+		default:
+			if ended || v.Lost != 0 || v.Duplicates != 0 {
+				t.Errorf("%s: lost %d, duplicates %d, reason %q; want the session kept, nothing lost", v.Name, v.Lost, v.Duplicates, w.Reason)
+			}
+		}
+	}
+}

@@ -1,8 +1,10 @@
 package scenario
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/dqbench/dqbench/catalog"
 )
@@ -53,6 +55,10 @@ func (c *checker) mqtt() {
 		m, _ := c.s.Broker.Settings.(*catalog.MQTTSettings)
 		check("broker", m)
 		for i, f := range c.s.Faults {
+			if p, ok := f.Params.(*catalog.SubscriberOfflineParams); ok && (p.AtLeast < 0 || p.AtLeast.D() > maxOfflineAtLeast) {
+				kp := fmt.Sprintf("faults[%d].at_least", i)
+				c.errorf(kp, "%s: must be from 0 to %s (a consumer refused longer stops retrying), got %s", kp, maxOfflineAtLeast, p.AtLeast.D())
+			}
 			p, ok := f.Params.(*catalog.AckLostParams)
 			if !ok {
 				continue
@@ -97,6 +103,7 @@ func (c *checker) mqtt() {
 		check(vp+".mqtt", v.MQTT)
 		if isMQTT {
 			c.mqttShared(vp, v, reported)
+			c.mqttExpiry(vp, v, reported)
 		}
 	}
 }
@@ -127,6 +134,48 @@ func (c *checker) mqttShared(vp string, v Variant, reported map[string]bool) {
 			reported[fp] = true
 			c.errorf(fp, "%s: subscriber-offline takes the variant's one consumer session offline, and %s is %d (a shared subscription, one session per instance); with instances above 1 use the other faults that act on embedded MQTT (consumer-crash, consumer-zombie, ack-lost, disconnect, fail-once, producer-app-crash), or instances: 1", fp, path, n)
 		}
+	}
+}
+
+// maxOfflineAtLeast bounds subscriber-offline's at_least: a consumer
+// retries a refused connect for 10 s.
+const maxOfflineAtLeast = 8 * time.Second
+
+// maxSessionExpiry bounds session_expiry (mochi-mqtt counts it in whole
+// seconds).
+const maxSessionExpiry = time.Hour
+
+// mqttExpiry checks a variant's session_expiry: whole seconds, on the
+// embedded broker, with the MQTT 5 client and persistent sessions.
+func (c *checker) mqttExpiry(vp string, v Variant, reported map[string]bool) {
+	eff := catalog.MQTTSettings{}
+	if m, _ := c.s.Broker.Settings.(*catalog.MQTTSettings); m != nil {
+		eff = *m
+	}
+	eff = eff.With(v.MQTT)
+	if eff.SessionExpiry == nil {
+		return
+	}
+	kp := "broker.session_expiry"
+	if v.MQTT != nil && v.MQTT.SessionExpiry != nil {
+		kp = vp + ".mqtt.session_expiry"
+	}
+	var why string
+	switch d := eff.SessionExpiry.D(); {
+	case d < time.Second || d > maxSessionExpiry || d%time.Second != 0:
+		why = fmt.Sprintf("must be whole seconds from 1s to %s (the broker counts it in seconds), got %s", maxSessionExpiry, d)
+	case c.mqttMode() != catalog.Embedded:
+		why = fmt.Sprintf("only with mode: embedded, not %s", c.mqttMode())
+	case eff.Client != catalog.PahoGolang:
+		why = fmt.Sprintf("a session expiry is MQTT 5's (a CONNECT property), and %s's client is %s (MQTT 3.1.1); add client: paho.golang", vp, cmp.Or(eff.Client, catalog.Paho))
+	case eff.CleanSession != nil && *eff.CleanSession:
+		why = fmt.Sprintf("%s has clean_session: true, whose session ends with the connection (expiry 0); use clean_session: false", vp)
+	default:
+		return
+	}
+	if !reported[kp+why] {
+		reported[kp+why] = true
+		c.errorf(kp, "%s: %s", kp, why)
 	}
 }
 

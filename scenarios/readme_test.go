@@ -84,6 +84,7 @@ var lessons = []lesson{
 		{"mqtt-subscriber-offline", 0.7},
 		{"mqtt-shared-subscription", 1.0},
 		{"mqtt-retained-resubscribe", 1.0},
+		{"mqtt-session-expiry", 4.7},
 		{"mqtt-broker-queue-limit", 5.2},
 		{"mqtt-broker-restart", 4.5},
 	}},

@@ -124,7 +124,11 @@ var (
 // it drops each new one for that session, telling no client. A report
 // names it as the cause of such a loss.
 func (d embeddedDest) Limits() string {
-	return fmt.Sprintf("mochi-mqtt maximum_inflight %d unacknowledged QoS 1 and 2 messages per session", d.b.embedded.srv.Options.Capabilities.MaximumInflight)
+	l := fmt.Sprintf("mochi-mqtt maximum_inflight %d unacknowledged QoS 1 and 2 messages per session", d.b.embedded.srv.Options.Capabilities.MaximumInflight)
+	if d.expiry > 0 {
+		l += fmt.Sprintf("; the consumer's session expiry %s (the broker ends a session offline longer, with what it holds)", d.expiry)
+	}
+	return l
 }
 
 // Apply injects the embedded broker's fault powers: lost packets, broken
@@ -136,7 +140,7 @@ func (d embeddedDest) Apply(_ context.Context, p brokers.Power) error {
 	case brokers.Disconnect:
 		return armed(d.disconnect(p.Leg, p.Fires, p.Cut))
 	case brokers.TakeOffline:
-		return armed(d.takeOffline(p.Window, p.Fires, p.Ended))
+		return armed(d.takeOffline(p))
 	}
 	return brokers.NoPower(p)
 }
@@ -365,7 +369,7 @@ func (h *faultHook) ID() string { return "dqbench-faults" }
 func (h *faultHook) Provides(b byte) bool {
 	return bytes.Contains([]byte{
 		mochi.OnPacketRead, mochi.OnPacketEncode, mochi.OnPacketSent, mochi.OnPacketProcessed,
-		mochi.OnPublish, mochi.OnPublished, mochi.OnDisconnect, mochi.OnSelectSubscribers,
+		mochi.OnPublish, mochi.OnPublished, mochi.OnDisconnect, mochi.OnSelectSubscribers, mochi.OnClientExpired,
 		mochi.OnSessionEstablish, mochi.OnSessionEstablished,
 		mochi.OnConnectAuthenticate, mochi.OnACLCheck,
 	}, []byte{b})

@@ -163,6 +163,9 @@ func (b *Broker) Open(ctx context.Context, spec brokers.DestinationSpec) (broker
 		client: settings.Client, pubStore: newSessionStore(), v5pub: state.NewInMemory(),
 		subscribed: make(chan struct{}), acked: map[string]bool{},
 	}
+	if settings.SessionExpiry != nil {
+		d.expiry = settings.SessionExpiry.D()
+	}
 	d.sessions(spec.Instances)
 	d.subID = d.subs[0].id
 	switch {
@@ -239,6 +242,9 @@ type dest struct {
 	subQoS byte
 	clean  bool
 	retain bool // publish with the RETAIN flag
+	// expiry is the consumer sessions' MQTT 5 session expiry (0: the
+	// longest).
+	expiry time.Duration
 	client catalog.MQTTClient
 	// pubStore is the client side of the publisher's session (paho);
 	// v5pub is paho.golang's.

@@ -23,11 +23,16 @@ import (
 // reconnects in a loop of its own, as autopaho does.
 type pahoGolang struct{}
 
-// sessionExpiry is the MQTT 5 session expiry of a persistent session
-// (0: the session ends with the connection, like clean_session: true).
-func (d *dest) sessionExpiry() uint32 {
-	if d.clean {
+// sessionExpiry is the MQTT 5 session expiry of client id's persistent
+// session (0: the session ends with the connection, like clean_session:
+// true): the longest, or for a consumer session the scenario's
+// session_expiry.
+func (d *dest) sessionExpiry(id string) uint32 {
+	switch {
+	case d.clean:
 		return 0
+	case d.expiry > 0 && id != d.pubID:
+		return uint32(d.expiry / time.Second)
 	}
 	return math.MaxUint32
 }
@@ -54,7 +59,7 @@ func (d *dest) dialV5Session(ctx context.Context, id string, sess *state.State, 
 	cfg.Session = sess
 	cfg.PacketTimeout = time.Minute
 	cl := pahov5.NewClient(cfg)
-	expiry := d.sessionExpiry()
+	expiry := d.sessionExpiry(id)
 	ca, err := cl.Connect(cctx, &pahov5.Connect{
 		ClientID: id, CleanStart: d.clean, KeepAlive: 30,
 		Properties: &pahov5.ConnectProperties{SessionExpiryInterval: &expiry},
