@@ -84,6 +84,9 @@ type DestinationSpec struct {
 	Retries int
 	// Prefetch is how many messages a consumer fetches at once.
 	Prefetch int
+	// Instances is how many consumer instances run at once (consumer.instances);
+	// an MQTT destination gives each its own session in a shared subscription.
+	Instances int
 	// AutoAck: the broker counts a delivery acked when it sends it
 	// (consumer ack: auto, only for kinds with catalog.Broker.AutoAck);
 	// Consumer.Ack is then a no-op.
@@ -134,6 +137,9 @@ type Delivery struct {
 	// QoS is the QoS level the delivery arrived with where the protocol
 	// has one (MQTT: "0", "1" or "2"); empty elsewhere.
 	QoS string
+	// Retained: the broker sent it from its retained messages because the
+	// consumer subscribed (MQTT's RETAIN flag on a delivery).
+	Retained bool
 	// Handle is the adapter's own reference, passed back to Ack.
 	Handle any
 }

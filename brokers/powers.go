@@ -184,8 +184,13 @@ type CutProducer struct {
 // and the intents the broker received meanwhile.
 type TakeOffline struct {
 	Window int
-	Fires  func(intent, attempt int) bool
-	Ended  func(start int, held []int)
+	// AtLeast: the window lasts at least this long (0: no minimum).
+	AtLeast time.Duration
+	Fires   func(intent, attempt int) bool
+	// Ended reports the window: its first intent, the intents routed
+	// during it, how long the subscriber was away, and whether the broker
+	// ended its session meanwhile (its session expiry passed).
+	Ended func(start int, held []int, away time.Duration, expired bool)
 }
 
 // JoinFailover: this destination takes part in the failovers of Fault

@@ -29,12 +29,18 @@ type MQTTSettings struct {
 	QoS             *int       `yaml:"qos" json:"qos,omitempty" jsonschema:"minimum=0,maximum=2,description=QoS of every publish: 0 at most once\\, 1 at least once\\, 2 exactly once per leg (default 1)."`
 	SubscriptionQoS *int       `yaml:"subscription_qos" json:"subscription_qos,omitempty" jsonschema:"minimum=0,maximum=2,description=QoS the consumer subscribes with; the broker delivers at min(qos\\, subscription_qos) (default 2)."`
 	CleanSession    *bool      `yaml:"clean_session" json:"clean_session,omitempty" jsonschema:"description=Start every connection with a clean session: the broker and the client forget unacknowledged messages and the subscription when a client disconnects (default false: persistent sessions)."`
+	Retain          *bool      `yaml:"retain" json:"retain,omitempty" jsonschema:"description=Mode embedded: publish every message with the RETAIN flag: the broker keeps the last message of each topic (each intent has its own) and sends it to every new subscription\\, so a consumer that subscribes again (a clean session after a reconnect) gets every retained message again (default false)."`
+	SessionExpiry   *Duration  `yaml:"session_expiry" json:"session_expiry,omitempty" jsonschema:"description=Mode embedded\\, client paho.golang (MQTT 5)\\, persistent sessions: the consumer sessions' session expiry interval in whole seconds: the broker ends a session whose client has been offline longer\\, and what it held for it is gone (default: the longest\\, 2^32-1 seconds)."`
 	Client          MQTTClient `yaml:"client" json:"client,omitempty" jsonschema:"description=Client library: paho (eclipse/paho.mqtt.golang\\, MQTT 3.1.1\\, the default) or paho.golang (eclipse/paho.golang\\, MQTT 5)."`
 	// The managed Mosquitto's limits (mode managed only).
 	MaxQueuedMessages   *int  `yaml:"max_queued_messages" json:"max_queued_messages,omitempty" jsonschema:"minimum=0,maximum=10000000,description=Mode managed: Mosquitto's max_queued_messages\\, the QoS 1 and 2 messages it queues per client beyond those in flight; past it it drops them silently (default 1000\\, Mosquitto's; 0: no limit)."`
 	Persistence         *bool `yaml:"persistence" json:"persistence,omitempty" jsonschema:"description=Mode managed: Mosquitto's persistence\\, written to disk when it stops and read back when it starts again (default true)."`
 	MaxInflightMessages *int  `yaml:"max_inflight_messages" json:"max_inflight_messages,omitempty" jsonschema:"minimum=0,maximum=65535,description=Mode managed: Mosquitto's max_inflight_messages\\, the QoS 1 and 2 messages in flight to a client at once (default 20\\, Mosquitto's; 0: no limit)."`
 }
+
+// Retains says whether every publish carries the RETAIN flag (unset:
+// no).
+func (s MQTTSettings) Retains() bool { return s.Retain != nil && *s.Retain }
 
 // Limits are the managed Mosquitto's max_queued_messages and
 // max_inflight_messages, Mosquitto's defaults where unset.
@@ -84,6 +90,12 @@ func (s MQTTSettings) With(o *MQTTSettings) MQTTSettings {
 	}
 	if o.CleanSession != nil {
 		s.CleanSession = o.CleanSession
+	}
+	if o.Retain != nil {
+		s.Retain = o.Retain
+	}
+	if o.SessionExpiry != nil {
+		s.SessionExpiry = o.SessionExpiry
 	}
 	if o.Client != "" {
 		s.Client = o.Client
@@ -156,4 +168,7 @@ type DisconnectParams struct {
 // SubscriberOfflineParams are subscriber-offline's own parameters.
 type SubscriberOfflineParams struct {
 	For int `yaml:"for" json:"for" jsonschema:"required,minimum=1,description=How many intents the window lasts: the chosen intent and the next for-1 are published while the subscriber is offline."`
+	// AtLeast keeps the subscriber offline at least this long, however
+	// soon the window's intents are routed (0: no minimum).
+	AtLeast Duration `yaml:"at_least" json:"at_least,omitempty" jsonschema:"description=The window lasts at least this long (up to 8s): the broker refuses the subscriber until then even when the for intents were routed sooner (default 0: no minimum)."`
 }

@@ -62,6 +62,7 @@ const (
 	relayedAgain   // the outbox relay died after publishing it and before marking it sent: the restarted relay published it again
 	effected       // an effect event says the strategy applied it
 	outOfOrder     // its first effect came after the effect of an intent of its account published later
+	retainedAgain  // delivered from the broker's retained messages to a subscription the consumer made (MQTT RETAIN)
 )
 
 func (f *facts) has(flag uint32) bool { return f.flags&flag != 0 }
@@ -237,7 +238,11 @@ func (t *tally) add(e *history.Event) {
 		if e.Redelivered {
 			f.flags |= flagged
 		}
-		if e.Position != "" {
+		if e.Retained {
+			// The retained message sent again, not a copy stored twice:
+			// its position is the new subscription's.
+			f.flags |= retainedAgain
+		} else if e.Position != "" {
 			h := maphash.String(posSeed, e.Position) | 1
 			switch {
 			case f.pos == 0:
@@ -367,7 +372,7 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	t.stage.mark(t)
 	var c Counts
 	c.FaultsInjected = t.faults
-	var logCopies, ackedAgain, recDups, relayed int
+	var logCopies, ackedAgain, recDups, relayed, retained int
 	lost := map[Cause]int{}    // counted as lost, by cause
 	waiting := map[Cause]int{} // never delivered when the drain gave up: not counted
 	t.each(func(id int, f *facts) {
@@ -384,6 +389,9 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 		}
 		if f.has(afterAck) && t.verdict(id, f).Cause == DupAckedAgain {
 			ackedAgain++
+		}
+		if f.has(retainedAgain) && t.verdict(id, f).Cause == DupRetained {
+			retained++
 		}
 		if t.recLost[id] && f.applied > 1 && !f.has(copies) && (f.has(sameCopy) || f.has(flagged)) {
 			recDups++
@@ -405,6 +413,9 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 		if t.onlyQoS2() {
 			notes = append(notes, fmt.Sprintf("%d intents were %s", logCopies, DupQoS2Resent.Doc()))
 		}
+	}
+	if retained > 0 {
+		notes = append(notes, fmt.Sprintf("%d intents were %s (%s)", retained, DupRetained.Doc(), DupRetained))
 	}
 	if recDups > 0 && t.onlyQoS2() {
 		notes = append(notes, fmt.Sprintf("%d intents were %s", recDups, DupQoS2Redeliver.Doc()))

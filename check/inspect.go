@@ -40,6 +40,7 @@ const (
 	LostUnconfirmed  Cause = "unconfirmed"       // never confirmed, never delivered: not known to have reached the broker
 	LostUnpublished  Cause = "unpublished"       // the producer application wrote its business row and never published the intent
 	DupRelayed       Cause = "relayed-again"     // the outbox relay published it twice: it died after the publish, before marking the row sent
+	DupRetained      Cause = "retained-again"    // MQTT: sent again from the broker's retained messages when the consumer subscribed again
 )
 
 // lossCauses lists the causes of losses, by where: before the broker (or
@@ -92,6 +93,8 @@ func (c Cause) Doc() string {
 		return "sent to the dead-letter queue without its effect applying"
 	case LostUndelivered:
 		return "the broker had it (it confirmed it, or held it for an offline subscriber) but never delivered it: dropped past its limits, in a failover or in a restart of what it does not persist"
+	case DupRetained:
+		return "delivered again from the broker's retained messages when the consumer subscribed again (an MQTT broker sends a topic's retained message to every new subscription, flagged RETAIN), and the strategy applied it again"
 	case DupRelayed:
 		return "published twice by the outbox relay (it died after the broker confirmed the outbox row's publish and before it marked the row sent; the restarted relay found the row unsent) and both copies were applied: the consumer's inbox (dedup on the business id) is what absorbs a relay's duplicate"
 	case LostUnpublished:
@@ -194,6 +197,8 @@ func (t *tally) verdict(id int, f *facts) IntentVerdict {
 			v.Cause = DupStoredTwice
 		case t.recLost[id] && t.onlyQoS2() && (f.has(sameCopy) || f.has(flagged)):
 			v.Cause = DupQoS2Redeliver
+		case f.has(retainedAgain):
+			v.Cause = DupRetained
 		case f.ackedAgain():
 			v.Cause = DupAckedAgain
 		}
@@ -266,7 +271,7 @@ func sortVerdicts(vs []IntentVerdict) {
 
 // Causes lists every cause in the order reports show them: duplicates,
 // then losses.
-var Causes = []Cause{DupRedelivered, DupAckedAgain, DupStoredTwice, DupQoS2Resent, DupQoS2Redeliver, LostSkipped, LostIDShared, LostUnprocessed, LostDeadLettered, LostUndelivered, LostUnconfirmed, DupStageRewrite, DupAbortedRead, DupRelayed, LostUnpublished}
+var Causes = []Cause{DupRedelivered, DupAckedAgain, DupStoredTwice, DupQoS2Resent, DupQoS2Redeliver, LostSkipped, LostIDShared, LostUnprocessed, LostDeadLettered, LostUndelivered, LostUnconfirmed, DupStageRewrite, DupAbortedRead, DupRelayed, LostUnpublished, DupRetained}
 
 // onlyQoS2 reports whether every delivery of the variant arrived at QoS 2.
 func (t *tally) onlyQoS2() bool { return len(t.qos) == 1 && t.qos["2"] > 0 }

@@ -164,3 +164,35 @@ func TestInspectQoS2Violations(t *testing.T) {
 		}
 	}
 }
+
+// TestInspectRetainedAgain: an MQTT delivery flagged retained (the broker
+// sent the retained message to a new subscription) that applies again is
+// retained-again, on the subscriber leg, not a copy stored twice, though
+// its position differs from the first delivery's.
+func TestInspectRetainedAgain(t *testing.T) {
+	again := delivered(1, 9)
+	again.Retained, again.QoS = true, "1"
+	first := delivered(1, 1)
+	first.QoS = "1"
+	events := join(
+		clean(1), one(first, effect(1, true), ev(history.Ack, 1), again, effect(1, true), ev(history.Ack, 1)),
+		one(history.Event{Variant: "v", Type: history.Drain, Drained: true}),
+	)
+	plan := check.Plan{Variants: []check.PlanVariant{{Name: "v", Strategy: "none"}}}
+	in, err := check.Inspect(plan, check.Meta{}, history.Events(events), map[string]history.Audit{"v": applied(map[int]int{1: 2})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := in.Intent("v", 1).Cause; got != check.DupRetained {
+		t.Errorf("cause %q, want %q", got, check.DupRetained)
+	}
+	v := in.Variants[0]
+	if v.Duplicates != 1 || v.Legs == nil || v.Legs.Subscriber.Duplicates != 1 || v.Legs.Publisher.Duplicates != 0 {
+		t.Errorf("duplicates %d, legs %+v; want 1, on the subscriber leg", v.Duplicates, v.Legs)
+	}
+	for _, n := range v.Notes {
+		if strings.Contains(n, "stored more than once") {
+			t.Errorf("note %q: a retained message sent again is not stored twice", n)
+		}
+	}
+}

@@ -17,7 +17,8 @@ type Legs struct {
 	// nobody confirmed is Unconfirmed, on neither leg for sure.
 	Publisher LegCounts `json:"publisher"`
 	// Subscriber: the broker delivered the same stored copy again (a
-	// redelivery after a lost acknowledgement or a consumer restart), or
+	// redelivery after a lost acknowledgement or a consumer restart, or a
+	// retained message sent again to a new subscription), or
 	// had the intent and it never took effect (never delivered, or
 	// delivered and then lost by the consumer).
 	Subscriber LegCounts `json:"subscriber"`
@@ -42,7 +43,7 @@ func (t *tally) legs() *Legs {
 	}
 	var l Legs
 	t.each(func(_ int, f *facts) {
-		redelivered := f.has(sameCopy) || f.has(flagged)
+		redelivered := f.has(sameCopy) || f.has(flagged) || f.has(retainedAgain)
 		switch {
 		case !f.has(published) || f.applied < 2:
 		case f.has(copies):

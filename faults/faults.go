@@ -248,9 +248,15 @@ func armSubscriberOffline(f Fault, env Env) (bool, error) {
 	if p.For < 1 {
 		return false, fmt.Errorf("fault %s: for must be at least 1 (intents the subscriber stays offline)", f.Name)
 	}
-	return power(f, env, brokers.TakeOffline{Window: p.For, Fires: f.Schedule.Fires, Ended: func(start int, held []int) {
+	return power(f, env, brokers.TakeOffline{Window: p.For, AtLeast: p.AtLeast.D(), Fires: f.Schedule.Fires, Ended: func(start int, held []int, away time.Duration, expired bool) {
+		reason := fmt.Sprintf("subscriber offline while the broker received %d publishes from intent %d on", len(held), start)
+		if p.AtLeast > 0 {
+			reason += fmt.Sprintf(", for %s", away.Round(time.Millisecond))
+		}
+		if expired {
+			reason += "; offline longer than its session expiry, the session ended on the broker, with what it held for the subscriber and its subscription: the messages routed until the subscriber was back and subscribed again were dropped"
+		}
 		env.Fired(history.Event{Type: history.Fault, Fault: f.Name, Point: string(catalog.SubscriberLeg), Intent: start,
-			Intents: held, Held: true,
-			Reason: fmt.Sprintf("subscriber offline while the broker received %d publishes from intent %d on", len(held), start)})
+			Intents: held, Held: true, Reason: reason})
 	}})
 }

@@ -101,6 +101,8 @@ func fastDecode(line []byte, e *Event, intern map[string]string) bool {
 			e.PID, p, ok = readIntInt(line, p)
 		case "held":
 			e.Held, p, ok = readBool(line, p)
+		case "retained":
+			e.Retained, p, ok = readBool(line, p)
 		case "refused":
 			e.Refused, p, ok = readBool(line, p)
 		case "starved":

@@ -43,6 +43,7 @@ func appendEvent(b []byte, e *Event) []byte {
 	b = appendInt(b, `,"txn":`, int64(e.Txn))
 	b = appendInt(b, `,"pid":`, int64(e.PID))
 	b = appendStr(b, `,"qos":`, e.QoS)
+	b = appendBool(b, `,"retained":true`, e.Retained)
 	b = appendBool(b, `,"held":true`, e.Held)
 	b = appendBool(b, `,"refused":true`, e.Refused)
 	b = appendBool(b, `,"starved":true`, e.Starved)

@@ -83,6 +83,10 @@ type Event struct {
 	// the process killed or that exited.
 	PID int    `json:"pid,omitempty"`
 	QoS string `json:"qos,omitempty"` // with deliver: the QoS level the delivery arrived with (MQTT: "0", "1", "2")
+	// Retained, with deliver: the broker sent it from its retained
+	// messages, for a subscription the consumer made (MQTT: the RETAIN
+	// flag on a delivery), not as the message's routing.
+	Retained bool `json:"retained,omitempty"`
 	// Held, with fault: the broker had received the Intents when the
 	// fault hit them (subscriber-offline), so they count as had, like
 	// confirmed ones, even where nobody confirmed them (QoS 0).

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"maps"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dqbench/dqbench/check"
+	"github.com/dqbench/dqbench/history"
 	"github.com/dqbench/dqbench/scenario"
 )
 
@@ -355,5 +357,171 @@ func TestMQTTSubscriberOffline(t *testing.T) {
 	}
 	if !maps.Equal(seen[0], seen[1]) {
 		t.Errorf("same seed, different counts (duplicates, lost, effects): %v then %v", seen[0], seen[1])
+	}
+}
+
+// TestMQTTSharedSubscription runs mqtt-shared-subscription (three instances
+// in one $share group, crashes after the effect) twice with one seed: none
+// duplicates exactly the crashed intents, dedup-table neither duplicates
+// nor loses, the same both times. Every delivery of intent i comes on the
+// session the embedded broker assigns it, ((i-1) mod 3)+1, the redelivery
+// after a crash too: mochi-mqtt resends a crashed member's messages to
+// its own session (its replacement), never to another member.
+func TestMQTTSharedSubscription(t *testing.T) {
+	var seen [2]map[string][4]int
+	runs := len(seen)
+	if raceEnabled {
+		runs = 1 // the race detector needs one run; the counts are compared without it
+	}
+	for i := range runs {
+		s, err := scenario.Resolve("mqtt-shared-subscription")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := runJudged(t, context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Run.Passed || !res.Run.Valid() {
+			t.Fatalf("run %d did not pass: %+v", i+1, res.Run)
+		}
+		seen[i] = map[string][4]int{}
+		for _, v := range res.Run.Variants {
+			if v.FaultsInjected == 0 || v.Lost != 0 {
+				t.Errorf("variant %s: %d faults, %d lost; want faults and no loss", v.Name, v.FaultsInjected, v.Lost)
+			}
+			if want := map[string]int{"none": v.FaultsInjected, "dedup-table": 0}[v.Name]; v.Duplicates != want {
+				t.Errorf("variant %s: %d duplicates, want %d (one per crash after the effect with none)", v.Name, v.Duplicates, want)
+			}
+			seen[i][v.Name] = [4]int{v.Duplicates, v.Lost, v.Effects, v.FaultsInjected}
+		}
+		sessions := map[string]map[string]bool{} // variant → sessions that delivered
+		for e, err := range history.Scan(bytes.NewReader(res.History)) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Type != history.Deliver {
+				continue
+			}
+			want := "s" + strconv.Itoa((e.Intent-1)%3+1) + "/"
+			if !strings.HasPrefix(e.Position, want) {
+				t.Errorf("variant %s: intent %d attempt %d delivered at %q, want on session %s", e.Variant, e.Intent, e.Attempt, e.Position, want)
+			}
+			if sessions[e.Variant] == nil {
+				sessions[e.Variant] = map[string]bool{}
+			}
+			sess, _, _ := strings.Cut(e.Position, "/")
+			sessions[e.Variant][sess] = true
+		}
+		for v, ss := range sessions {
+			if len(ss) != 3 {
+				t.Errorf("variant %s: deliveries on sessions %v, want all three", v, ss)
+			}
+		}
+	}
+	if runs == 2 && !maps.Equal(seen[0], seen[1]) {
+		t.Errorf("same seed, different counts (duplicates, lost, effects, faults): %v then %v", seen[0], seen[1])
+	}
+}
+
+// TestMQTTRetainedResubscribe runs mqtt-retained-resubscribe: a clean
+// session without retain loses, with retain every crash's resubscription
+// brings the retained intents back (none duplicates, each duplicate
+// retained-again and on the subscriber leg; dedup-table 0/0; nothing
+// lost), and a persistent session, which does not subscribe again, gets no
+// retained delivery: one duplicate per crash.
+func TestMQTTRetainedResubscribe(t *testing.T) {
+	s, err := scenario.Resolve("mqtt-retained-resubscribe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := runJudged(t, context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Run.Passed || !res.Run.Valid() {
+		t.Fatalf("run did not pass: %+v", res.Run)
+	}
+	in, err := check.Inspect(s.Plan(), res.Meta, history.Scan(bytes.NewReader(res.History)), res.Audits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	retained := map[string]int{} // deliveries flagged retained, by variant
+	for e, err := range history.Scan(bytes.NewReader(res.History)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Type == history.Deliver && e.Retained {
+			retained[e.Variant]++
+		}
+	}
+	for _, v := range in.Variants {
+		a := in.Anomalies(v.Name, 3)
+		switch v.Name {
+		case "clean-no-retain":
+			if v.Lost == 0 || retained[v.Name] != 0 {
+				t.Errorf("%s: %d lost, %d retained deliveries; want losses and none retained", v.Name, v.Lost, retained[v.Name])
+			}
+		case "clean-retain":
+			if v.Duplicates == 0 || v.Lost != 0 || a.ByCause[check.DupRetained] != v.Duplicates || v.Legs.Subscriber.Duplicates != v.Duplicates || v.Legs.Publisher.Duplicates != 0 {
+				t.Errorf("%s: %d duplicates (causes %v, legs %+v), %d lost; want duplicates, every one retained-again on the subscriber leg, none lost", v.Name, v.Duplicates, a.ByCause, *v.Legs, v.Lost)
+			}
+			if retained[v.Name] < v.Duplicates {
+				t.Errorf("%s: %d retained deliveries for %d duplicates", v.Name, retained[v.Name], v.Duplicates)
+			}
+		case "clean-retain-dedup-table":
+			if v.Duplicates != 0 || v.Lost != 0 || retained[v.Name] == 0 {
+				t.Errorf("%s: %d duplicates, %d lost, %d retained deliveries; want 0, 0, some", v.Name, v.Duplicates, v.Lost, retained[v.Name])
+			}
+		case "persistent-retain":
+			if v.Duplicates != v.FaultsInjected || v.Lost != 0 || retained[v.Name] != 0 {
+				t.Errorf("%s: %d duplicates for %d crashes, %d lost, %d retained deliveries; want one per crash, none lost or retained", v.Name, v.Duplicates, v.FaultsInjected, v.Lost, retained[v.Name])
+			}
+		}
+	}
+}
+
+// TestMQTTSessionExpiry runs mqtt-session-expiry: the subscriber offline
+// for at least 4 s keeps its session, and every message published
+// meanwhile, with the longest expiry and with 10 s; with 1 s the broker
+// ends the session, and every intent routed during the window is lost,
+// which the window's fault event says.
+func TestMQTTSessionExpiry(t *testing.T) {
+	s, err := scenario.Resolve("mqtt-session-expiry")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := runJudged(t, context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Run.Passed || !res.Run.Valid() {
+		t.Fatalf("run did not pass: %+v", res.Run)
+	}
+	windows := map[string]history.Event{}
+	for e, err := range history.Scan(bytes.NewReader(res.History)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Type == history.Fault && e.Fault == "subscriber-offline" {
+			windows[e.Variant] = e
+		}
+	}
+	for _, v := range res.Run.Variants {
+		w, ok := windows[v.Name]
+		if !ok || len(w.Intents) == 0 {
+			t.Fatalf("%s: no subscriber-offline window with intents held (%+v)", v.Name, w)
+		}
+		ended := strings.Contains(w.Reason, "session ended")
+		switch v.Name {
+		case "expiry-1s":
+			if !ended || v.Lost != len(w.Intents) || v.Duplicates != 0 {
+				t.Errorf("%s: lost %d of %d held, duplicates %d, reason %q; want every held intent lost and the session ended", v.Name, v.Lost, len(w.Intents), v.Duplicates, w.Reason)
+			}
+		default:
+			if ended || v.Lost != 0 || v.Duplicates != 0 {
+				t.Errorf("%s: lost %d, duplicates %d, reason %q; want the session kept, nothing lost", v.Name, v.Lost, v.Duplicates, w.Reason)
+			}
+		}
 	}
 }

@@ -134,7 +134,7 @@ func (r *variantRun) openDestination(ctx context.Context) (brokers.Destination, 
 	spec := brokers.DestinationSpec{
 		Name: r.name, Idempotent: *prod.Idempotent, Acks: prod.Acks, Window: prod.Window,
 		Retries:  prod.RetryCount(),
-		Prefetch: cons.Prefetch, AutoAck: cons.Ack == catalog.AckAuto,
+		Prefetch: cons.Prefetch, Instances: cons.Instances, AutoAck: cons.Ack == catalog.AckAuto,
 		Settings:   r.s.BrokerSettingsFor(r.v),
 		DeadLetter: r.readsDeadLetters(),
 	}

@@ -1,15 +1,17 @@
 package scenario
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/dqbench/dqbench/catalog"
 )
 
 // mqtt checks the MQTT settings: QoS levels in range, a variant's mqtt
-// overrides only with broker kind mqtt, and one consumer instance (each
-// consumer is the one persistent session of its variant).
+// overrides only with broker kind mqtt, and more than one consumer
+// instance (a shared subscription) only where dqbench can run one.
 func (c *checker) mqtt() {
 	isMQTT := c.s.Broker.Kind == catalog.MQTT
 	check := func(path string, m *catalog.MQTTSettings) {
@@ -18,6 +20,10 @@ func (c *checker) mqtt() {
 		}
 		if m.Persistence != nil {
 			c.managedOnly(join(path, "persistence")) // reported; the other settings are still checked
+		}
+		if m.Retains() && c.mqttMode() != catalog.Embedded {
+			kp := join(path, "retain")
+			c.errorf(kp, "%s: only with mode: embedded, not %s (retained messages outlive the run on a broker dqbench does not start, and the managed Mosquitto's backlog is counted on the clients, which a retained copy would fool); use mode: embedded or remove it", kp, c.mqttMode())
 		}
 		for _, q := range []struct {
 			key string
@@ -49,6 +55,10 @@ func (c *checker) mqtt() {
 		m, _ := c.s.Broker.Settings.(*catalog.MQTTSettings)
 		check("broker", m)
 		for i, f := range c.s.Faults {
+			if p, ok := f.Params.(*catalog.SubscriberOfflineParams); ok && (p.AtLeast < 0 || p.AtLeast.D() > maxOfflineAtLeast) {
+				kp := fmt.Sprintf("faults[%d].at_least", i)
+				c.errorf(kp, "%s: must be from 0 to %s (a consumer refused longer stops retrying), got %s", kp, maxOfflineAtLeast, p.AtLeast.D())
+			}
 			p, ok := f.Params.(*catalog.AckLostParams)
 			if !ok {
 				continue
@@ -72,6 +82,7 @@ func (c *checker) mqtt() {
 			}
 		}
 	}
+	reported := map[string]bool{} // shared-subscription problems, once per path
 	for i, v := range c.s.Variants {
 		vp := fmt.Sprintf("variants[%d]", i)
 		if v.RabbitMQ != nil && c.s.Broker.Kind != catalog.RabbitMQ {
@@ -91,15 +102,89 @@ func (c *checker) mqtt() {
 		}
 		check(vp+".mqtt", v.MQTT)
 		if isMQTT {
-			if n := c.s.ConsumerFor(v).Instances; n > 1 {
-				path := "consumer.instances"
-				if v.Consumer != nil && v.Consumer.Instances != 0 {
-					path = vp + ".consumer.instances"
-				}
-				c.errorf(path, "%s: broker kind mqtt runs one consumer instance per variant (its persistent session), got %d; use instances: 1", path, n)
-			}
+			c.mqttShared(vp, v, reported)
+			c.mqttExpiry(vp, v, reported)
 		}
 	}
+}
+
+// mqttShared checks a variant whose consumer instances share one
+// subscription ($share/GROUP/dqbench/NAME/+, one session each): only on
+// the embedded broker, and without subscriber-offline, which takes the
+// variant's one session offline.
+func (c *checker) mqttShared(vp string, v Variant, reported map[string]bool) {
+	n := c.s.ConsumerFor(v).Instances
+	if n <= 1 || v.Process != nil {
+		return // process.instances is checked with the process
+	}
+	path := "consumer.instances"
+	if v.Consumer != nil && v.Consumer.Instances != 0 {
+		path = vp + ".consumer.instances"
+	}
+	if mode := c.mqttMode(); mode != catalog.Embedded {
+		if reported[path] {
+			return
+		}
+		reported[path] = true
+		c.errorf(path, "%s: %d instances share one MQTT subscription ($share) only with mode: embedded, not %s (dqbench tracks each shared session's packets in the embedded broker); use mode: embedded or instances: 1", path, n, c.mqttMode())
+		return
+	}
+	for i, f := range c.s.Faults {
+		if fp := fmt.Sprintf("faults[%d].type", i); f.Type == catalog.SubscriberOffline && !reported[fp] {
+			reported[fp] = true
+			c.errorf(fp, "%s: subscriber-offline takes the variant's one consumer session offline, and %s is %d (a shared subscription, one session per instance); with instances above 1 use the other faults that act on embedded MQTT (consumer-crash, consumer-zombie, ack-lost, disconnect, fail-once, producer-app-crash), or instances: 1", fp, path, n)
+		}
+	}
+}
+
+// maxOfflineAtLeast bounds subscriber-offline's at_least: a consumer
+// retries a refused connect for 10 s.
+const maxOfflineAtLeast = 8 * time.Second
+
+// maxSessionExpiry bounds session_expiry (mochi-mqtt counts it in whole
+// seconds).
+const maxSessionExpiry = time.Hour
+
+// mqttExpiry checks a variant's session_expiry: whole seconds, on the
+// embedded broker, with the MQTT 5 client and persistent sessions.
+func (c *checker) mqttExpiry(vp string, v Variant, reported map[string]bool) {
+	eff := catalog.MQTTSettings{}
+	if m, _ := c.s.Broker.Settings.(*catalog.MQTTSettings); m != nil {
+		eff = *m
+	}
+	eff = eff.With(v.MQTT)
+	if eff.SessionExpiry == nil {
+		return
+	}
+	kp := "broker.session_expiry"
+	if v.MQTT != nil && v.MQTT.SessionExpiry != nil {
+		kp = vp + ".mqtt.session_expiry"
+	}
+	var why string
+	switch d := eff.SessionExpiry.D(); {
+	case d < time.Second || d > maxSessionExpiry || d%time.Second != 0:
+		why = fmt.Sprintf("must be whole seconds from 1s to %s (the broker counts it in seconds), got %s", maxSessionExpiry, d)
+	case c.mqttMode() != catalog.Embedded:
+		why = fmt.Sprintf("only with mode: embedded, not %s", c.mqttMode())
+	case eff.Client != catalog.PahoGolang:
+		why = fmt.Sprintf("a session expiry is MQTT 5's (a CONNECT property), and %s's client is %s (MQTT 3.1.1); add client: paho.golang", vp, cmp.Or(eff.Client, catalog.Paho))
+	case eff.CleanSession != nil && *eff.CleanSession:
+		why = fmt.Sprintf("%s has clean_session: true, whose session ends with the connection (expiry 0); use clean_session: false", vp)
+	default:
+		return
+	}
+	if !reported[kp+why] {
+		reported[kp+why] = true
+		c.errorf(kp, "%s: %s", kp, why)
+	}
+}
+
+// mqttMode is the MQTT broker's mode, its default where unset.
+func (c *checker) mqttMode() catalog.Mode {
+	if c.s.Broker.Mode == "" {
+		return catalog.ModeOf(catalog.MQTT)
+	}
+	return c.s.Broker.Mode
 }
 
 // managedOnly reports a managed Mosquitto's setting at kp in another mode,

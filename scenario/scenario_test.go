@@ -249,7 +249,20 @@ var fixtures = []fixture{
 		`8:39: faults[1].leg: "sideways" is not allowed (allowed: publisher, subscriber)`,
 		`10:43: variants[0].mqtt.qos: must be 0, 1 or 2, got 3`,
 		`10:54: variants[0].mqtt.client: "pahoo" is not allowed (allowed: paho, paho.golang); did you mean "paho"?`,
-		`11:53: variants[1].consumer.instances: broker kind mqtt runs one consumer instance per variant (its persistent session), got 2; use instances: 1`,
+	}},
+	{"invalid/mqtt-shared-managed.yaml", []string{
+		`5:14: consumer.instances: 3 instances share one MQTT subscription ($share) only with mode: embedded, not managed (dqbench tracks each shared session's packets in the embedded broker); use mode: embedded or instances: 1`,
+		`8:53: variants[1].consumer.instances: 2 instances share one MQTT subscription ($share) only with mode: embedded, not managed (dqbench tracks each shared session's packets in the embedded broker); use mode: embedded or instances: 1`,
+		`10:46: variants[3].mqtt.retain: only with mode: embedded, not managed (retained messages outlive the run on a broker dqbench does not start, and the managed Mosquitto's backlog is counted on the clients, which a retained copy would fool); use mode: embedded or remove it`,
+	}},
+	{"invalid/mqtt-session-expiry.yaml", []string{
+		`3:54: broker.session_expiry: must be whole seconds from 1s to 1h0m0s (the broker counts it in seconds), got 1.5s`,
+		`5:61: faults[0].at_least: must be from 0 to 8s (a consumer refused longer stops retrying), got 20s`,
+		`8:55: variants[1].mqtt.session_expiry: a session expiry is MQTT 5's (a CONNECT property), and variants[1]'s client is paho (MQTT 3.1.1); add client: paho.golang`,
+		`9:100: variants[2].mqtt.session_expiry: variants[2] has clean_session: true, whose session ends with the connection (expiry 0); use clean_session: false`,
+	}},
+	{"invalid/mqtt-shared-offline.yaml", []string{
+		`5:12: faults[0].type: subscriber-offline takes the variant's one consumer session offline, and variants[1].consumer.instances is 2 (a shared subscription, one session per instance); with instances above 1 use the other faults that act on embedded MQTT (consumer-crash, consumer-zombie, ack-lost, disconnect, fail-once, producer-app-crash), or instances: 1`,
 	}},
 	{"invalid/mqtt-on-kafka.yaml", []string{
 		`5:12: faults[0]: ack-lost cannot act here: it is injected inside the embedded MQTT broker (mochi-mqtt) or by dqbench's in-process toxiproxy in front of an external one; use broker kind: mqtt, mode: embedded or external`,

@@ -60,11 +60,11 @@ func startEmbedded() (*embedded, error) {
 
 func (e *embedded) close() error { return e.srv.Close() }
 
-// backlog is what the broker holds for d's consumer: publishes it is
+// backlog is what the broker holds for d's consumers: publishes it is
 // routing (received, not yet handed to the subscription) or holding for
 // a subscriber-offline window, one while the subscriber is away, and messages in
-// the consumer session not yet acknowledged (PUBACK for QoS 1, PUBREC for
-// QoS 2).
+// the consumer sessions not yet acknowledged (PUBACK for QoS 1, PUBREC for
+// QoS 2), a session whose instance crashed included.
 //
 // While a replacement consumer takes the session over, what it holds is
 // not known: mochi-mqtt moves the old connection's messages to the new one
@@ -82,7 +82,11 @@ func (e *embedded) backlog(ctx context.Context, d *dest) (int64, error) {
 		n++ // the drain waits for the window's end, and its fault event
 	}
 	st.mu.Unlock()
-	if cl, ok := e.srv.Clients.Get(d.subID); ok {
+	for _, s := range d.subs {
+		cl, ok := e.srv.Clients.Get(s.id)
+		if !ok {
+			continue
+		}
 		if cl.IsTakenOver() {
 			return 0, errTakeover
 		}
@@ -90,7 +94,8 @@ func (e *embedded) backlog(ctx context.Context, d *dest) (int64, error) {
 			// Only PUBLISHes wait for a QoS 1 subscriber's ack: count them
 			// without GetAll, which copies and sorts them all (the drain
 			// asks every 20 ms, while thousands may be queued).
-			return n + int64(cl.State.Inflight.Len()), nil
+			n += int64(cl.State.Inflight.Len())
+			continue
 		}
 		for _, pk := range cl.State.Inflight.GetAll(false) {
 			if pk.FixedHeader.Type == packets.Publish {
@@ -119,7 +124,11 @@ var (
 // it drops each new one for that session, telling no client. A report
 // names it as the cause of such a loss.
 func (d embeddedDest) Limits() string {
-	return fmt.Sprintf("mochi-mqtt maximum_inflight %d unacknowledged QoS 1 and 2 messages per session", d.b.embedded.srv.Options.Capabilities.MaximumInflight)
+	l := fmt.Sprintf("mochi-mqtt maximum_inflight %d unacknowledged QoS 1 and 2 messages per session", d.b.embedded.srv.Options.Capabilities.MaximumInflight)
+	if d.expiry > 0 {
+		l += fmt.Sprintf("; the consumer's session expiry %s (the broker ends a session offline longer, with what it holds)", d.expiry)
+	}
+	return l
 }
 
 // Apply injects the embedded broker's fault powers: lost packets, broken
@@ -131,7 +140,7 @@ func (d embeddedDest) Apply(_ context.Context, p brokers.Power) error {
 	case brokers.Disconnect:
 		return armed(d.disconnect(p.Leg, p.Fires, p.Cut))
 	case brokers.TakeOffline:
-		return armed(d.takeOffline(p.Window, p.Fires, p.Ended))
+		return armed(d.takeOffline(p))
 	}
 	return brokers.NoPower(p)
 }
@@ -177,19 +186,19 @@ type rule struct {
 	seen       map[int]int // intent → times the packet passed for it
 }
 
-// destState is what the hook knows of one destination.
+// destState is what the hook knows of one destination (and, in each
+// consumer session, of its packet ids and acks).
 type destState struct {
-	d       *dest
-	mu      sync.Mutex
-	pubPIDs map[uint16]int // publisher packet id → intent
-	subPIDs map[uint16]int // consumer packet id → intent
-	routing int            // publishes between OnPublish and OnPublished
-	gated   int            // publishes held in OnPublish by subscriber-offline
-	// takeover is closed while no consumer connection is taking over the
-	// session; see OnSessionEstablish.
+	d        *dest
+	sessions map[string]*subSession // by client id
+	mu       sync.Mutex
+	pubPIDs  map[uint16]int // publisher packet id → intent
+	routing  int            // publishes between OnPublish and OnPublished
+	gated    int            // publishes held in OnPublish by subscriber-offline
+	// takeover is closed while no consumer connection is taking over a
+	// session (taking counts those that are); see OnSessionEstablish.
 	takeover chan struct{}
-	acks     map[uint16]chan struct{}
-	comps    map[uint16]chan struct{} // QoS 2: closed once the broker processed PUBCOMP
+	taking   int
 	// lagging are the consumer's PUBACKs written without waiting for the
 	// broker to process them (Ack on a quiet destination), oldest first,
 	// with the connection that wrote each: Backlog waits for them.
@@ -231,15 +240,15 @@ func (st *destState) quiet() bool {
 }
 
 // awaitAck returns a channel closed once the broker has processed the
-// consumer's ack of packet id pid.
-func (st *destState) awaitAck(pid uint16) chan struct{} {
+// ack of packet id pid on consumer session s.
+func (st *destState) awaitAck(s *subSession, pid uint16) chan struct{} {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	ch := make(chan struct{})
-	if old, ok := st.acks[pid]; ok {
+	if old, ok := s.acks[pid]; ok {
 		close(old)
 	}
-	st.acks[pid] = ch
+	s.acks[pid] = ch
 	return ch
 }
 
@@ -252,8 +261,8 @@ type laggingAck struct {
 // lag notes a PUBACK the consumer wrote without waiting: processed is
 // awaitAck's channel for it. The broker processes a connection's packets
 // in order, so the processed ones are dropped from the front.
-func (st *destState) lag(processed chan struct{}) {
-	conn, _ := st.d.b.embedded.srv.Clients.Get(st.d.subID)
+func (st *destState) lag(s *subSession, processed chan struct{}) {
+	conn, _ := st.d.b.embedded.srv.Clients.Get(s.id)
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.lagging = slices.DeleteFunc(st.lagging, laggingAck.settled)
@@ -298,15 +307,16 @@ func (st *destState) settleLagging(ctx context.Context) error {
 }
 
 // awaitComplete returns a channel closed once the broker has processed the
-// consumer's PUBCOMP of packet id pid: the end of a QoS 2 exchange.
-func (st *destState) awaitComplete(pid uint16) chan struct{} {
+// PUBCOMP of packet id pid on consumer session s: the end of a QoS 2
+// exchange.
+func (st *destState) awaitComplete(s *subSession, pid uint16) chan struct{} {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	ch := make(chan struct{})
-	if old, ok := st.comps[pid]; ok {
+	if old, ok := s.comps[pid]; ok {
 		close(old)
 	}
-	st.comps[pid] = ch
+	s.comps[pid] = ch
 	return ch
 }
 
@@ -319,11 +329,14 @@ type faultHook struct {
 }
 
 func (h *faultHook) add(d *dest) *destState {
-	st := &destState{d: d, pubPIDs: map[uint16]int{}, subPIDs: map[uint16]int{}, acks: map[uint16]chan struct{}{}, comps: map[uint16]chan struct{}{}, takeover: closed()}
+	st := &destState{d: d, sessions: map[string]*subSession{}, pubPIDs: map[uint16]int{}, takeover: closed()}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.clients[d.pubID] = st
-	h.clients[d.subID] = st
+	for _, s := range d.subs {
+		st.sessions[s.id] = s
+		h.clients[s.id] = st
+	}
 	return st
 }
 
@@ -331,7 +344,9 @@ func (h *faultHook) remove(d *dest) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.clients, d.pubID)
-	delete(h.clients, d.subID)
+	for _, s := range d.subs {
+		delete(h.clients, s.id)
+	}
 }
 
 func (h *faultHook) state(cl *mochi.Client) (*destState, catalog.Leg) {
@@ -354,7 +369,7 @@ func (h *faultHook) ID() string { return "dqbench-faults" }
 func (h *faultHook) Provides(b byte) bool {
 	return bytes.Contains([]byte{
 		mochi.OnPacketRead, mochi.OnPacketEncode, mochi.OnPacketSent, mochi.OnPacketProcessed,
-		mochi.OnPublish, mochi.OnPublished, mochi.OnDisconnect,
+		mochi.OnPublish, mochi.OnPublished, mochi.OnDisconnect, mochi.OnSelectSubscribers, mochi.OnClientExpired,
 		mochi.OnSessionEstablish, mochi.OnSessionEstablished,
 		mochi.OnConnectAuthenticate, mochi.OnACLCheck,
 	}, []byte{b})
@@ -388,7 +403,7 @@ func (h *faultHook) OnPacketRead(cl *mochi.Client, pk packets.Packet) (packets.P
 			st.pubPIDs[pk.PacketID] = in
 		}
 	case t == packets.Puback, t == packets.Pubrec, t == packets.Pubrel, t == packets.Pubcomp:
-		intent, ok := st.pidsOf(leg)[pk.PacketID]
+		intent, ok := st.pidsOf(cl.ID)[pk.PacketID]
 		if !ok {
 			break
 		}
@@ -403,11 +418,12 @@ func (h *faultHook) OnPacketRead(cl *mochi.Client, pk packets.Packet) (packets.P
 
 var errPacketLost = errors.New("dqbench: packet lost, connection broken")
 
-func (st *destState) pidsOf(leg catalog.Leg) map[uint16]int {
-	if leg == catalog.PublisherLeg {
-		return st.pubPIDs
+// pidsOf maps the packet ids of client id's session to intents.
+func (st *destState) pidsOf(id string) map[uint16]int {
+	if s, ok := st.sessions[id]; ok {
+		return s.pids
 	}
-	return st.subPIDs
+	return st.pubPIDs
 }
 
 // OnPacketEncode sees packets to clients: it learns the consumer's packet
@@ -425,10 +441,10 @@ func (h *faultHook) OnPacketEncode(cl *mochi.Client, pk packets.Packet) packets.
 	switch {
 	case t == packets.Publish && leg == catalog.SubscriberLeg:
 		if in, err := st.d.intentOf(pk.TopicName); err == nil && pk.FixedHeader.Qos > 0 {
-			st.subPIDs[pk.PacketID] = in
+			st.pidsOf(cl.ID)[pk.PacketID] = in
 		}
 	case t == packets.Puback, t == packets.Pubrec, t == packets.Pubrel, t == packets.Pubcomp:
-		intent, ok := st.pidsOf(leg)[pk.PacketID]
+		intent, ok := st.pidsOf(cl.ID)[pk.PacketID]
 		if !ok {
 			break
 		}
@@ -494,16 +510,17 @@ func (h *faultHook) OnPacketProcessed(cl *mochi.Client, pk packets.Packet, err e
 	if st == nil || leg != catalog.SubscriberLeg || err != nil {
 		return
 	}
-	waiting := st.acks
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	s := st.sessions[cl.ID]
+	waiting := s.acks
 	switch pk.FixedHeader.Type {
 	case packets.Puback, packets.Pubrec:
 	case packets.Pubcomp:
-		waiting = st.comps
+		waiting = s.comps
 	default:
 		return
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
 	if ch, ok := waiting[pk.PacketID]; ok {
 		close(ch)
 		delete(waiting, pk.PacketID)
@@ -516,10 +533,15 @@ func (h *faultHook) OnPacketProcessed(cl *mochi.Client, pk packets.Packet, err e
 // new client, and clears the old one's after: a message routed in between
 // is lost. That race is mochi's, not a lesson of any scenario, so the
 // embedded broker closes it; external brokers are measured as they are.
+// With a shared subscription several sessions may be taken over at once:
+// publishes wait until none is.
 func (h *faultHook) OnSessionEstablish(cl *mochi.Client, _ packets.Packet) {
 	if st, leg := h.state(cl); st != nil && leg == catalog.SubscriberLeg {
 		st.mu.Lock()
-		st.takeover = make(chan struct{})
+		if st.taking == 0 {
+			st.takeover = make(chan struct{})
+		}
+		st.taking++
 		st.mu.Unlock()
 		// Publishes already being routed finish first (bounded, as below).
 		for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Microsecond) {
@@ -536,13 +558,23 @@ func (h *faultHook) OnSessionEstablish(cl *mochi.Client, _ packets.Packet) {
 // OnSessionEstablished: the new consumer connection is registered.
 func (h *faultHook) OnSessionEstablished(cl *mochi.Client, _ packets.Packet) {
 	if st, leg := h.state(cl); st != nil && leg == catalog.SubscriberLeg {
-		st.endTakeover()
+		st.endTakeover(false)
 	}
 }
 
-func (st *destState) endTakeover() {
+// endTakeover notes a takeover ended, or with all every one under way (a
+// wait that ran out: a connection that fails half-way never reports its
+// end).
+func (st *destState) endTakeover(all bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	st.taking = max(st.taking-1, 0)
+	if all {
+		st.taking = 0
+	}
+	if st.taking > 0 {
+		return
+	}
 	select {
 	case <-st.takeover:
 	default:
@@ -589,7 +621,7 @@ func (h *faultHook) OnPublish(cl *mochi.Client, pk packets.Packet) (packets.Pack
 			select {
 			case <-takeover:
 			case <-time.After(time.Until(deadline)):
-				st.endTakeover()
+				st.endTakeover(true)
 			}
 		}
 	}

@@ -16,8 +16,13 @@ type received struct {
 	body   []byte
 	qos    byte
 	dup    bool
-	pid    uint16
-	handle any
+	// retained: the RETAIN flag, set on a message the broker sends from
+	// its retained messages for a new subscription (and cleared on
+	// routing, MQTT-3.3.1-9; paho.golang subscribes with retain as
+	// published off, the default).
+	retained bool
+	pid      uint16
+	handle   any
 }
 
 // inbox queues a consumer's deliveries without bound, so that the client
@@ -25,6 +30,7 @@ type received struct {
 // in-flight limit bounds what is unacked).
 type inbox struct {
 	d        *dest
+	s        *subSession // the session the deliveries come on
 	mu       sync.Mutex
 	q        []received
 	err      error
@@ -34,8 +40,8 @@ type inbox struct {
 	lostOnce sync.Once
 }
 
-func newInbox(d *dest) *inbox {
-	return &inbox{d: d, ready: make(chan struct{}, 1), lost: make(chan struct{})}
+func newInbox(d *dest, s *subSession) *inbox {
+	return &inbox{d: d, s: s, ready: make(chan struct{}, 1), lost: make(chan struct{})}
 }
 
 func (in *inbox) push(r received) {
@@ -113,10 +119,10 @@ func (in *inbox) next(ctx context.Context) (brokers.Delivery, error) {
 				in.d.qos0Queued.Add(-1)
 				in.d.qos0Seen()
 			}
-			pos, redelivered := in.d.position(r.intent, r.qos, r.dup, r.pid)
+			pos, redelivered := in.d.position(in.s, r.intent, r.qos, r.dup, r.pid)
 			return brokers.Delivery{
 				Intent: r.intent, Body: r.body, Position: pos, Tag: strconv.Itoa(int(r.pid)), Redelivered: redelivered,
-				QoS: strconv.Itoa(int(r.qos)), Handle: r.handle,
+				QoS: strconv.Itoa(int(r.qos)), Retained: r.retained, Handle: r.handle,
 			}, nil
 		}
 		in.mu.Unlock()

@@ -5,9 +5,10 @@
 // Each variant gets its own topic prefix, dqbench/NAME/, and publishes
 // intent i to dqbench/NAME/i, so the topic carries the message key. The
 // consumer is one persistent session (client id dqb-NAME-s) subscribed to
-// dqbench/NAME/+; the destination creates that session when it opens, so
-// the broker keeps QoS 1 and 2 messages for it from the first publish on.
-// The publisher is the session dqb-NAME-p.
+// dqbench/NAME/+, or with consumer.instances N > 1 (embedded broker) N
+// sessions in a shared subscription (shared.go); the destination creates
+// them when it opens, so the broker keeps QoS 1 and 2 messages for them
+// from the first publish on. The publisher is the session dqb-NAME-p.
 package mqtt
 
 import (
@@ -157,12 +158,16 @@ func (b *Broker) Open(ctx context.Context, spec brokers.DestinationSpec) (broker
 	}
 	d := &dest{
 		b: b, spec: spec, name: spec.Name,
-		topic: "dqbench/" + spec.Name + "/", pubID: "dqb-" + spec.Name + "-p", subID: "dqb-" + spec.Name + "-s",
-		pubQoS: byte(*settings.QoS), subQoS: byte(*settings.SubscriptionQoS), clean: *settings.CleanSession,
-		client: settings.Client, pubStore: newSessionStore(), subStore: newSessionStore(),
-		v5pub: state.NewInMemory(), v5sub: state.NewInMemory(),
-		subscribed: make(chan struct{}), positions: map[uint16]copyRef{}, acked: map[string]bool{},
+		topic: "dqbench/" + spec.Name + "/", pubID: "dqb-" + spec.Name + "-p",
+		pubQoS: byte(*settings.QoS), subQoS: byte(*settings.SubscriptionQoS), clean: *settings.CleanSession, retain: settings.Retains(),
+		client: settings.Client, pubStore: newSessionStore(), v5pub: state.NewInMemory(),
+		subscribed: make(chan struct{}), acked: map[string]bool{},
 	}
+	if settings.SessionExpiry != nil {
+		d.expiry = settings.SessionExpiry.D()
+	}
+	d.sessions(spec.Instances)
+	d.subID = d.subs[0].id
 	switch {
 	case b.embedded != nil:
 		d.url = b.url
@@ -184,13 +189,15 @@ func (b *Broker) Open(ctx context.Context, spec brokers.DestinationSpec) (broker
 		d.mosq, d.url = m, "tcp://"+m.addr
 	}
 	if !d.clean && d.legQoS(catalog.SubscriberLeg) > 0 {
-		// The persistent session exists before the first publish, so the
-		// broker keeps every QoS 1 and 2 message for the consumer.
-		if err := d.lib().subscribe(ctx, d); err != nil {
-			d.closeFailed(ctx)
-			return nil, err
+		// The persistent sessions exist before the first publish, so the
+		// broker keeps every QoS 1 and 2 message for the consumers.
+		for _, s := range d.subs {
+			if err := d.lib().subscribe(ctx, d, s); err != nil {
+				d.closeFailed(ctx)
+				return nil, err
+			}
+			d.markSubscribed(s)
 		}
-		d.markSubscribed()
 	}
 	switch {
 	case b.embedded != nil:
@@ -224,25 +231,32 @@ type dest struct {
 	mosq           *mosquitto // the managed broker, or nil
 	spec           brokers.DestinationSpec
 	name           string
-	topic          string // prefix; the filter is topic + "+"
+	topic          string // prefix; intent i is published to topic + i
+	filter         string // what each consumer session subscribes to
 	pubID          string
-	subID          string
-	pubQoS         byte
-	subQoS         byte
-	clean          bool
-	client         catalog.MQTTClient
-	// pubStore and subStore are the client side of the two sessions
-	// (paho); v5pub and v5sub are paho.golang's.
-	pubStore, subStore *sessionStore
-	v5pub, v5sub       *state.State
-	state              *destState
+	// subs are the consumer sessions (shared.go); subID is the first's
+	// client id, the only one where a variant has one.
+	subs   []*subSession
+	subID  string
+	pubQoS byte
+	subQoS byte
+	clean  bool
+	retain bool // publish with the RETAIN flag
+	// expiry is the consumer sessions' MQTT 5 session expiry (0: the
+	// longest).
+	expiry time.Duration
+	client catalog.MQTTClient
+	// pubStore is the client side of the publisher's session (paho);
+	// v5pub is paho.golang's.
+	pubStore *sessionStore
+	v5pub    *state.State
+	state    *destState
 
 	subscribedOnce sync.Once
-	subscribed     chan struct{} // closed once the broker keeps messages for the consumer
+	subscribed     chan struct{} // closed once the broker keeps messages for every consumer session
 
-	mu        sync.Mutex
-	positions map[uint16]copyRef // subscriber packet id → the copy it carried
-	copies    int
+	mu     sync.Mutex // guards copies and the sessions' client-side fields
+	copies int
 
 	// qos0Queued counts QoS 0 deliveries a consumer has received and not
 	// yet handled; qos0Last is when a QoS 0 message was last seen on its
@@ -292,10 +306,11 @@ func (d *dest) ackedCopy(pos string) {
 }
 
 // ackedPID counts as acked the copy the consumer's packet id pid carries
-// (QoS 2: the broker sent PUBREL for it).
+// (QoS 2: the broker sent PUBREL for it), on the variant's only session
+// (an external broker's).
 func (d *dest) ackedPID(pid uint16) {
 	d.mu.Lock()
-	c, ok := d.positions[pid]
+	c, ok := d.subs[0].positions[pid]
 	if ok && !d.acked[c.pos] {
 		d.acked[c.pos] = true
 		d.ackedCopies.Add(1)
@@ -339,8 +354,6 @@ func (d *dest) urlFor(id string) string {
 	return d.url
 }
 
-func (d *dest) markSubscribed() { d.subscribedOnce.Do(func() { close(d.subscribed) }) }
-
 func (d *dest) topicOf(intent int) string { return d.topic + brokers.Key(intent) }
 
 // intentOf reads the intent from a topic of this destination.
@@ -359,20 +372,25 @@ func (d *dest) intentOf(topic string) (int, error) {
 // copy. (mochi-mqtt also sets DUP on the first send of a message it queued
 // for an offline session, and reuses packet ids once completed, so neither
 // DUP nor the packet id alone says redelivered.) QoS 0 deliveries are each
-// their own copy.
-func (d *dest) position(intent int, qos byte, dup bool, pid uint16) (pos string, redelivered bool) {
+// their own copy. Packet ids are per session: in a shared subscription the
+// position starts with the session's number (s2/c17/5: session 2, copy
+// 17, packet id 5).
+func (d *dest) position(s *subSession, intent int, qos byte, dup bool, pid uint16) (pos string, redelivered bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if qos > 0 && dup {
-		if c, ok := d.positions[pid]; ok && c.intent == intent {
+		if c, ok := s.positions[pid]; ok && c.intent == intent {
 			return c.pos, true
 		}
 	}
 	d.copies++
 	pos = "c" + strconv.Itoa(d.copies)
+	if s.n > 0 {
+		pos = "s" + strconv.Itoa(s.n) + "/" + pos
+	}
 	if qos > 0 {
 		pos += "/" + strconv.Itoa(int(pid))
-		d.positions[pid] = copyRef{intent: intent, pos: pos}
+		s.positions[pid] = copyRef{intent: intent, pos: pos}
 	}
 	return pos, false
 }
@@ -393,11 +411,12 @@ func (d *dest) lib() clientLib {
 
 // clientLib is one MQTT client library.
 type clientLib interface {
-	// subscribe creates the consumer's persistent session and
-	// subscription, then disconnects.
-	subscribe(ctx context.Context, d *dest) error
+	// subscribe creates the consumer session s with its subscription,
+	// then disconnects.
+	subscribe(ctx context.Context, d *dest, s *subSession) error
 	producer(ctx context.Context, d *dest) (brokers.Producer, error)
-	consumer(ctx context.Context, d *dest, gen int) (brokers.Consumer, error)
+	// consumer connects a consumer instance on session s.
+	consumer(ctx context.Context, d *dest, s *subSession) (brokers.Consumer, error)
 }
 
 // Producer starts the publisher session once the broker keeps messages
@@ -411,19 +430,26 @@ func (d *dest) Producer(ctx context.Context) (brokers.Producer, error) {
 	case <-d.subscribed:
 	case <-wait.Done():
 		if err, _ := d.consumerErr.Load().(error); err != nil {
-			return nil, fmt.Errorf("mqtt: no consumer subscribed to %s+ within 10s; its last connect: %w", d.topic, err)
+			return nil, fmt.Errorf("mqtt: no consumer subscribed to %s within 10s; its last connect: %w", d.filter, err)
 		}
-		return nil, fmt.Errorf("mqtt: no consumer subscribed to %s+ within 10s", d.topic)
+		return nil, fmt.Errorf("mqtt: no consumer subscribed to %s within 10s", d.filter)
 	}
 	return d.lib().producer(ctx, d)
 }
 
-// Consumer connects the consumer session, retrying for a while a broker
-// that does not answer (a managed broker restarting).
-func (d *dest) Consumer(ctx context.Context, gen int) (brokers.Consumer, error) {
+// Consumer connects a consumer instance on a session no other instance
+// holds (claim), retrying for a while a broker that does not answer (a
+// managed broker restarting).
+func (d *dest) Consumer(ctx context.Context, gen int) (_ brokers.Consumer, err error) {
+	s := d.claim(gen)
+	defer func() {
+		if err != nil {
+			d.release(s)
+		}
+	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		c, err := d.lib().consumer(ctx, d, gen)
+		c, err := d.lib().consumer(ctx, d, s)
 		if err != nil {
 			d.consumerErr.Store(err)
 		}
@@ -480,7 +506,10 @@ func (d *dest) Close(ctx context.Context) error {
 	if d.state != nil {
 		d.b.embedded.hook.remove(d)
 	}
-	err := errors.Join(d.v5pub.Close(), d.v5sub.Close())
+	err := d.v5pub.Close()
+	for _, s := range d.subs {
+		err = errors.Join(err, s.v5.Close())
+	}
 	for _, p := range d.proxies {
 		err = errors.Join(err, p.Close(ctx))
 	}
@@ -554,7 +583,6 @@ func (d *dest) confirmedIntent(intent int) {
 func (d managedDest) Limits() string { return "Mosquitto " + d.mosq.limits }
 
 func (d *dest) pubSession() *state.State { return d.v5pub }
-func (d *dest) subSession() *state.State { return d.v5sub }
 
 // hostPort is the host:port of an MQTT URL.
 func hostPort(u string) string {

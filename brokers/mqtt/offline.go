@@ -8,6 +8,7 @@ import (
 
 	mochi "github.com/mochi-mqtt/server/v2"
 
+	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
 )
 
@@ -26,21 +27,29 @@ import (
 //     loses is the window's and nothing after it.
 //
 // A window also ends when no publish has come for offlineIdle (the run
-// has no more intents).
+// has no more intents). With a minimum (at_least), it ends no sooner than
+// that after it began, publishes routed until then held too; a session
+// whose expiry passes meanwhile is ended by the broker (OnClientExpired),
+// which the window's event says.
 
 // offline is an armed subscriber-offline fault of one destination; its
 // fields are guarded by the destState's mu.
 type offline struct {
-	window int
-	fires  func(intent, attempt int) bool
-	ended  func(start int, held []int)
-	seen   map[int]int // intent → publishes of it seen
+	window  int
+	atLeast time.Duration
+	fires   func(intent, attempt int) bool
+	ended   func(start int, held []int, away time.Duration, expired bool)
+	seen    map[int]int // intent → publishes of it seen
 
 	phase offlinePhase
 	start int   // the window's first intent
 	held  []int // intents routed while offline
 	gen   int   // counts windows, so a stale idle timer does nothing
 	idle  *time.Timer
+	began time.Time // when the subscriber went offline
+	// expired: the broker ended the subscriber's session during the
+	// window (its session expiry passed).
+	expired bool
 }
 
 type offlinePhase int
@@ -59,10 +68,10 @@ const (
 var errOffline = errors.New("dqbench: subscriber taken offline by fault")
 
 // takeOffline arms subscriber-offline.
-func (d embeddedDest) takeOffline(window int, fires func(intent, attempt int) bool, ended func(start int, held []int)) bool {
+func (d embeddedDest) takeOffline(p brokers.TakeOffline) bool {
 	d.state.mu.Lock()
 	defer d.state.mu.Unlock()
-	d.state.offline = &offline{window: window, fires: fires, ended: ended, seen: map[int]int{}}
+	d.state.offline = &offline{window: p.Window, atLeast: p.AtLeast, fires: p.Fires, ended: p.Ended, seen: map[int]int{}}
 	return true
 }
 
@@ -106,6 +115,7 @@ func (h *faultHook) beforeRoute(st *destState, intent int) {
 	}
 	st.mu.Lock()
 	o.phase, o.start, o.held = away, intent, nil
+	o.began, o.expired = time.Now(), false
 	o.gen++
 	gen := o.gen
 	o.idle = time.AfterFunc(offlineIdle, func() { h.endOffline(st, gen) })
@@ -138,7 +148,8 @@ func (h *faultHook) afterRoute(st *destState, intent int) {
 	}
 }
 
-// endOffline ends window gen, once, and records it.
+// endOffline ends window gen, once, and records it; a window with a
+// minimum not yet reached ends when it is.
 func (h *faultHook) endOffline(st *destState, gen int) {
 	st.mu.Lock()
 	o := st.offline
@@ -146,11 +157,30 @@ func (h *faultHook) endOffline(st *destState, gen int) {
 		st.mu.Unlock()
 		return
 	}
+	if left := o.atLeast - time.Since(o.began); left > 0 {
+		o.idle.Reset(left)
+		st.mu.Unlock()
+		return
+	}
 	o.phase = returning
 	o.idle.Stop()
-	start, held := o.start, slices.Clone(o.held)
+	start, held, away, expired := o.start, slices.Clone(o.held), time.Since(o.began), o.expired
 	st.mu.Unlock()
-	o.ended(start, held)
+	o.ended(start, held, away, expired)
+}
+
+// OnClientExpired: the broker ends a session whose client stayed away
+// past its session expiry; a subscriber-offline window notes it.
+func (h *faultHook) OnClientExpired(cl *mochi.Client) {
+	st, leg := h.state(cl)
+	if st == nil || leg != catalog.SubscriberLeg {
+		return
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if o := st.offline; o != nil && o.phase == away {
+		o.expired = true
+	}
 }
 
 // refuses reports whether the broker refuses cl's CONNECT: the subscriber

@@ -176,7 +176,7 @@ func (o *outside) deliver(d *dest, remote net.Addr, x nfmqtt.Delivery) error {
 		case <-time.After(passWait):
 		}
 	}
-	pos, redelivered := d.position(x.Intent, x.QoS, x.Dup, x.PacketID)
+	pos, redelivered := d.position(d.subs[0], x.Intent, x.QoS, x.Dup, x.PacketID) // one session: process.instances is 1
 	if w := o.w(); w.Fetched != nil {
 		if err := w.Fetched(remote, []brokers.Delivery{{Intent: x.Intent, Position: pos, Redelivered: redelivered, QoS: strconv.Itoa(int(x.QoS))}}); err != nil {
 			return err
@@ -218,7 +218,7 @@ func (o *outside) ack(d *dest, remote net.Addr, x nfmqtt.Delivery) error {
 		d.ackedCopy(pos)
 	}
 	if d.state != nil {
-		ch := d.state.awaitAck(x.PacketID) // before the relay writes it on
+		ch := d.state.awaitAck(d.subs[0], x.PacketID) // before the relay writes it on
 		o.mu.Lock()
 		o.passed = ch
 		o.mu.Unlock()

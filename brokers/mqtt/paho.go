@@ -57,13 +57,13 @@ func (p paho) connectSession(ctx context.Context, d *dest, opts *pahomqtt.Client
 	return cl, present, err
 }
 
-func (p paho) subscribe(ctx context.Context, d *dest) error {
-	cl, err := p.connect(ctx, d, p.options(d, d.subID, d.subStore).SetAutoAckDisabled(true))
+func (p paho) subscribe(ctx context.Context, d *dest, s *subSession) error {
+	cl, err := p.connect(ctx, d, p.options(d, s.id, s.store).SetAutoAckDisabled(true))
 	if err != nil {
 		return err
 	}
 	defer cl.Disconnect(100)
-	return wait(ctx, cl.Subscribe(d.topic+"+", d.subQoS, nil), "subscribe to "+d.topic+"+")
+	return wait(ctx, cl.Subscribe(d.filter, d.subQoS, nil), "subscribe to "+d.filter)
 }
 
 func (p paho) producer(ctx context.Context, d *dest) (brokers.Producer, error) {
@@ -92,7 +92,7 @@ type pahoProducer struct {
 var _ brokers.Producer = (*pahoProducer)(nil)
 
 func (p *pahoProducer) Publish(ctx context.Context, m brokers.Message, done func(error)) {
-	t := p.cl.Publish(p.d.topicOf(m.Intent), p.d.pubQoS, false, m.Body)
+	t := p.cl.Publish(p.d.topicOf(m.Intent), p.d.pubQoS, p.d.retain, m.Body)
 	p.wg.Go(func() {
 		select {
 		case <-t.Done():
@@ -130,9 +130,9 @@ func (p *pahoProducer) Close(ctx context.Context) {
 	p.cl.Disconnect(50)
 }
 
-func (p paho) consumer(ctx context.Context, d *dest, gen int) (brokers.Consumer, error) {
-	c := &pahoConsumer{d: d, in: newInbox(d)}
-	opts := p.options(d, d.subID, d.subStore).
+func (p paho) consumer(ctx context.Context, d *dest, s *subSession) (brokers.Consumer, error) {
+	c := &pahoConsumer{d: d, s: s, in: newInbox(d, s)}
+	opts := p.options(d, s.id, s.store).
 		SetAutoAckDisabled(true).
 		SetDefaultPublishHandler(c.receive).
 		SetConnectionLostHandler(func(pahomqtt.Client, error) { c.in.markLost() })
@@ -145,18 +145,19 @@ func (p paho) consumer(ctx context.Context, d *dest, gen int) (brokers.Consumer,
 	// would also collide in mochi-mqtt, which checks a SUBSCRIBE's packet
 	// id against the ids of its own PUBLISHes in flight).
 	if !present {
-		if err := wait(ctx, cl.Subscribe(d.topic+"+", d.subQoS, nil), "subscribe to "+d.topic+"+"); err != nil {
+		if err := wait(ctx, cl.Subscribe(d.filter, d.subQoS, nil), "subscribe to "+d.filter); err != nil {
 			cl.Disconnect(0)
 			return nil, err
 		}
 	}
-	d.markSubscribed()
+	d.markSubscribed(s)
 	return c, nil
 }
 
-// pahoConsumer is one consumer instance on the variant's session.
+// pahoConsumer is one consumer instance on one of the variant's sessions.
 type pahoConsumer struct {
 	d      *dest
+	s      *subSession
 	cl     pahomqtt.Client
 	in     *inbox
 	behind unsynced
@@ -174,7 +175,7 @@ func (c *pahoConsumer) receive(_ pahomqtt.Client, m pahomqtt.Message) {
 		c.in.fail(err)
 		return
 	}
-	c.in.push(received{intent: intent, body: m.Payload(), qos: m.Qos(), dup: m.Duplicate(), pid: m.MessageID(), handle: m})
+	c.in.push(received{intent: intent, body: m.Payload(), qos: m.Qos(), dup: m.Duplicate(), retained: m.Retained(), pid: m.MessageID(), handle: m})
 }
 
 func (c *pahoConsumer) Next(ctx context.Context) (brokers.Delivery, error) { return c.in.next(ctx) }
@@ -192,13 +193,13 @@ func (c *pahoConsumer) Ack(ctx context.Context, del brokers.Delivery) error {
 	}
 	var processed, completed chan struct{}
 	if c.d.state != nil {
-		processed = c.d.state.awaitAck(m.MessageID())
+		processed = c.d.state.awaitAck(c.s, m.MessageID())
 		if m.Qos() == 2 {
-			completed = c.d.state.awaitComplete(m.MessageID())
+			completed = c.d.state.awaitComplete(c.s, m.MessageID())
 		} else if c.d.state.quiet() {
 			m.Ack()
 			c.behind.last = processed
-			c.d.state.lag(processed)
+			c.d.state.lag(c.s, processed)
 			return nil
 		}
 	}
@@ -246,11 +247,13 @@ func (c *pahoConsumer) Abandon() {
 	_ = c.behind.sync(context.Background(), c.in.lost) // what it acked stays acked
 	c.in.markLost()
 	c.cl.Disconnect(0)
+	c.d.release(c.s)
 }
 
 func (c *pahoConsumer) Close(ctx context.Context) {
 	c.in.markLost()
 	c.cl.Disconnect(50)
+	c.d.release(c.s)
 }
 
 // unsynced is the last PUBACK a consumer wrote without waiting for the

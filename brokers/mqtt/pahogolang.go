@@ -23,11 +23,16 @@ import (
 // reconnects in a loop of its own, as autopaho does.
 type pahoGolang struct{}
 
-// sessionExpiry is the MQTT 5 session expiry of a persistent session
-// (0: the session ends with the connection, like clean_session: true).
-func (d *dest) sessionExpiry() uint32 {
-	if d.clean {
+// sessionExpiry is the MQTT 5 session expiry of client id's persistent
+// session (0: the session ends with the connection, like clean_session:
+// true): the longest, or for a consumer session the scenario's
+// session_expiry.
+func (d *dest) sessionExpiry(id string) uint32 {
+	switch {
+	case d.clean:
 		return 0
+	case d.expiry > 0 && id != d.pubID:
+		return uint32(d.expiry / time.Second)
 	}
 	return math.MaxUint32
 }
@@ -54,7 +59,7 @@ func (d *dest) dialV5Session(ctx context.Context, id string, sess *state.State, 
 	cfg.Session = sess
 	cfg.PacketTimeout = time.Minute
 	cl := pahov5.NewClient(cfg)
-	expiry := d.sessionExpiry()
+	expiry := d.sessionExpiry(id)
 	ca, err := cl.Connect(cctx, &pahov5.Connect{
 		ClientID: id, CleanStart: d.clean, KeepAlive: 30,
 		Properties: &pahov5.ConnectProperties{SessionExpiryInterval: &expiry},
@@ -69,15 +74,15 @@ func (d *dest) dialV5Session(ctx context.Context, id string, sess *state.State, 
 	return cl, ca.SessionPresent, nil
 }
 
-func (pahoGolang) subscribe(ctx context.Context, d *dest) error {
-	cl, err := d.dialV5(ctx, d.subID, d.subSession(), pahov5.ClientConfig{EnableManualAcknowledgment: true})
+func (pahoGolang) subscribe(ctx context.Context, d *dest, s *subSession) error {
+	cl, err := d.dialV5(ctx, s.id, s.v5, pahov5.ClientConfig{EnableManualAcknowledgment: true})
 	if err != nil {
 		return err
 	}
 	defer cl.Disconnect(&pahov5.Disconnect{ReasonCode: 0})
-	_, err = cl.Subscribe(ctx, &pahov5.Subscribe{Subscriptions: []pahov5.SubscribeOptions{{Topic: d.topic + "+", QoS: d.subQoS}}})
+	_, err = cl.Subscribe(ctx, &pahov5.Subscribe{Subscriptions: []pahov5.SubscribeOptions{{Topic: d.filter, QoS: d.subQoS}}})
 	if err != nil {
-		return fmt.Errorf("subscribe to %s+: %w", d.topic, err)
+		return fmt.Errorf("subscribe to %s: %w", d.filter, err)
 	}
 	return nil
 }
@@ -225,7 +230,7 @@ func (p *v5Producer) publish(ctx context.Context, m brokers.Message) (*pahov5.Pu
 		}
 		finished := make(chan struct{})
 		go p.unstick(cl, finished)
-		resp, err := cl.Publish(ctx, &pahov5.Publish{QoS: p.d.pubQoS, Topic: p.d.topicOf(m.Intent), Payload: m.Body})
+		resp, err := cl.Publish(ctx, &pahov5.Publish{QoS: p.d.pubQoS, Retain: p.d.retain, Topic: p.d.topicOf(m.Intent), Payload: m.Body})
 		close(finished)
 		if !errors.Is(err, session.ErrNoConnection) || ctx.Err() != nil {
 			return resp, err
@@ -281,9 +286,9 @@ func (p *v5Producer) Close(ctx context.Context) {
 	_ = cl.Disconnect(&pahov5.Disconnect{ReasonCode: 0})
 }
 
-func (pahoGolang) consumer(ctx context.Context, d *dest, gen int) (brokers.Consumer, error) {
-	c := &v5Consumer{d: d, in: newInbox(d)}
-	cl, present, err := d.dialV5Session(ctx, d.subID, d.subSession(), pahov5.ClientConfig{
+func (pahoGolang) consumer(ctx context.Context, d *dest, s *subSession) (brokers.Consumer, error) {
+	c := &v5Consumer{d: d, s: s, in: newInbox(d, s)}
+	cl, present, err := d.dialV5Session(ctx, s.id, s.v5, pahov5.ClientConfig{
 		EnableManualAcknowledgment: true,
 		SendAcksInterval:           time.Millisecond,
 		OnPublishReceived:          []func(pahov5.PublishReceived) (bool, error){c.receive},
@@ -302,18 +307,19 @@ func (pahoGolang) consumer(ctx context.Context, d *dest, gen int) (brokers.Consu
 	// would also collide in mochi-mqtt, which checks a SUBSCRIBE's packet
 	// id against the ids of its own PUBLISHes in flight).
 	if !present {
-		if _, err := cl.Subscribe(ctx, &pahov5.Subscribe{Subscriptions: []pahov5.SubscribeOptions{{Topic: d.topic + "+", QoS: d.subQoS}}}); err != nil {
+		if _, err := cl.Subscribe(ctx, &pahov5.Subscribe{Subscriptions: []pahov5.SubscribeOptions{{Topic: d.filter, QoS: d.subQoS}}}); err != nil {
 			_ = cl.Disconnect(&pahov5.Disconnect{ReasonCode: 0})
-			return nil, fmt.Errorf("subscribe to %s+: %w", d.topic, err)
+			return nil, fmt.Errorf("subscribe to %s: %w", d.filter, err)
 		}
 	}
-	d.markSubscribed()
+	d.markSubscribed(s)
 	return c, nil
 }
 
-// v5Consumer is one consumer instance on the variant's session.
+// v5Consumer is one consumer instance on one of the variant's sessions.
 type v5Consumer struct {
 	d      *dest
+	s      *subSession
 	cl     *pahov5.Client
 	in     *inbox
 	behind unsynced
@@ -331,7 +337,7 @@ func (c *v5Consumer) receive(pr pahov5.PublishReceived) (bool, error) {
 		c.in.fail(err)
 		return true, nil
 	}
-	c.in.push(received{intent: intent, body: p.Payload, qos: p.QoS, dup: p.Duplicate(), pid: p.PacketID, handle: p})
+	c.in.push(received{intent: intent, body: p.Payload, qos: p.QoS, dup: p.Duplicate(), retained: p.Retain, pid: p.PacketID, handle: p})
 	return true, nil
 }
 
@@ -351,9 +357,9 @@ func (c *v5Consumer) Ack(ctx context.Context, del brokers.Delivery) error {
 	var processed, completed chan struct{}
 	fast := false
 	if c.d.state != nil {
-		processed = c.d.state.awaitAck(p.PacketID)
+		processed = c.d.state.awaitAck(c.s, p.PacketID)
 		if p.QoS == 2 {
-			completed = c.d.state.awaitComplete(p.PacketID)
+			completed = c.d.state.awaitComplete(c.s, p.PacketID)
 		} else {
 			fast = c.d.state.quiet()
 		}
@@ -367,14 +373,14 @@ func (c *v5Consumer) Ack(ctx context.Context, del brokers.Delivery) error {
 		// would have sent it (one message in flight: no order to keep).
 		// Without this, about one run in 150 on a loaded machine crashed
 		// the consumer there and the broker delivered the message again.
-		err = c.d.subSession().Ack(p.Packet())
+		err = c.s.v5.Ack(p.Packet())
 	}
 	if err != nil {
 		return fmt.Errorf("ack: %w", err)
 	}
 	if fast {
 		c.behind.last = processed
-		c.d.state.lag(processed)
+		c.d.state.lag(c.s, processed)
 		return nil
 	}
 	if processed == nil {
@@ -426,6 +432,7 @@ func (c *v5Consumer) Abandon() {
 	c.in.fail(errAbandoned)
 	_ = c.cl.Disconnect(&pahov5.Disconnect{ReasonCode: 0x04}) // disconnect with will message: as a crash
 	<-c.cl.Done()
+	c.d.release(c.s)
 }
 
 func (c *v5Consumer) Close(ctx context.Context) {
@@ -435,4 +442,5 @@ func (c *v5Consumer) Close(ctx context.Context) {
 	case <-c.cl.Done():
 	case <-ctx.Done():
 	}
+	c.d.release(c.s)
 }

@@ -36,7 +36,7 @@ func TestBacklogUnknownDuringTakeover(t *testing.T) {
 	if !ok {
 		t.Fatal("the first connection's session is not listed")
 	}
-	d := &dest{subID: id, pubQoS: 2, subQoS: 2}
+	d := &dest{subID: id, subs: []*subSession{newSession(id, 0)}, pubQoS: 2, subQoS: 2}
 	d.state = &destState{d: d, takeover: closed()}
 	if _, err := e.backlog(context.Background(), d); err != nil {
 		t.Fatalf("backlog of a connected session: %v", err)
