@@ -28,9 +28,8 @@ func TestEveryEmbeddedBuiltinMeetsItsExpectations(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("full-size built-in runs: not with -short or -race")
 	}
-	slots := make(chan struct{}, builtinsAtOnce)
-	var wg sync.WaitGroup
-	defer wg.Wait()
+	turns := newTurns(t, builtinsAtOnce)
+	defer turns.wait()
 	for _, name := range scenarios.Names() {
 		s, err := scenario.Resolve(name)
 		if err != nil {
@@ -39,15 +38,37 @@ func TestEveryEmbeddedBuiltinMeetsItsExpectations(t *testing.T) {
 		if s.Broker.Mode != catalog.Embedded {
 			continue
 		}
-		slots <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			t.Run(name, func(t *testing.T) { meetsItsExpectations(t, name, s) })
-		})
+		turns.run(name, func(t *testing.T) { meetsItsExpectations(t, name, s) })
 	}
 }
 
+// builtinsAtOnce is how many built-in runs a test makes at a time.
 const builtinsAtOnce = 3
+
+// turns runs a test's subtests n at a time (t.Run from several
+// goroutines; -parallel bounds only t.Parallel tests).
+type turns struct {
+	t     *testing.T
+	slots chan struct{}
+	wg    sync.WaitGroup
+}
+
+func newTurns(t *testing.T, n int) *turns {
+	return &turns{t: t, slots: make(chan struct{}, n)}
+}
+
+// run starts subtest name once a slot is free.
+func (g *turns) run(name string, f func(*testing.T)) {
+	g.slots <- struct{}{}
+	g.wg.Go(func() {
+		defer func() { <-g.slots }()
+		g.t.Run(name, f)
+	})
+}
+
+// wait waits for every subtest started; defer it, so that a t.Fatal of
+// the parent waits too.
+func (g *turns) wait() { g.wg.Wait() }
 
 func meetsItsExpectations(t *testing.T, name string, s *scenario.Scenario) {
 	if needsRedis(s) && !reachable(s.Redis) {

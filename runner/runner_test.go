@@ -81,6 +81,8 @@ func applyAgain(c map[string]int) bool { return c["duplicates"] > 0 && c["lost"]
 // TestBuiltins runs every built-in scenario end to end on the embedded
 // broker, with fewer messages, and checks the signs the README promises.
 func TestBuiltins(t *testing.T) {
+	turns := newTurns(t, builtinsAtOnce) // mostly waiting, as in TestEveryEmbeddedBuiltinMeetsItsExpectations
+	defer turns.wait()
 	for _, tc := range []struct {
 		name string
 		want map[string]func(c map[string]int) bool
@@ -132,7 +134,7 @@ func TestBuiltins(t *testing.T) {
 			"append-dedup-table": applyOnce,
 		}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
+		turns.run(tc.name, func(t *testing.T) {
 			s, err := scenario.Resolve(tc.name)
 			if err != nil {
 				t.Fatal(err)
