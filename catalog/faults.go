@@ -195,7 +195,7 @@ var Faults = []Fault{
 	},
 	{
 		Type:      BrokerRestart,
-		Doc:       "MQTT: the variant's managed Mosquitto is stopped (SIGTERM: it writes its persistence file when persistence is on) right after the broker confirmed the chosen intent, and started again on the same port and directory; clients reconnect. It keeps exactly what Mosquitto keeps. RabbitMQ: the managed single node is frozen (SIGSTOP) as the producer sends the chosen intent, so that publish is in flight and not stored, then killed (SIGKILL) and started again on the same ports and data directory; clients reconnect and declare their queue again. A transient queue comes back empty, a durable one without its transient messages; without confirms the producer never learns what was lost",
+		Doc:       "MQTT: the variant's managed Mosquitto is stopped (SIGTERM: it writes its persistence file when persistence is on) right after the broker confirmed the chosen intent, and started again on the same port and directory; clients reconnect. It keeps exactly what Mosquitto keeps. RabbitMQ: the managed single node writes its metadata (the queues declared) to disk, then is frozen (SIGSTOP) as the producer sends the chosen intent, so that publish is in flight and not stored, then killed (SIGKILL) and started again on the same ports and data directory; clients reconnect and declare their queue again. A transient queue comes back empty, a durable one without its transient messages; without confirms the producer never learns what was lost",
 		Injection: "one broker restart",
 		Available: brokerRestartWhere,
 	},

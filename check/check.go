@@ -56,7 +56,7 @@ const (
 	nacked         // the broker refused a publish of it (a nack, a reject, an error saying it did not take it)
 	acked          // the consumer acked a delivery of it
 	afterAck       // delivered again after the consumer had acked it
-	faultNamed     // a fault event named it (an ack-lost: the ack was lost on purpose)
+	faultNamed     // a fault outside the consumer loop named it (an ack-lost: the ack was lost on purpose)
 	cutFirst       // a consumer fault cut its first delivery's processing at a crash point (fail-once retried in process: a skip on that same delivery found its own marker)
 	written        // the producer application committed its business row (producer.pattern dual-write or outbox)
 	relayedAgain   // the outbox relay died after publishing it and before marking it sent: the restarted relay published it again
@@ -68,9 +68,10 @@ const (
 func (f *facts) has(flag uint32) bool { return f.flags&flag != 0 }
 
 // ackedAgain: the broker delivered the intent again after the consumer
-// had acked it, and no fault was aimed at it (an ack-lost fault loses the
-// ack on purpose: that is the fault's redelivery). The broker had not
-// applied the ack when the consumer went away.
+// had acked it, and no fault was aimed at its ack (an ack-lost fault loses
+// the ack on purpose: that is the fault's redelivery; a consumer fault on
+// an earlier delivery of it, such as a crash before processing, is not).
+// The broker had not applied the ack when the consumer went away.
 func (f *facts) ackedAgain() bool { return f.has(afterAck) && !f.has(faultNamed) }
 
 // missing: the application handed the intent to the producer, its effect
@@ -289,7 +290,13 @@ func (t *tally) add(e *history.Event) {
 			t.get(e.Intent).flags |= relayedAgain
 		}
 		if e.Intent != 0 {
-			t.get(e.Intent).flags |= faultNamed
+			// A consumer fault (one that names its instance) acts on the
+			// delivery in hand, before that delivery's ack: it explains
+			// that delivery's redelivery, never one after an ack of a
+			// later delivery. Only the others (ack-lost) lose an ack.
+			if e.Consumer == 0 {
+				t.get(e.Intent).flags |= faultNamed
+			}
 			if e.Consumer > 0 && e.Attempt == 1 && e.Point != "" {
 				t.get(e.Intent).flags |= cutFirst
 			}

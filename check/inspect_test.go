@@ -93,9 +93,15 @@ func secondEffect(intent int, applied bool) history.Event {
 // TestInspectAckedRedelivered: a duplicate whose redelivery came after the
 // consumer had acked it is acked-redelivered (the broker had not applied
 // the ack: a quorum queue's pending settles, rabbitmq-server #10327), and
-// the notes say so; one redelivered before any ack, or whose ack a fault
-// lost on purpose (ack-lost names the intent), stays redelivered.
+// the notes say so, also when a consumer crash hit an earlier delivery of
+// it; one redelivered before any ack, or whose ack a fault lost on purpose
+// (ack-lost names the intent), stays redelivered.
 func TestInspectAckedRedelivered(t *testing.T) {
+	crashBefore := func(intent int) history.Event {
+		e := ev(history.Fault, intent)
+		e.Fault, e.Point, e.Consumer, e.Attempt = "consumer-crash", "before-process", 1, 1
+		return e
+	}
 	lostAck := ev(history.Fault, 3)
 	lostAck.Fault = "ack-lost"
 	events := join(
@@ -107,24 +113,31 @@ func TestInspectAckedRedelivered(t *testing.T) {
 		clean(3), one(lostAck, delivered(3, 3), effect(3, true), ev(history.Ack, 3)),
 		// 4: acked, delivered again, recognised: no duplicate.
 		clean(4), one(delivered(4, 4), effect(4, false), ev(history.Ack, 4)),
+		// 5: a consumer crash before processing its first delivery, then
+		// applied and acked by the replacement, whose own crash the
+		// queue had not applied that ack by: delivered a third time and
+		// applied again. The crash explains the second delivery, not the
+		// third.
+		published(5), one(delivered(5, 5), crashBefore(5), delivered(5, 5), effect(5, true), ev(history.Ack, 5),
+			delivered(5, 5), effect(5, true), ev(history.Ack, 5)),
 		one(history.Event{Variant: "v", Type: history.Drain, Drained: true}),
 	)
-	audit := applied(map[int]int{1: 2, 2: 2, 3: 2, 4: 1})
+	audit := applied(map[int]int{1: 2, 2: 2, 3: 2, 4: 1, 5: 2})
 	plan := check.Plan{Variants: []check.PlanVariant{{Name: "v", Strategy: "none"}}}
 	in, err := check.Inspect(plan, check.Meta{}, history.Events(events), map[string]history.Audit{"v": audit})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for id, want := range map[int]check.Cause{1: check.DupAckedAgain, 2: check.DupRedelivered, 3: check.DupRedelivered, 4: ""} {
+	for id, want := range map[int]check.Cause{1: check.DupAckedAgain, 2: check.DupRedelivered, 3: check.DupRedelivered, 4: "", 5: check.DupAckedAgain} {
 		if got := in.Intent("v", id).Cause; got != want {
 			t.Errorf("intent %d: cause %q, want %q", id, got, want)
 		}
 	}
 	v := in.Variants[0]
-	if v.Duplicates != 3 {
-		t.Errorf("duplicates = %d, want 3", v.Duplicates)
+	if v.Duplicates != 4 {
+		t.Errorf("duplicates = %d, want 4", v.Duplicates)
 	}
-	want := "1 of them were delivered again after the consumer had acked them (acked-redelivered): acked, but the queue had not applied the ack when the consumer went away"
+	want := "2 of them were delivered again after the consumer had acked them (acked-redelivered): acked, but the queue had not applied the ack when the consumer went away"
 	found := false
 	for _, n := range v.Notes {
 		found = found || strings.HasPrefix(n, want)

@@ -20,9 +20,10 @@ import (
 // instance batches instead: what is settled while a commit is in flight
 // goes out together in the next one, so a broker slower to commit than
 // the store is to apply no longer holds each delivery up. Only one
-// instance: with several, a rebalance could move a partition with
-// commits still queued, and the new owner would get those deliveries
-// again, where one ack in flight keeps that window to one delivery.
+// instance: with several, a rebalance that moves a partition waits for
+// the acks of what the old owner handed over (brokers/kafka's revoke
+// handover), and a queue of them would hold it up longer than one ack in
+// flight.
 type pendingAck struct {
 	done  chan error  // the single ack in flight
 	batch *ackBatcher // nil: one ack at a time

@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -233,12 +235,21 @@ func (c *topicDest) Consumer(ctx context.Context, gen int) (brokers.Consumer, er
 	if c.stage != nil {
 		topic = c.stage.out // the consumers read what the stage wrote
 	}
+	k := &consumer{c: c, max: c.spec.Prefetch, unacked: map[int32]int{}, acked: make(chan struct{})}
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(c.k.seeds...),
 		kgo.ConsumerGroup(c.group),
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DisableAutoCommit(),
+		// Partitions that move to another member are handed over
+		// committed: see consumer.revoked.
+		kgo.OnPartitionsRevoked(func(ctx context.Context, _ *kgo.Client, lost map[string][]int32) {
+			k.revoked(ctx, lost, true)
+		}),
+		kgo.OnPartitionsLost(func(ctx context.Context, _ *kgo.Client, lost map[string][]int32) {
+			k.revoked(ctx, lost, false)
+		}),
 		kgo.FetchMaxWait(50 * time.Millisecond),
 		kgo.ClientID(fmt.Sprintf("%s-consumer-%d", c.topic, gen)),
 		// Leaders move (leader-move): find the new one quickly.
@@ -261,18 +272,39 @@ func (c *topicDest) Consumer(ctx context.Context, gen int) (brokers.Consumer, er
 	if err != nil {
 		return nil, fmt.Errorf("kafka consumer: %w", err)
 	}
-	return &consumer{c: c, cl: cl, max: c.spec.Prefetch}, nil
+	k.cl = cl
+	return k, nil
 }
+
+// handoverWait bounds how long a member whose partitions move waits for
+// the acks of the records of them it handed over (consumer.revoked): a
+// processing slower than this is a consumer slower than the rebalance,
+// whose record the new owner gets again.
+const handoverWait = 10 * time.Second
 
 type consumer struct {
 	c   *topicDest
 	cl  *kgo.Client
 	max int
-	buf []*kgo.Record
+
+	mu  sync.Mutex
+	buf []*kgo.Record // polled, not yet handed over
+	// unacked counts, per partition, the records handed over and not
+	// acked yet; acked is closed (and replaced) at each ack.
+	unacked map[int32]int
+	acked   chan struct{}
+	// revokes counts the partitions revoked so far, by partition: a
+	// poll that a revoke overlapped drops their records.
+	revokes map[int32]int
+	// gone: abandoned or closed; nothing it holds will be acked.
+	gone bool
 }
 
 func (k *consumer) Next(ctx context.Context) (brokers.Delivery, error) {
+	k.mu.Lock()
 	for len(k.buf) == 0 {
+		before := maps.Clone(k.revokes)
+		k.mu.Unlock()
 		fs := k.cl.PollRecords(ctx, k.max)
 		if err := ctx.Err(); err != nil {
 			return brokers.Delivery{}, err
@@ -287,10 +319,15 @@ func (k *consumer) Next(ctx context.Context) (brokers.Delivery, error) {
 		if ferr != nil {
 			return brokers.Delivery{}, ferr
 		}
-		k.buf = fs.Records()
+		k.mu.Lock()
+		// Records of a partition revoked while they were being polled
+		// are the new owner's, from the last commit.
+		k.buf = slices.DeleteFunc(fs.Records(), func(r *kgo.Record) bool { return k.revokes[r.Partition] != before[r.Partition] })
 	}
 	r := k.buf[0]
 	k.buf = k.buf[1:]
+	k.unacked[r.Partition]++
+	k.mu.Unlock()
 	k.c.mu.Lock()
 	last, ok := k.c.seen[r.Partition]
 	redelivered := ok && r.Offset <= last
@@ -309,7 +346,9 @@ func (k *consumer) Next(ctx context.Context) (brokers.Delivery, error) {
 }
 
 func (k *consumer) Ack(ctx context.Context, d brokers.Delivery) error {
-	return k.cl.CommitRecords(ctx, d.Handle.(*kgo.Record))
+	r := d.Handle.(*kgo.Record)
+	defer k.settled(r)
+	return k.cl.CommitRecords(ctx, r)
 }
 
 // AckBatch commits ds in one OffsetCommit: each partition's commit is the
@@ -319,7 +358,75 @@ func (k *consumer) AckBatch(ctx context.Context, ds []brokers.Delivery) error {
 	for i, d := range ds {
 		rs[i] = d.Handle.(*kgo.Record)
 	}
+	defer k.settled(rs...)
 	return k.cl.CommitRecords(ctx, rs...)
+}
+
+// settled notes that the commit of rs is over (done or failed).
+func (k *consumer) settled(rs ...*kgo.Record) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, r := range rs {
+		if k.unacked[r.Partition] > 0 {
+			k.unacked[r.Partition]--
+		}
+	}
+	close(k.acked)
+	k.acked = make(chan struct{})
+}
+
+// revoked hands over partitions that move to another member: it drops
+// their records polled and not handed over yet, and, when wait, waits (at
+// most handoverWait) until every record of them it handed over is acked.
+// kgo calls it before the partitions go to the new owner, which fetches
+// from the last commit: without it, this member would go on with the
+// records it had polled (up to prefetch), and the new owner would get
+// them again, a rebalance duplicating records that no crash left
+// unacked. Not waited for by an abandoned member (it acks nothing more)
+// nor for partitions lost (kgo's OnPartitionsLost: commits would fail).
+func (k *consumer) revoked(ctx context.Context, lost map[string][]int32, wait bool) {
+	moving := map[int32]bool{}
+	for _, ps := range lost {
+		for _, p := range ps {
+			moving[p] = true
+		}
+	}
+	if len(moving) == 0 {
+		return
+	}
+	k.mu.Lock()
+	if k.revokes == nil {
+		k.revokes = map[int32]int{}
+	}
+	for p := range moving {
+		k.revokes[p]++
+	}
+	k.buf = slices.DeleteFunc(k.buf, func(r *kgo.Record) bool { return moving[r.Partition] })
+	k.mu.Unlock()
+	if !wait {
+		return
+	}
+	limit := time.NewTimer(handoverWait)
+	defer limit.Stop()
+	for {
+		k.mu.Lock()
+		held := 0
+		for p := range moving {
+			held += k.unacked[p]
+		}
+		gone, acked := k.gone, k.acked
+		k.mu.Unlock()
+		if held == 0 || gone {
+			return
+		}
+		select {
+		case <-acked:
+		case <-limit.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // Abandon closes the client without committing, as a process that dies and
@@ -331,15 +438,29 @@ func (k *consumer) AckBatch(ctx context.Context, ds []brokers.Delivery) error {
 // a dead process's sockets close while its replacement starts, and the
 // broker's Close waits for it.
 func (k *consumer) Abandon() {
-	k.buf = nil
+	k.leaving()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	_ = k.cl.LeaveGroupContext(ctx)
 	cancel()
 	k.c.k.closing.Go(k.cl.Close)
 }
 
+// leaving marks the consumer gone, with nothing more to hand over: the
+// revoke of its leave waits for no ack.
+func (k *consumer) leaving() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.gone = true
+	k.buf = nil
+	close(k.acked)
+	k.acked = make(chan struct{})
+}
+
 // Close stops the consumer at the end of a run.
-func (k *consumer) Close(ctx context.Context) { k.leaveAndClose(ctx) }
+func (k *consumer) Close(ctx context.Context) {
+	k.leaving()
+	k.leaveAndClose(ctx)
+}
 
 // leaveAndClose bounds the group leave by ctx, so a hung broker cannot keep
 // a run past its deadline.

@@ -1,6 +1,7 @@
 package mqtt
 
 import (
+	"bytes"
 	"slices"
 	"sync"
 
@@ -13,13 +14,21 @@ import (
 // restarted consumer or a reconnected publisher resumes the session the
 // broker kept. Each instance sees it through its own view (paho opens and
 // closes its store with each connection).
+//
+// It keeps each packet as its bytes, and Get decodes a fresh copy, as a
+// file store reads one from disk: paho's MemoryStore hands back the very
+// packet the client sent, and resume() sets DUP on it at a reconnect
+// while the outgoing goroutine of the connection that just died may still
+// be writing it, a data race -race reports (eclipse-paho/paho.mqtt.golang
+// #703, open; v1.5.1 is the latest release, the maintainers' proposed fix
+// is a store that returns a copy).
 type sessionStore struct {
 	mu       sync.Mutex
-	messages map[string]packets.ControlPacket
+	messages map[string][]byte
 }
 
 func newSessionStore() *sessionStore {
-	return &sessionStore{messages: map[string]packets.ControlPacket{}}
+	return &sessionStore{messages: map[string][]byte{}}
 }
 
 // view is one client instance's handle on the store.
@@ -31,16 +40,31 @@ type storeView struct{ s *sessionStore }
 func (v *storeView) Open()  {}
 func (v *storeView) Close() {}
 
+// Put keeps m's bytes. paho stores an outgoing packet before it hands it
+// to the outgoing goroutine, so nothing writes it meanwhile.
 func (v *storeView) Put(key string, m packets.ControlPacket) {
+	var b bytes.Buffer
+	if err := m.Write(&b); err != nil {
+		return // nothing to resume from: as a file store that failed to write
+	}
 	v.s.mu.Lock()
 	defer v.s.mu.Unlock()
-	v.s.messages[key] = m
+	v.s.messages[key] = b.Bytes()
 }
 
+// Get decodes a fresh copy of the packet stored under key (nil when none).
 func (v *storeView) Get(key string) packets.ControlPacket {
 	v.s.mu.Lock()
-	defer v.s.mu.Unlock()
-	return v.s.messages[key]
+	b, ok := v.s.messages[key]
+	v.s.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	m, err := packets.ReadPacket(bytes.NewReader(b))
+	if err != nil {
+		return nil
+	}
+	return m
 }
 
 func (v *storeView) All() []string {

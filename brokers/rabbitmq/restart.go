@@ -13,7 +13,8 @@ import (
 // variant of the run shares: each restart (a fault, an intent, an
 // attempt) happens once, when every destination that armed the fault has
 // its producer at the chosen publish (or meetWait has passed). Then the
-// node is frozen (SIGSTOP), each of those producers writes its publish
+// node writes its metadata (the queues declared) to disk and is frozen
+// (SIGSTOP), each of those producers writes its publish
 // into it, and once all have, the node is killed (SIGKILL) and started
 // again on the same ports and data directory; the queues are declared
 // again (as a client's topology recovery would: a transient queue comes
@@ -114,9 +115,15 @@ func (rs *restarts) reach(ctx context.Context, m *managed, k round) func() (what
 		rs.mu.Lock()
 		r.shut, r.members = true, r.arrived
 		rs.mu.Unlock()
-		m.down.close()
-		if r.err = m.cluster.Freeze(0); r.err != nil {
-			m.down.open()
+		// The queues the run declared are on disk first, as on a node
+		// whose queues are older than a moment (cluster.SyncMetadata):
+		// the restart tests what survives of the messages, not of a
+		// declaration the node had not written yet.
+		if r.err = m.cluster.SyncMetadata(ctx, 0); r.err == nil {
+			m.down.close()
+			if r.err = m.cluster.Freeze(0); r.err != nil {
+				m.down.open()
+			}
 		}
 		close(r.frozen)
 	} else {
