@@ -134,6 +134,12 @@ type Delivery struct {
 	// QoS is the QoS level the delivery arrived with where the protocol
 	// has one (MQTT: "0", "1" or "2"); empty elsewhere.
 	QoS string
+	// Deaths is how many times the broker had dead-lettered the message
+	// before this delivery (RabbitMQ's x-death header, counts summed): a
+	// delayed retry through a wait queue comes back as a new message, not
+	// flagged redelivered, and this is what says it came back. 0
+	// elsewhere.
+	Deaths int
 	// Handle is the adapter's own reference, passed back to Ack.
 	Handle any
 }
