@@ -22,7 +22,7 @@ import (
 // unless DQBENCH_REQUIRE_BROKERS=1.
 func TestRabbitMQBuiltins(t *testing.T) {
 	// Built-ins whose expectations count intents of their own message count.
-	ownMessages := map[string]bool{"rabbitmq-poison-dlq": true, "rabbitmq-max-length": true, "rabbitmq-partition": true, "consumer-transient-failure": true}
+	ownMessages := map[string]bool{"rabbitmq-poison-dlq": true, "rabbitmq-max-length": true, "rabbitmq-partition": true, "consumer-transient-failure": true, "rabbitmq-retry-queue": true}
 	for _, tc := range []struct {
 		name string
 		want map[string]func(c map[string]int) bool
@@ -107,11 +107,28 @@ func TestRabbitMQBuiltins(t *testing.T) {
 				return c["rejected"] == 4 && c["dead_lettered"] == 4 && c["faults_injected"] == 4
 			},
 			// No queue behind the dead-letter exchange: the same rejects,
-			// dropped by the broker.
+			// dropped by the broker: lost, not rejected.
 			"reject-dlq-missing": func(c map[string]int) bool {
-				return c["rejected"] == 4 && c["dead_lettered"] == 0 && c["faults_injected"] == 4
+				return c["rejected"] == 0 && c["lost"] == 4 && c["dead_lettered"] == 0 && c["faults_injected"] == 4
 			},
 		}, false},
+		// 10 failures before the effect, 8 after it, each retried once
+		// through the wait queue; a full or missing wait queue drops
+		// retries, and those of failures before the effect are lost.
+		{"rabbitmq-retry-queue", map[string]func(map[string]int) bool{
+			"none-retry-queue": func(c map[string]int) bool {
+				return c["duplicates"] == 8 && c["lost"] == 0 && c["redelivered"] == 18 && c["faults_injected"] == 18
+			},
+			"dedup-table-retry-queue": func(c map[string]int) bool {
+				return c["duplicates"] == 0 && c["lost"] == 0 && c["redelivered"] == 18
+			},
+			"retry-queue-wait-full": func(c map[string]int) bool {
+				return c["duplicates"] == 0 && c["lost"] > 0 && c["lost"] < 10 && c["redelivered"] == 3
+			},
+			"retry-queue-wait-missing": func(c map[string]int) bool {
+				return c["duplicates"] == 0 && c["lost"] == 10 && c["redelivered"] == 0
+			},
+		}, true},
 		// A failure after a partial write, under each on_failure: one
 		// duplicate, loss or dead letter per failure, exactly.
 		{"consumer-transient-failure", map[string]func(map[string]int) bool{
