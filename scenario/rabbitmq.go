@@ -108,11 +108,8 @@ func (c *checker) retryQueue() {
 				c.errorf(kp, "%s: variant %s has a delivery_limit, which would dead-letter into the wait queue too; use one of them", kp, echo(v.Name))
 			case cs.Ack == catalog.AckBeforeProcess || cs.Ack == catalog.AckAuto:
 				c.errorf(kp, "%s: variant %s acks before processing (ack: %s): a failed delivery is gone already, nothing to retry; use ack: after-process", kp, echo(v.Name), cs.Ack)
-			}
-			for j, f := range c.s.Faults {
-				if f.Type == catalog.PoisonMessage {
-					c.errorf(kp, "%s: retry-queue with a poison-message fault (faults[%d]) retries for ever, once every retry_delay: a poison message fails every time; use reject, or fail-once for a transient failure", kp, j)
-				}
+			case c.poison() >= 0:
+				c.errorf(kp, "%s: retry-queue with a poison-message fault (faults[%d]) retries for ever, once every retry_delay: a poison message fails every time; use reject, or fail-once for a transient failure", kp, c.poison())
 			}
 		}
 		if kp := c.consumerKey(i, "retry_delay"); kp != "" {
@@ -125,13 +122,23 @@ func (c *checker) retryQueue() {
 			case cs.OnFailure != catalog.FailRetryQueue:
 				c.errorf(kp, "%s: the wait of on_failure: retry-queue, and variant %s does not retry through a wait queue; add on_failure: retry-queue, or remove this key", kp, echo(v.Name))
 			case d < catalog.Duration(time.Millisecond) || d > MaxRetryDelay:
-				c.errorf(kp, "%s: must be from 1ms to %s, got %s", kp, MaxRetryDelay, d)
+				c.errorf(kp, "%s: must be from 1ms to 1m, got %s", kp, d)
 			case d >= catalog.Duration(drain):
 				c.errorf(kp, "%s: %s is not shorter than the drain (%s): the drain would give up while failed messages wait; raise drain or lower retry_delay", kp, d, drain)
 			}
 		}
 		c.deadLetterBounds(i, v.Name, cs, rabbit)
 	}
+}
+
+// poison is the index of the first poison-message fault, -1 if none.
+func (c *checker) poison() int {
+	for i, f := range c.s.Faults {
+		if f.Type == catalog.PoisonMessage {
+			return i
+		}
+	}
+	return -1
 }
 
 // deadLetterBounds checks dead_letter_max_length and dead_letter_overflow
