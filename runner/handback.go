@@ -88,15 +88,18 @@ func (r *variantRun) giveBack(ctx context.Context, h *delivery) error {
 	// Noted before the broker has it: the dead-letter reader may see the
 	// message, or the wait queue may give it back, before Nack returns.
 	// A refused one with no queue to reach (dead_letter_queue: false) is
-	// dropped by the broker: there is nothing to wait for.
+	// dropped by the broker: there is nothing to wait for. One sent to a
+	// bounded queue may be dropped too: it is waited for a while.
 	switch {
 	case requeue:
 		r.handBack.note(d.Intent, true, 0)
 	case !cons.HasDeadLetterQueue():
-	case mode == catalog.FailRetryQueue:
-		r.handBack.note(d.Intent, false, cons.Delay().D())
-	default:
+	case cons.DeadLetterMaxLength == 0:
 		r.handBack.note(d.Intent, false, 0)
+	case mode == catalog.FailRetryQueue:
+		r.handBack.note(d.Intent, false, cons.Delay().D()+arrival)
+	default:
+		r.handBack.note(d.Intent, false, arrival)
 	}
 	if err := c.Nack(ctx, d, requeue); err != nil {
 		return fmt.Errorf("hand back intent %d: %w", d.Intent, err)
@@ -173,9 +176,10 @@ type handBacks struct {
 }
 
 // handBack is one failed delivery handed back: requeued, or rejected to
-// the dead-letter exchange, which confirms nothing: after until, a
-// rejected one not seen since is taken for dropped by the broker (a full
-// or missing target queue) when nothing else is left.
+// the dead-letter exchange, which confirms nothing. A rejected one sent to
+// a bounded queue (dead_letter_max_length) may be dropped there: not seen
+// by until, it is taken for dropped when nothing else is left; until is
+// zero where the target keeps everything.
 type handBack struct {
 	requeue bool
 	until   time.Time
@@ -183,19 +187,23 @@ type handBack struct {
 
 // arrival bounds how long a dead-lettered message takes from a reject to
 // its target queue (past the wait of a retry queue): the drain waits that
-// long for one it has not seen arrive.
+// long for one sent to a bounded queue that it has not seen arrive.
 const arrival = time.Second
 
 // note notes that intent was handed back (requeue: to be delivered again;
-// else rejected to the dead-letter exchange, to come back after wait from
-// a retry queue).
+// else rejected to the dead-letter exchange), to be waited for at most
+// wait when it is not 0.
 func (h *handBacks) note(intent int, requeue bool, wait time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.handed == nil {
 		h.handed = map[int]handBack{}
 	}
-	h.handed[intent] = handBack{requeue: requeue, until: time.Now().Add(wait + arrival)}
+	b := handBack{requeue: requeue}
+	if wait > 0 {
+		b.until = time.Now().Add(wait)
+	}
+	h.handed[intent] = b
 }
 
 // deadLettered notes that intent reached the dead-letter queue.
@@ -220,14 +228,14 @@ func (h *handBacks) delivered(intent int) {
 // its way to its target queue (or back from it). The broker moves such a
 // message between its counts (unacked, ready, dead-lettered)
 // asynchronously, so Backlog can miss it for a moment; the drain does not
-// end on a zero backlog meanwhile. A rejected one not seen by its time
-// (arrival past its wait) is not waited for: the broker dropped it.
+// end on a zero backlog meanwhile. A rejected one sent to a bounded
+// queue and not seen by its time is not waited for: the broker dropped it.
 func (h *handBacks) pending() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	now := time.Now()
 	for _, b := range h.handed {
-		if b.requeue || now.Before(b.until) {
+		if b.requeue || b.until.IsZero() || now.Before(b.until) {
 			return true
 		}
 	}

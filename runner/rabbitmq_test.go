@@ -125,6 +125,9 @@ func TestRabbitMQBuiltins(t *testing.T) {
 			"retry-queue-wait-full": func(c map[string]int) bool {
 				return c["duplicates"] == 0 && c["lost"] > 0 && c["lost"] < 10 && c["redelivered"] == 3
 			},
+			"retry-queue-wait-drop-head": func(c map[string]int) bool {
+				return c["duplicates"] == 0 && c["lost"] == 0 && c["redelivered"] == 18
+			},
 			"retry-queue-wait-missing": func(c map[string]int) bool {
 				return c["duplicates"] == 0 && c["lost"] == 10 && c["redelivered"] == 0
 			},
