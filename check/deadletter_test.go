@@ -1,6 +1,7 @@
 package check_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/dqbench/dqbench/check"
@@ -69,6 +70,9 @@ func TestDeadLetterDropped(t *testing.T) {
 		}
 		if got := in.Intent("v", 2); got.Verdict != check.Duplicate {
 			t.Errorf("intent 2: %+v, want a duplicate", got)
+		}
+		if a := in.Anomalies("v", 5); a.ByCause[check.LostDLXDropped] != 2 || !slices.Contains(check.Causes, check.LostDLXDropped) {
+			t.Errorf("anomalies %v: want 2 dead-letter-dropped, listed in check.Causes for explain", a.ByCause)
 		}
 	}
 }

@@ -271,7 +271,7 @@ func sortVerdicts(vs []IntentVerdict) {
 
 // Causes lists every cause in the order reports show them: duplicates,
 // then losses.
-var Causes = []Cause{DupRedelivered, DupAckedAgain, DupStoredTwice, DupQoS2Resent, DupQoS2Redeliver, LostSkipped, LostIDShared, LostUnprocessed, LostDeadLettered, LostUndelivered, LostUnconfirmed, DupStageRewrite, DupAbortedRead, DupRelayed, LostUnpublished}
+var Causes = []Cause{DupRedelivered, DupAckedAgain, DupStoredTwice, DupQoS2Resent, DupQoS2Redeliver, LostSkipped, LostIDShared, LostUnprocessed, LostDeadLettered, LostDLXDropped, LostUndelivered, LostUnconfirmed, DupStageRewrite, DupAbortedRead, DupRelayed, LostUnpublished}
 
 // onlyQoS2 reports whether every delivery of the variant arrived at QoS 2.
 func (t *tally) onlyQoS2() bool { return len(t.qos) == 1 && t.qos["2"] > 0 }
