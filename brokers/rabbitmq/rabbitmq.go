@@ -524,7 +524,9 @@ func (d *queueDest) inspect() (amqp.Queue, error) {
 //     for deliveries that were on the wire when the connection died).
 //
 // So the count can be high for a moment, never low: a low one would end
-// the drain early and count undelivered intents as lost.
+// the drain early and count undelivered intents as lost. The dead-letter
+// queue's and the wait queue's messages count too: a retry waiting in the
+// wait queue is still to be delivered.
 func (d *queueDest) Backlog(ctx context.Context) (int64, error) {
 	n, err := d.backlog()
 	for _, t := range []*queueDest{d.dead, d.wait} {
