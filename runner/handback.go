@@ -82,7 +82,10 @@ func (r *variantRun) giveBack(ctx context.Context, h *delivery) error {
 	cons := r.s.ConsumerFor(r.v)
 	mode := r.onFailure()
 	requeue := !mode.DeadLetters()
-	if !requeue {
+	if !requeue && r.s.Broker.Kind == catalog.RabbitMQ {
+		// basic.reject to the dead-letter exchange: a hop nobody
+		// confirms (on NATS a term has no such hop: the server gives
+		// the message up and says so in an advisory).
 		r.rec.Record(history.Event{Type: history.Reject, Intent: d.Intent, Attempt: d.Attempt, Consumer: c.Gen(), Reason: deadLetterTarget(mode, cons.RabbitMQConsumer)})
 	}
 	// Noted before the broker has it: the dead-letter reader may see the
