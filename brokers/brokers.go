@@ -140,6 +140,12 @@ type Delivery struct {
 	// Retained: the broker sent it from its retained messages because the
 	// consumer subscribed (MQTT's RETAIN flag on a delivery).
 	Retained bool
+	// Deaths is how many times the broker had dead-lettered the message
+	// before this delivery (RabbitMQ's x-death header, counts summed): a
+	// delayed retry through a wait queue comes back as a new message, not
+	// flagged redelivered, and this is what says it came back. 0
+	// elsewhere.
+	Deaths int
 	// Handle is the adapter's own reference, passed back to Ack.
 	Handle any
 }

@@ -24,7 +24,7 @@ func (p *FailOnceParams) Defaults() {
 // failOnce describes fail-once for catalog.Faults.
 var failOnce = Fault{
 	Type:      FailOnce,
-	Doc:       "processing the chosen intent fails at a crash point the first times deliveries of it get there, then succeeds (a transient error: a timeout of a downstream call, a deadlock retried). What was written before the failure stays written. The consumer does with the failed delivery what its on_failure says: requeue hands it back and the broker delivers it again, reject hands it back for good (the broker dead-letters it), retry-in-process runs the processing again at once without the broker. A failure after the effect (after-effect-before-ack) or after a strategy's first write (between-dedup-and-effect) repeats what was written unless the strategy recognises it",
+	Doc:       "processing the chosen intent fails at a crash point the first times deliveries of it get there, then succeeds (a transient error: a timeout of a downstream call, a deadlock retried). What was written before the failure stays written. The consumer does with the failed delivery what its on_failure says: requeue hands it back and the broker delivers it again, reject hands it back for good (the broker dead-letters it), retry-queue rejects it to a wait queue that sends it back after retry_delay (RabbitMQ), retry-in-process runs the processing again at once without the broker. A failure after the effect (after-effect-before-ack) or after a strategy's first write (between-dedup-and-effect) repeats what was written unless the strategy recognises it",
 	Injection: "one failed processing",
 	NewParams: func() any { return new(FailOnceParams) },
 	Available: func(Where) string { return "" },

@@ -1,5 +1,7 @@
 package catalog
 
+import "time"
+
 // QueueType is the kind of RabbitMQ queue each variant declares.
 type QueueType string
 
@@ -108,10 +110,28 @@ func (p RabbitMQProducer) With(o RabbitMQProducer) RabbitMQProducer {
 // happens to a delivery whose processing failed (poison-message). An
 // empty OnFailure is requeue.
 type RabbitMQConsumer struct {
-	OnFailure     FailureMode `yaml:"on_failure" json:"on_failure,omitempty" jsonschema:"description=What the consumer does with a delivery whose processing failed (poison-message\\, fail-once): requeue (basic.nack with requeue\\, the default where the broker takes deliveries back: a transient failure; it comes back) or reject (basic.reject: a permanent one; the broker dead-letters it)\\, on rabbitmq and nats; or retry-in-process (the consumer runs the processing again at once\\, without the broker; the default elsewhere)\\, on every broker."`
+	OnFailure     FailureMode `yaml:"on_failure" json:"on_failure,omitempty" jsonschema:"description=What the consumer does with a delivery whose processing failed (poison-message\\, fail-once): requeue (basic.nack with requeue\\, the default where the broker takes deliveries back: a transient failure; it comes back) or reject (basic.reject: a permanent one; the broker dead-letters it)\\, on rabbitmq and nats; retry-queue (rabbitmq only: basic.reject to the queue's dead-letter exchange\\, which routes it to a wait queue; after retry_delay the wait queue dead-letters it back: a delayed retry); or retry-in-process (the consumer runs the processing again at once\\, without the broker; the default elsewhere)\\, on every broker."`
 	DeliveryLimit int         `yaml:"delivery_limit" json:"delivery_limit,omitempty" jsonschema:"minimum=0,maximum=1000,description=The queue dead-letters a message once it has been delivered this many times without an ack (RabbitMQ quorum queues: x-delivery-limit); 0 (default): no limit. rabbitmq with queue_type quorum only."`
 	// DeadLetterQueue is nil for true.
-	DeadLetterQueue *bool `yaml:"dead_letter_queue" json:"dead_letter_queue,omitempty" jsonschema:"description=Declare the queue the variant's dead-letter exchange routes to (default true); false leaves it out\\, as a forgotten or deleted dead-letter queue: the broker dead-letters into nothing and drops each message\\, confirming it to nobody. rabbitmq only\\, with on_failure: reject and no delivery_limit."`
+	DeadLetterQueue *bool `yaml:"dead_letter_queue" json:"dead_letter_queue,omitempty" jsonschema:"description=Declare the queue the variant's dead-letter exchange routes to (default true): the dead-letter queue\\, or with on_failure: retry-queue the wait queue; false leaves it out\\, as a forgotten or deleted queue: the broker dead-letters into nothing and drops each message\\, confirming it to nobody (counted lost\\, cause dead-letter-dropped). rabbitmq only\\, with on_failure: reject or retry-queue and no delivery_limit."`
+	// RetryDelay is the wait queue's message TTL (on_failure:
+	// retry-queue; 0: DefaultRetryDelay).
+	RetryDelay Duration `yaml:"retry_delay" json:"retry_delay,omitempty" jsonschema:"description=With on_failure: retry-queue: how long a failed message waits in the wait queue before it is dead-lettered back (the wait queue's x-message-ttl)\\, e.g. 200ms (default 200ms\\, at most 1m). rabbitmq only."`
+	// DeadLetterMaxLength and DeadLetterOverflow bound the queue the
+	// dead-letter exchange routes to.
+	DeadLetterMaxLength int      `yaml:"dead_letter_max_length" json:"dead_letter_max_length,omitempty" jsonschema:"minimum=0,maximum=10000000,description=The queue the dead-letter exchange routes to (the dead-letter queue\\, or with on_failure: retry-queue the wait queue) holds at most this many ready messages (x-max-length); 0 (default): no limit. A message dead-lettered into it when it is full goes as dead_letter_overflow says\\, confirmed to nobody. rabbitmq only."`
+	DeadLetterOverflow  Overflow `yaml:"dead_letter_overflow" json:"dead_letter_overflow,omitempty" jsonschema:"description=What the full queue of dead_letter_max_length does with a message dead-lettered into it: drop-head (default: the oldest is dropped\\, or dead-lettered onwards where that queue has a dead-letter exchange of its own\\, as the wait queue does) or reject-publish (the new one is refused; a dead-lettered message has no publisher to tell\\, so the broker drops it). rabbitmq only."`
+}
+
+// DefaultRetryDelay is the wait queue's TTL when retry_delay is left out.
+const DefaultRetryDelay = Duration(200 * time.Millisecond)
+
+// Delay is the retry queue's message TTL.
+func (c RabbitMQConsumer) Delay() Duration {
+	if c.RetryDelay == 0 {
+		return DefaultRetryDelay
+	}
+	return c.RetryDelay
 }
 
 // HasDeadLetterQueue says whether the dead-letter queue is declared (the
@@ -124,6 +144,9 @@ func (c RabbitMQConsumer) HasDeadLetterQueue() bool {
 func (c RabbitMQConsumer) With(o RabbitMQConsumer) RabbitMQConsumer {
 	setIfNonZero(&c.OnFailure, o.OnFailure)
 	setIfNonZero(&c.DeliveryLimit, o.DeliveryLimit)
+	setIfNonZero(&c.RetryDelay, o.RetryDelay)
+	setIfNonZero(&c.DeadLetterMaxLength, o.DeadLetterMaxLength)
+	setIfNonZero(&c.DeadLetterOverflow, o.DeadLetterOverflow)
 	if o.DeadLetterQueue != nil {
 		c.DeadLetterQueue = o.DeadLetterQueue
 	}

@@ -63,6 +63,7 @@ const (
 	effected       // an effect event says the strategy applied it
 	outOfOrder     // its first effect came after the effect of an intent of its account published later
 	retainedAgain  // delivered from the broker's retained messages to a subscription the consumer made (MQTT RETAIN)
+	dlxPending     // the consumer rejected it to the dead-letter exchange, and no delivery or dead-letter event of it came since
 )
 
 func (f *facts) has(flag uint32) bool { return f.flags&flag != 0 }
@@ -78,8 +79,12 @@ func (f *facts) ackedAgain() bool { return f.has(afterAck) && !f.has(faultNamed)
 // never applied, and nobody said so: neither the broker (a refusal the
 // producer heard: refused) nor the consumer (rejected). Whether it counts
 // as lost also depends on the drain (tally.lossCause).
+//
+// A rejected intent whose dead-lettering was never seen to arrive (no
+// delivery or dead-letter event after the consumer's reject) is missing
+// all the same: the consumer said so to the broker, which kept it nowhere.
 func (f *facts) missing() bool {
-	return (f.has(published) || f.has(written)) && f.applied == 0 && !f.has(rejected) && !f.brokerRefused()
+	return (f.has(published) || f.has(written)) && f.applied == 0 && (!f.has(rejected) || f.has(dlxPending)) && !f.brokerRefused()
 }
 
 // reachedBroker: the broker is known to have had the intent: it confirmed
@@ -95,9 +100,10 @@ func (f *facts) brokerRefused() bool {
 	return f.has(published) && f.has(nacked) && !f.reachedBroker() && f.applied == 0
 }
 
-// refused: the consumer rejected the intent and its effect never applied.
+// refused: the consumer rejected the intent and its effect never applied
+// (and the broker kept it: not a dead-letter it dropped).
 func (f *facts) refused() bool {
-	return f.has(published) && f.has(rejected) && f.applied == 0
+	return f.has(published) && f.has(rejected) && f.applied == 0 && !f.has(dlxPending)
 }
 
 // lossCause says why intent f was lost, and whether it counts as lost: an
@@ -108,7 +114,7 @@ func (t *tally) lossCause(f *facts) (Cause, bool) {
 		return "", false
 	}
 	c := f.lossCause()
-	if (c == LostUndelivered || c == LostUnconfirmed) && !t.drained() {
+	if (c == LostUndelivered || c == LostUnconfirmed || c == LostDLXDropped) && !t.drained() {
 		return c, false
 	}
 	return c, true
@@ -223,8 +229,11 @@ func (t *tally) add(e *history.Event) {
 		if e.Refused {
 			t.get(e.Intent).flags |= nacked
 		}
+	case history.Reject:
+		t.get(e.Intent).flags |= dlxPending
 	case history.Deliver:
 		f := t.get(e.Intent)
+		f.flags &^= dlxPending
 		if f.deliveries == 0 {
 			f.firstDeliver = e.T
 		} else {
@@ -276,7 +285,9 @@ func (t *tally) add(e *history.Event) {
 	case history.Ack:
 		t.get(e.Intent).flags |= acked
 	case history.DeadLetter:
-		t.get(e.Intent).flags |= deadLettered
+		f := t.get(e.Intent)
+		f.flags |= deadLettered
+		f.flags &^= dlxPending
 	case history.Armed:
 		t.armed = append(t.armed, e.Fault)
 	case history.Fault:

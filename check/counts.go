@@ -86,7 +86,8 @@ var Table = []Count{
 		Name: "lost", Column: "lost",
 		Doc: "Intents handed to the producer, not refused by the broker, whose effect never applied after a complete drain: " +
 			"at-most-once publishing (QoS 0, acks=0) that lost them before the broker confirmed anything counts too, " +
-			"and so does an intent whose business row the producer application wrote and never published (producer.pattern dual-write). " +
+			"and so does an intent whose business row the producer application wrote and never published (producer.pattern dual-write), " +
+			"and one the consumer rejected to the dead-letter exchange that never arrived anywhere (a missing or full dead-letter or wait queue: dead-lettering is confirmed to nobody). " +
 			"Each has a cause saying where it was lost (lost_by_cause): before the broker, in the broker, in the consumer.",
 		field: func(c *Counts) *int { return &c.Lost }, // counted in tally.counts, which knows the drain
 	},
@@ -98,7 +99,7 @@ var Table = []Count{
 	},
 	{
 		Name: "rejected", Column: "rejected",
-		Doc:       "Intents the consumer refused as a permanent error (an out-of-order version, an illegal state transition) whose effect never applied: reported, so not counted as lost.",
+		Doc:       "Intents the consumer refused as a permanent error (an out-of-order version, an illegal state transition, a poison message) whose effect never applied: reported, so not counted as lost; unless the broker then dropped the message it dead-lettered (a missing or full dead-letter queue): that counts as lost (dead-letter-dropped).",
 		field:     func(c *Counts) *int { return &c.Rejected },
 		perIntent: func(f *facts) int { return b2i(f.refused()) },
 	},

@@ -25,27 +25,28 @@ type Cause string
 
 // The causes of duplicates and losses.
 const (
-	DupStoredTwice   Cause = "stored-twice"      // the broker held two copies (producer retry without idempotence)
-	DupQoS2Resent    Cause = "qos2-resent"       // QoS 2: the publishing client re-sent a PUBLISH the broker had taken (MQTT-4.3.3-1)
-	DupQoS2Redeliver Cause = "qos2-redelivered"  // QoS 2: the subscribing client delivered a re-sent PUBLISH again before PUBREL (MQTT-4.3.3-2)
-	DupRedelivered   Cause = "redelivered"       // redelivered, and the strategy applied it again
-	DupAckedAgain    Cause = "acked-redelivered" // redelivered after the consumer had acked it (the broker had not applied the ack), and applied again
-	DupStageRewrite  Cause = "stage-rewrite"     // a stage wrote it to its output twice (a crash or rebalance before its offset commit)
-	DupAbortedRead   Cause = "aborted-read"      // read from an aborted transaction's record (read_uncommitted) and from the committed one
-	LostSkipped      Cause = "skipped"           // skipped as already processed, effect never applied
-	LostIDShared     Cause = "id-shared"         // skipped at its first delivery: another intent marked the same id
-	LostUnprocessed  Cause = "unprocessed"       // delivered, never processed, never redelivered
-	LostDeadLettered Cause = "dead-lettered"     // dead-lettered without the effect
-	LostUndelivered  Cause = "undelivered"       // confirmed, never delivered
-	LostUnconfirmed  Cause = "unconfirmed"       // never confirmed, never delivered: not known to have reached the broker
-	LostUnpublished  Cause = "unpublished"       // the producer application wrote its business row and never published the intent
-	DupRelayed       Cause = "relayed-again"     // the outbox relay published it twice: it died after the publish, before marking the row sent
-	DupRetained      Cause = "retained-again"    // MQTT: sent again from the broker's retained messages when the consumer subscribed again
+	DupStoredTwice   Cause = "stored-twice"        // the broker held two copies (producer retry without idempotence)
+	DupQoS2Resent    Cause = "qos2-resent"         // QoS 2: the publishing client re-sent a PUBLISH the broker had taken (MQTT-4.3.3-1)
+	DupQoS2Redeliver Cause = "qos2-redelivered"    // QoS 2: the subscribing client delivered a re-sent PUBLISH again before PUBREL (MQTT-4.3.3-2)
+	DupRedelivered   Cause = "redelivered"         // redelivered, and the strategy applied it again
+	DupAckedAgain    Cause = "acked-redelivered"   // redelivered after the consumer had acked it (the broker had not applied the ack), and applied again
+	DupStageRewrite  Cause = "stage-rewrite"       // a stage wrote it to its output twice (a crash or rebalance before its offset commit)
+	DupAbortedRead   Cause = "aborted-read"        // read from an aborted transaction's record (read_uncommitted) and from the committed one
+	LostSkipped      Cause = "skipped"             // skipped as already processed, effect never applied
+	LostIDShared     Cause = "id-shared"           // skipped at its first delivery: another intent marked the same id
+	LostUnprocessed  Cause = "unprocessed"         // delivered, never processed, never redelivered
+	LostDeadLettered Cause = "dead-lettered"       // dead-lettered without the effect
+	LostDLXDropped   Cause = "dead-letter-dropped" // rejected to the dead-letter exchange and never seen again: its target queue was missing or full
+	LostUndelivered  Cause = "undelivered"         // confirmed, never delivered
+	LostUnconfirmed  Cause = "unconfirmed"         // never confirmed, never delivered: not known to have reached the broker
+	LostUnpublished  Cause = "unpublished"         // the producer application wrote its business row and never published the intent
+	DupRelayed       Cause = "relayed-again"       // the outbox relay published it twice: it died after the publish, before marking the row sent
+	DupRetained      Cause = "retained-again"      // MQTT: sent again from the broker's retained messages when the consumer subscribed again
 )
 
 // lossCauses lists the causes of losses, by where: before the broker (or
 // unseen in it: nobody confirmed it), in the broker, in the consumer.
-var lossCauses = []Cause{LostUnpublished, LostUnconfirmed, LostUndelivered, LostDeadLettered, LostUnprocessed, LostSkipped, LostIDShared}
+var lossCauses = []Cause{LostUnpublished, LostUnconfirmed, LostUndelivered, LostDLXDropped, LostDeadLettered, LostUnprocessed, LostSkipped, LostIDShared}
 
 // Where says where an intent lost by this cause was lost: "in the
 // broker", "in the consumer", or for one nobody confirmed "before the
@@ -58,7 +59,7 @@ func (c Cause) Where() string {
 		return "in the producer"
 	case LostUnconfirmed:
 		return "before the broker or unseen in it"
-	case LostUndelivered, LostDeadLettered:
+	case LostUndelivered, LostDeadLettered, LostDLXDropped:
 		return "in the broker"
 	case LostUnprocessed, LostSkipped, LostIDShared:
 		return "in the consumer"
@@ -91,6 +92,8 @@ func (c Cause) Doc() string {
 		return "delivered but never processed and not redelivered: acked before processing, then the consumer died"
 	case LostDeadLettered:
 		return "sent to the dead-letter queue without its effect applying"
+	case LostDLXDropped:
+		return "the consumer rejected it to the queue's dead-letter exchange (a permanent failure to the dead-letter queue, or a retry to the wait queue) and it never arrived anywhere: the target queue was missing (dead_letter_queue: false) or full (dead_letter_max_length with overflow reject-publish), and the broker dropped it. Dead-lettering is confirmed to nobody: the consumer's reject succeeded, the producer's confirm came long before (only a quorum queue with dead-letter-strategy at-least-once and overflow reject-publish keeps a message until its target confirms it)"
 	case LostUndelivered:
 		return "the broker had it (it confirmed it, or held it for an offline subscriber) but never delivered it: dropped past its limits, in a failover or in a restart of what it does not persist"
 	case DupRetained:
@@ -119,6 +122,8 @@ func (f *facts) lossCause() Cause {
 	switch {
 	case !f.has(published):
 		return LostUnpublished
+	case f.has(dlxPending):
+		return LostDLXDropped
 	case f.has(deadLettered):
 		return LostDeadLettered
 	case f.deliveries == 0 && !f.reachedBroker():
@@ -271,7 +276,7 @@ func sortVerdicts(vs []IntentVerdict) {
 
 // Causes lists every cause in the order reports show them: duplicates,
 // then losses.
-var Causes = []Cause{DupRedelivered, DupAckedAgain, DupStoredTwice, DupQoS2Resent, DupQoS2Redeliver, LostSkipped, LostIDShared, LostUnprocessed, LostDeadLettered, LostUndelivered, LostUnconfirmed, DupStageRewrite, DupAbortedRead, DupRelayed, LostUnpublished, DupRetained}
+var Causes = []Cause{DupRedelivered, DupAckedAgain, DupStoredTwice, DupQoS2Resent, DupQoS2Redeliver, LostSkipped, LostIDShared, LostUnprocessed, LostDeadLettered, LostDLXDropped, LostUndelivered, LostUnconfirmed, DupStageRewrite, DupAbortedRead, DupRelayed, LostUnpublished, DupRetained}
 
 // onlyQoS2 reports whether every delivery of the variant arrived at QoS 2.
 func (t *tally) onlyQoS2() bool { return len(t.qos) == 1 && t.qos["2"] > 0 }

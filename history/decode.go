@@ -107,6 +107,8 @@ func fastDecode(line []byte, e *Event, intern map[string]string) bool {
 			e.Refused, p, ok = readBool(line, p)
 		case "starved":
 			e.Starved, p, ok = readBool(line, p)
+		case "deaths":
+			e.Deaths, p, ok = readIntInt(line, p)
 		default:
 			return false
 		}

@@ -47,6 +47,7 @@ func appendEvent(b []byte, e *Event) []byte {
 	b = appendBool(b, `,"held":true`, e.Held)
 	b = appendBool(b, `,"refused":true`, e.Refused)
 	b = appendBool(b, `,"starved":true`, e.Starved)
+	b = appendInt(b, `,"deaths":`, int64(e.Deaths))
 	return append(b, '}', '\n')
 }
 

@@ -47,6 +47,13 @@ const (
 	// outbox row, in the same transaction). The intent begins there: one
 	// written and never published is lost.
 	Written Type = "write"
+	// Reject: the consumer handed the intent's delivery to the queue's
+	// dead-letter exchange (basic.reject without requeue; Reason names
+	// where the exchange routes it: the dead-letter queue, or the wait
+	// queue of on_failure: retry-queue). Nothing confirms that hop: the
+	// intent's next delivery or dead-letter event shows it arrived; none
+	// after a complete drain, that the broker dropped it.
+	Reject Type = "reject"
 
 	// A consume-transform-produce stage's events (recording.Stage);
 	// Consumer is the stage instance's generation, Txn numbers its batches
@@ -100,6 +107,11 @@ type Event struct {
 	// fails and is requeued, and the consumer's prefetch holds only them.
 	// A finding (the starved count), not a broken run.
 	Starved bool `json:"starved,omitempty"`
+	// Deaths, with deliver: how many times the broker had dead-lettered
+	// the message before this delivery (RabbitMQ's x-death counts, summed:
+	// with on_failure retry-queue, one rejection from the variant's queue
+	// and one expiry from the wait queue per trip).
+	Deaths int `json:"deaths,omitempty"`
 }
 
 // Recorder writes events from many goroutines to one stream, in the order

@@ -35,6 +35,8 @@ func sample() []history.Event {
 		{T: 11 * time.Millisecond, Variant: "dedup", Type: history.Effect, Intent: 1, Reason: "duplicate: message id already in the dedup table"},
 		{T: 12 * time.Millisecond, Variant: "naive", Type: history.Ack, Intent: 1, Consumer: 2},
 		{T: 13 * time.Millisecond, Variant: "naive", Type: history.DeadLetter, Intent: 3},
+		{T: 14 * time.Millisecond, Variant: "retry", Type: history.Reject, Intent: 5, Attempt: 1, Consumer: 1, Reason: "wait queue dqbench-x-wait"},
+		{T: 15 * time.Millisecond, Variant: "retry", Type: history.Deliver, Intent: 5, Attempt: 2, Consumer: 1, Deaths: 2},
 		{T: time.Minute, Variant: "naive \"quoted\" ünïcode", Type: history.Drain, Drained: true},
 		{T: time.Minute, Variant: "poison", Type: history.Drain, Starved: true, Backlog: 110, Intents: []int{10, 20}, Reason: "starved"},
 		{T: time.Hour, Variant: "ctl\x01\t<&>\u2028\\", Type: history.Drain, Backlog: 7, Reason: "no progress"},

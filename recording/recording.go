@@ -94,7 +94,7 @@ func (c *Consumer) Next(ctx context.Context) (brokers.Delivery, error) {
 	d.Attempt = c.seen.next(d.Intent)
 	c.rec.Record(history.Event{
 		Type: history.Deliver, Intent: d.Intent, Attempt: d.Attempt, Consumer: c.gen,
-		Position: d.Position, Redelivered: d.Redelivered, QoS: d.QoS, Retained: d.Retained,
+		Position: d.Position, Redelivered: d.Redelivered, QoS: d.QoS, Retained: d.Retained, Deaths: d.Deaths,
 	})
 	return d, nil
 }

@@ -143,6 +143,7 @@ func (r *variantRun) handle(ctx context.Context, c *recording.Consumer, ackFirst
 			return err
 		}
 		r.progress.heardFrom(r.start)
+		r.handBack.delivered(d.Intent)
 		r.flow.inflight.Add(1)
 		err = r.deliver(ctx, c, d, ackFirst, pending)
 		if errors.Is(err, errOverran) {

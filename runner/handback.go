@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
@@ -79,19 +80,55 @@ func (r *variantRun) giveBack(ctx context.Context, h *delivery) error {
 		return err
 	}
 	cons := r.s.ConsumerFor(r.v)
-	requeue := r.onFailure() != catalog.FailReject
+	mode := r.onFailure()
+	requeue := !mode.DeadLetters()
+	if !requeue && r.s.Broker.Kind == catalog.RabbitMQ {
+		// basic.reject to the dead-letter exchange: a hop nobody
+		// confirms (on NATS a term has no such hop: the server gives
+		// the message up and says so in an advisory).
+		r.rec.Record(history.Event{Type: history.Reject, Intent: d.Intent, Attempt: d.Attempt, Consumer: c.Gen(), Reason: deadLetterTarget(mode, cons.RabbitMQConsumer)})
+	}
 	// Noted before the broker has it: the dead-letter reader may see the
-	// message before Nack returns. A refused one with no dead-letter queue
-	// to reach (dead_letter_queue: false) is dropped by the broker: there
-	// is nothing to wait for.
-	if requeue || cons.HasDeadLetterQueue() {
-		r.handBack.note(d.Intent, requeue)
+	// message, or the wait queue may give it back, before Nack returns.
+	// A refused one with no queue to reach (dead_letter_queue: false) is
+	// dropped by the broker: there is nothing to wait for. One sent to a
+	// bounded queue may be dropped too: it is waited for a while.
+	switch {
+	case requeue:
+		r.handBack.note(d.Intent, true, 0)
+	case !cons.HasDeadLetterQueue():
+	case cons.DeadLetterMaxLength == 0:
+		r.handBack.note(d.Intent, false, 0)
+	case mode == catalog.FailRetryQueue:
+		r.handBack.note(d.Intent, false, cons.Delay().D()+arrival)
+	default:
+		r.handBack.note(d.Intent, false, arrival)
 	}
 	if err := c.Nack(ctx, d, requeue); err != nil {
 		return fmt.Errorf("hand back intent %d: %w", d.Intent, err)
 	}
 	r.flow.inflight.Add(-1)
 	return nil
+}
+
+// deadLetterTarget says where the queue's dead-letter exchange routes what
+// the consumer rejects, for the reject event.
+func deadLetterTarget(mode catalog.FailureMode, cons catalog.RabbitMQConsumer) string {
+	where := "the dead-letter queue"
+	if mode == catalog.FailRetryQueue {
+		where = fmt.Sprintf("the wait queue (retry_delay %s)", cons.Delay())
+	}
+	if !cons.HasDeadLetterQueue() {
+		where += ", which is not declared (dead_letter_queue: false)"
+	}
+	if n := cons.DeadLetterMaxLength; n > 0 && cons.HasDeadLetterQueue() {
+		overflow := cons.DeadLetterOverflow
+		if overflow == "" {
+			overflow = catalog.DropHead
+		}
+		where += fmt.Sprintf(", which holds at most %d (%s)", n, overflow)
+	}
+	return where
 }
 
 // readDeadLetters records every message the broker dead-letters, until ctx
@@ -134,21 +171,42 @@ func (r *variantRun) readDeadLetters(ctx context.Context, dest brokers.Destinati
 }
 
 // handBacks are the failed deliveries handed back to the broker and not
-// seen in the dead-letter queue since, by intent: requeued (true) or
-// refused.
+// seen in the dead-letter queue (or, from a wait queue, delivered again)
+// since, by intent.
 type handBacks struct {
 	mu     sync.Mutex
-	handed map[int]bool
+	handed map[int]handBack
 }
 
-// note notes that intent was handed back (requeue: to be delivered again).
-func (h *handBacks) note(intent int, requeue bool) {
+// handBack is one failed delivery handed back: requeued, or rejected to
+// the dead-letter exchange, which confirms nothing. A rejected one sent to
+// a bounded queue (dead_letter_max_length) may be dropped there: not seen
+// by until, it is taken for dropped when nothing else is left; until is
+// zero where the target keeps everything.
+type handBack struct {
+	requeue bool
+	until   time.Time
+}
+
+// arrival bounds how long a dead-lettered message takes from a reject to
+// its target queue (past the wait of a retry queue): the drain waits that
+// long for one sent to a bounded queue that it has not seen arrive.
+const arrival = time.Second
+
+// note notes that intent was handed back (requeue: to be delivered again;
+// else rejected to the dead-letter exchange), to be waited for at most
+// wait when it is not 0.
+func (h *handBacks) note(intent int, requeue bool, wait time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.handed == nil {
-		h.handed = map[int]bool{}
+		h.handed = map[int]handBack{}
 	}
-	h.handed[intent] = requeue
+	b := handBack{requeue: requeue}
+	if wait > 0 {
+		b.until = time.Now().Add(wait)
+	}
+	h.handed[intent] = b
 }
 
 // deadLettered notes that intent reached the dead-letter queue.
@@ -158,15 +216,33 @@ func (h *handBacks) deadLettered(intent int) {
 	delete(h.handed, intent)
 }
 
+// delivered notes a delivery of intent: one rejected to a wait queue has
+// come back.
+func (h *handBacks) delivered(intent int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if b, ok := h.handed[intent]; ok && !b.requeue {
+		delete(h.handed, intent)
+	}
+}
+
 // pending reports whether a failed delivery was handed back and not seen
-// in the dead-letter queue since: requeued, or refused and on its way
-// there. The broker moves such a message between its counts (unacked,
-// ready, dead-lettered) asynchronously, so Backlog can miss it for a
-// moment; the drain does not end on a zero backlog meanwhile.
+// in the dead-letter queue (or again) since: requeued, or rejected and on
+// its way to its target queue (or back from it). The broker moves such a
+// message between its counts (unacked, ready, dead-lettered)
+// asynchronously, so Backlog can miss it for a moment; the drain does not
+// end on a zero backlog meanwhile. A rejected one sent to a bounded
+// queue and not seen by its time is not waited for: the broker dropped it.
 func (h *handBacks) pending() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.handed) > 0
+	now := time.Now()
+	for _, b := range h.handed {
+		if b.requeue || b.until.IsZero() || now.Before(b.until) {
+			return true
+		}
+	}
+	return false
 }
 
 // looping lists the intents requeued after their last failed processing
@@ -176,8 +252,8 @@ func (h *handBacks) looping() []int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var out []int
-	for intent, requeued := range h.handed {
-		if requeued {
+	for intent, b := range h.handed {
+		if b.requeue {
 			out = append(out, intent)
 		}
 	}

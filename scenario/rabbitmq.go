@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/dqbench/dqbench/catalog"
 )
@@ -34,6 +35,7 @@ func (c *checker) rabbitmq() {
 		}
 	}
 	c.deadLetterQueue()
+	c.retryQueue()
 	if c.s.Broker.Kind == catalog.RabbitMQ {
 		return
 	}
@@ -66,10 +68,94 @@ func (c *checker) deadLetterQueue() {
 		switch {
 		case c.s.Broker.Kind != catalog.RabbitMQ:
 			c.errorf(kp, "%s: the queue a RabbitMQ dead-letter exchange routes to; broker kind %s has none: leave it out", kp, c.s.Broker.Kind)
-		case !cs.HasDeadLetterQueue() && cs.OnFailure != catalog.FailReject:
-			c.errorf(kp, "%s: variant %s refuses nothing for good (on_failure: reject), so no dead-letter queue of it to leave out; add on_failure: reject, or remove this key", kp, echo(v.Name))
+		case !cs.HasDeadLetterQueue() && !cs.OnFailure.DeadLetters():
+			c.errorf(kp, "%s: variant %s refuses nothing for good (on_failure: reject) and retries nothing through a wait queue (on_failure: retry-queue), so no dead-letter queue of it to leave out; add on_failure: reject or retry-queue, or remove this key", kp, echo(v.Name))
 		case !cs.HasDeadLetterQueue() && cs.DeliveryLimit > 0:
 			c.errorf(kp, "%s: variant %s has a delivery_limit: the run would wait for its requeued messages to be dead-lettered; leave the dead-letter queue out only with on_failure: reject and no delivery_limit", kp, echo(v.Name))
 		}
+	}
+}
+
+// consumerKey is where a variant's consumer key is best reported: the
+// variant's own when written, else the scenario's consumer; "" when
+// neither writes it.
+func (c *checker) consumerKey(i int, key string) string {
+	for _, p := range []string{fmt.Sprintf("variants[%d].consumer.%s", i, key), "consumer." + key} {
+		if c.d.Has(p) {
+			return p
+		}
+	}
+	return ""
+}
+
+// MaxRetryDelay bounds retry_delay: a run waits it out for every retry.
+const MaxRetryDelay = catalog.Duration(time.Minute)
+
+// retryQueue checks on_failure: retry-queue and the keys of the queue the
+// dead-letter exchange routes to: RabbitMQ's, retry_delay only with
+// retry-queue and shorter than the drain (which would give up while
+// messages wait), dead_letter_max_length only where something is
+// dead-lettered into a declared queue.
+func (c *checker) retryQueue() {
+	for i, v := range c.s.Variants {
+		cs := c.s.ConsumerFor(v)
+		rabbit := c.s.Broker.Kind == catalog.RabbitMQ
+		if kp := c.consumerKey(i, "on_failure"); kp != "" && cs.OnFailure == catalog.FailRetryQueue {
+			switch {
+			case !rabbit:
+				c.errorf(kp, "%s: retry-queue is RabbitMQ's delayed retry (a dead-letter exchange and a wait queue with a TTL); broker kind %s has none: use requeue or retry-in-process", kp, c.s.Broker.Kind)
+			case cs.DeliveryLimit > 0:
+				c.errorf(kp, "%s: variant %s has a delivery_limit, which would dead-letter into the wait queue too; use one of them", kp, echo(v.Name))
+			case cs.Ack == catalog.AckBeforeProcess || cs.Ack == catalog.AckAuto:
+				c.errorf(kp, "%s: variant %s acks before processing (ack: %s): a failed delivery is gone already, nothing to retry; use ack: after-process", kp, echo(v.Name), cs.Ack)
+			case c.poison() >= 0:
+				c.errorf(kp, "%s: retry-queue with a poison-message fault (faults[%d]) retries for ever, once every retry_delay: a poison message fails every time; use reject, or fail-once for a transient failure", kp, c.poison())
+			}
+		}
+		if kp := c.consumerKey(i, "retry_delay"); kp != "" {
+			d := cs.RetryDelay
+			drain := c.s.Drain
+			if drain == 0 {
+				drain = DefaultDrain
+			}
+			switch {
+			case cs.OnFailure != catalog.FailRetryQueue:
+				c.errorf(kp, "%s: the wait of on_failure: retry-queue, and variant %s does not retry through a wait queue; add on_failure: retry-queue, or remove this key", kp, echo(v.Name))
+			case d < catalog.Duration(time.Millisecond) || d > MaxRetryDelay:
+				c.errorf(kp, "%s: must be from 1ms to 1m, got %s", kp, d)
+			case d >= catalog.Duration(drain):
+				c.errorf(kp, "%s: %s is not shorter than the drain (%s): the drain would give up while failed messages wait; raise drain or lower retry_delay", kp, d, drain)
+			}
+		}
+		c.deadLetterBounds(i, v.Name, cs, rabbit)
+	}
+}
+
+// poison is the index of the first poison-message fault, -1 if none.
+func (c *checker) poison() int {
+	for i, f := range c.s.Faults {
+		if f.Type == catalog.PoisonMessage {
+			return i
+		}
+	}
+	return -1
+}
+
+// deadLetterBounds checks dead_letter_max_length and dead_letter_overflow
+// of variant i.
+func (c *checker) deadLetterBounds(i int, name string, cs Consumer, rabbit bool) {
+	if kp := c.consumerKey(i, "dead_letter_max_length"); kp != "" {
+		c.inRange(kp, cs.DeadLetterMaxLength, MaxMaxLength)
+		switch {
+		case !rabbit:
+			c.errorf(kp, "%s: bounds the queue a RabbitMQ dead-letter exchange routes to; broker kind %s has none: leave it out", kp, c.s.Broker.Kind)
+		case !cs.OnFailure.DeadLetters() && cs.DeliveryLimit == 0:
+			c.errorf(kp, "%s: variant %s dead-letters nothing (no on_failure: reject or retry-queue, no delivery_limit); add one, or remove this key", kp, echo(name))
+		case !cs.HasDeadLetterQueue():
+			c.errorf(kp, "%s: variant %s leaves the queue it would bound out (dead_letter_queue: false); remove one of the two keys", kp, echo(name))
+		}
+	}
+	if kp := c.consumerKey(i, "dead_letter_overflow"); kp != "" && cs.DeadLetterMaxLength == 0 {
+		c.errorf(kp, "%s: what a full dead-letter target does, and variant %s does not bound it; add dead_letter_max_length, or remove this key", kp, echo(name))
 	}
 }

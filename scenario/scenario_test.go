@@ -155,7 +155,7 @@ var fixtures = []fixture{
 	}},
 	{"invalid/dead-letter-where-none.yaml", []string{
 		`5:19: consumer.delivery_limit: RabbitMQ counts deliveries only on quorum queues (x-delivery-limit); set queue_type: quorum on the broker, or in the variant's rabbitmq`,
-		`12:28: variants[0].consumer.on_failure: "drop" is not allowed (allowed: requeue, reject, retry-in-process)`,
+		`12:28: variants[0].consumer.on_failure: "drop" is not allowed (allowed: requeue, reject, retry-in-process, retry-queue)`,
 	}},
 	{"invalid/poison-on-kafka.yaml", []string{
 		`5:15: consumer.on_failure: kafka cannot hand a failed delivery back (reject); use retry-in-process or leave it out`,
@@ -192,8 +192,24 @@ var fixtures = []fixture{
 		`5:11: faults[0]: slow-processing cannot act here: it holds a delivery past the broker's consumer_timeout, which is 30 minutes unless set; add consumer_timeout (e.g. 2s) to the broker`,
 	}},
 	{"invalid/rabbitmq-dlq-missing.yaml", []string{
-		`4:31: consumer.dead_letter_queue: variant "requeue" refuses nothing for good (on_failure: reject), so no dead-letter queue of it to leave out; add on_failure: reject, or remove this key`,
+		`4:31: consumer.dead_letter_queue: variant "requeue" refuses nothing for good (on_failure: reject) and retries nothing through a wait queue (on_failure: retry-queue), so no dead-letter queue of it to leave out; add on_failure: reject or retry-queue, or remove this key`,
 		`10:74: variants[1].consumer.dead_letter_queue: variant "limit" has a delivery_limit: the run would wait for its requeued messages to be dead-lettered`,
+	}},
+	{"invalid/rabbitmq-retry-queue.yaml", []string{
+		`10:28: variants[0].consumer.on_failure: retry-queue with a poison-message fault (faults[0]) retries for ever, once every retry_delay: a poison message fails every time; use reject, or fail-once for a transient failure`,
+		`10:54: variants[0].consumer.retry_delay: 5s is not shorter than the drain (2s): the drain would give up while failed messages wait; raise drain or lower retry_delay`,
+		`13:29: variants[1].consumer.retry_delay: the wait of on_failure: retry-queue, and variant "no-retry" does not retry through a wait queue; add on_failure: retry-queue, or remove this key`,
+		`13:58: variants[1].consumer.dead_letter_overflow: what a full dead-letter target does, and variant "no-retry" does not bound it; add dead_letter_max_length, or remove this key`,
+		`16:28: variants[2].consumer.on_failure: variant "limit" has a delivery_limit, which would dead-letter into the wait queue too; use one of them`,
+		`16:84: variants[2].consumer.dead_letter_max_length: variant "limit" leaves the queue it would bound out (dead_letter_queue: false); remove one of the two keys`,
+		`16:106: variants[2].consumer.dead_letter_queue: variant "limit" has a delivery_limit: the run would wait for its requeued messages to be dead-lettered; leave the dead-letter queue out only with on_failure: reject and no delivery_limit`,
+		`19:28: variants[3].consumer.on_failure: variant "early-ack" acks before processing (ack: before-process): a failed delivery is gone already, nothing to retry; use ack: after-process`,
+		`19:75: variants[3].consumer.retry_delay: must be from 1ms to 1m, got 0s`,
+		`22:61: variants[4].consumer.dead_letter_max_length: variant "nothing-dead-lettered" dead-letters nothing (no on_failure: reject or retry-queue, no delivery_limit); add one, or remove this key`,
+	}},
+	{"invalid/retry-queue-on-nats.yaml", []string{
+		`4:24: consumer.on_failure: retry-queue is RabbitMQ's delayed retry (a dead-letter exchange and a wait queue with a TTL); broker kind nats has none: use requeue or retry-in-process`,
+		`4:61: consumer.dead_letter_max_length: bounds the queue a RabbitMQ dead-letter exchange routes to; broker kind nats has none: leave it out`,
 	}},
 	{"invalid/auto-ack-on-kafka.yaml", []string{
 		`5:8: consumer.ack: auto (the broker acks on delivery) is only for rabbitmq, nats, not kafka; use before-process`,
@@ -339,7 +355,7 @@ var fixtures = []fixture{
 		`6:15: broker.partitions: must be an integer, got number 1.5`,
 		`9:18: faults[0].probability: must be a finite number, got number .nan`,
 		`14:19: variants[0].producer.idempotent: must be true or false, got string "yes"`,
-		`15:15: variants[0].consumer: must be a mapping (keys: instances, ack, prefetch, isolation, on_failure, delivery_limit, dead_letter_queue), got a list`,
+		`15:15: variants[0].consumer: must be a mapping (keys: instances, ack, prefetch, isolation, on_failure, delivery_limit, dead_letter_queue, retry_delay, dead_letter_max_length, dead_letter_overflow), got a list`,
 		`17:7: variants[0].expect.lost: needs a value; write a count like 0`,
 	}},
 	{"invalid/response-lost-with-acks-none.yaml", []string{

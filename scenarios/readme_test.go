@@ -70,6 +70,7 @@ var lessons = []lesson{
 		{"rabbitmq-producer-connection", 6.0},
 		{"rabbitmq-partition", 3.3},
 		{"rabbitmq-poison-dlq", 2.4},
+		{"rabbitmq-retry-queue", 4.1},
 		{"consumer-transient-failure", 6.4},
 		{"rabbitmq-max-length", 0.3},
 		{"rabbitmq-quorum-failover", 142.7},

@@ -25,6 +25,7 @@ func (s *Story) Steps() []Step {
 	// that consumer went away, whether a fault hit it.
 	var lastBy int
 	acked, gone, faulted, pos := false, false, "", ""
+	rejected := false // handed to the dead-letter exchange since the last delivery
 	for _, e := range s.Events {
 		var text string
 		switch e.Type {
@@ -60,10 +61,13 @@ func (s *Story) Steps() []Step {
 			if e.Position != "" {
 				text += " from " + e.Position
 			}
-			if delivered > 1 {
+			switch {
+			case delivered > 1 && rejected:
+				text += fmt.Sprintf(": back from the wait queue, whose TTL expired it and dead-lettered it back (x-death: dead-lettered %d times so far)", e.Deaths)
+			case delivered > 1:
 				text += ": " + redeliveryWhy(e, lastBy, acked, gone, faulted, pos)
 			}
-			lastBy, acked, gone, faulted, pos = e.Consumer, false, false, "", e.Position
+			lastBy, acked, gone, faulted, pos, rejected = e.Consumer, false, false, "", e.Position, false
 		case history.Effect:
 			switch {
 			case e.Applied && applied > 0:
@@ -100,6 +104,12 @@ func (s *Story) Steps() []Step {
 			text = "started"
 		case history.AckUnconfirmed:
 			text = "ack not confirmed by the broker in time; acks again"
+		case history.Reject:
+			rejected = true
+			text = "rejected to the dead-letter exchange (basic.reject, confirmed to nobody)"
+			if e.Reason != "" {
+				text += ", which routes it to " + e.Reason
+			}
 		case history.DeadLetter:
 			text = "dead-lettered"
 			if e.Reason != "" {

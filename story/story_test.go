@@ -105,6 +105,10 @@ func TestRedeliveryWhy(t *testing.T) {
 			"it had been acked, but the broker had not applied the ack"},
 		{[]history.Event{ev(history.Deliver, 1, "0@1"), ev(history.Deliver, 1, "0@2")},
 			"a second copy the broker stored"},
+		// A retry through the wait queue: the reject, then the message
+		// back with its x-death count.
+		{[]history.Event{ev(history.Deliver, 1, "p#1"), ev(history.Reject, 1, ""), {Variant: "v", Type: history.Deliver, Intent: 1, Consumer: 1, Position: "p#1", Deaths: 2}},
+			"back from the wait queue, whose TTL expired it and dead-lettered it back (x-death: dead-lettered 2 times so far)"},
 	}
 	for _, tc := range tests {
 		s := &story.Story{Variant: "v", Events: tc.events}

@@ -469,7 +469,27 @@ func (c *consumer) Next(ctx context.Context) (brokers.Delivery, error) {
 	c.handedOut.Add(1)
 	return brokers.Delivery{
 		Intent: intent, Body: m.Body, Position: pos, Tag: strconv.FormatUint(m.DeliveryTag, 10), Redelivered: m.Redelivered, Handle: m.DeliveryTag,
+		Deaths: deaths(m.Headers),
 	}, nil
+}
+
+// deaths sums the counts of a message's x-death header: how many times
+// the broker dead-lettered it, from any queue for any reason.
+func deaths(h amqp.Table) int {
+	list, _ := h["x-death"].([]any)
+	n := 0
+	for _, e := range list {
+		t, _ := e.(amqp.Table)
+		switch c := t["count"].(type) {
+		case int64:
+			n += int(c)
+		case int32:
+			n += int(c)
+		case int:
+			n += c
+		}
+	}
+	return n
 }
 
 // Ack acknowledges d; the broker has it by the time anything depends on

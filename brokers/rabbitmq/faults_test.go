@@ -206,3 +206,57 @@ func TestNackAndDeadLetters(t *testing.T) {
 		t.Errorf("backlog %d, %v: want 0", n, err)
 	}
 }
+
+// TestRetryQueue: with on_failure retry-queue a rejected delivery goes to
+// the wait queue and comes back after its TTL as a new message (not
+// flagged redelivered) whose x-death counts two dead-letterings (rejected
+// here, expired there); a wait queue bounded at one message with
+// reject-publish drops the second rejected message, and nobody hears of
+// it: Nack succeeds, and afterwards the broker holds nothing.
+func TestRetryQueue(t *testing.T) {
+	reachable(t)
+	ctx := t.Context()
+	d := faultDest(t, ctx, func(s *brokers.DestinationSpec) {
+		s.Settings = &catalog.RabbitMQSettings{QueueType: catalog.ClassicQueue, RabbitMQConsumer: catalog.RabbitMQConsumer{
+			OnFailure: catalog.FailRetryQueue, RetryDelay: catalog.Duration(100 * time.Millisecond),
+			DeadLetterMaxLength: 1, DeadLetterOverflow: catalog.RejectPublish,
+		}}
+	})
+	p, err := d.Producer(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ch := range publish(t, ctx, p, 1, 2) {
+		if err := wait(t, fmt.Sprintf("intent %d", i), ch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Close(ctx)
+	c, err := d.Consumer(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	first := map[int]brokers.Delivery{}
+	for range 2 {
+		del, err := c.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first[del.Intent] = del
+		if err := c.(brokers.Nacker).Nack(ctx, del, false); err != nil {
+			t.Fatalf("reject intent %d: %v", del.Intent, err)
+		}
+	}
+	back, err := c.Next(ctx)
+	if err != nil || back.Intent != 1 || back.Redelivered || back.Deaths != 2 || back.Position != first[1].Position {
+		t.Fatalf("back from the wait queue: intent %d (redelivered %v, deaths %d, at %q), %v; want intent 1, not flagged, deaths 2, at %q",
+			back.Intent, back.Redelivered, back.Deaths, back.Position, err, first[1].Position)
+	}
+	if err := c.Ack(ctx, back); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := d.Backlog(ctx); err != nil || n != 0 {
+		t.Errorf("backlog %d, %v: want 0 (intent 2 dropped by the full wait queue)", n, err)
+	}
+}

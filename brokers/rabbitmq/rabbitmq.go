@@ -307,17 +307,34 @@ func (r *RabbitMQ) Open(ctx context.Context, spec brokers.DestinationSpec) (brok
 		return nil, err
 	}
 	args := amqp.Table{amqp.QueueTypeArg: string(d.queueType)}
-	if spec.DeadLetter {
+	switch {
+	case settings.OnFailure == catalog.FailRetryQueue:
+		// The retry-queue pattern: what the consumer rejects goes
+		// through the default exchange to the wait queue, whose TTL
+		// expires it back, through the default exchange again, to this
+		// queue (unless the settings leave the wait queue out).
+		wait := d.queue + "-wait"
+		if settings.HasDeadLetterQueue() {
+			wargs := deadLetterTarget(settings.RabbitMQConsumer)
+			wargs["x-message-ttl"] = settings.Delay().D().Milliseconds()
+			wargs["x-dead-letter-exchange"] = ""
+			wargs["x-dead-letter-routing-key"] = d.queue
+			if d.wait, err = r.declareTarget(ch, spec.Name+"-wait", wait, wargs); err != nil {
+				return nil, err
+			}
+		}
+		args["x-dead-letter-exchange"] = ""
+		args["x-dead-letter-routing-key"] = wait
+	case spec.DeadLetter:
 		// Dead-lettered through the default exchange, straight to the
 		// variant's own dead-letter queue (unless the settings leave it
 		// out: then the broker routes dead letters to no queue).
 		dead := d.queue + "-dead"
 		if settings.HasDeadLetterQueue() {
-			d.dead = &queueDest{r: r, spec: brokers.DestinationSpec{Name: spec.Name + "-dead", Prefetch: spec.Prefetch}, queue: dead}
-			if _, err := ch.QueueDeclare(d.dead.queue, true, false, false, false, amqp.Table{amqp.QueueTypeArg: string(catalog.ClassicQueue)}); err != nil {
-				return nil, fmt.Errorf("declare queue %s on %s: %w", d.dead.queue, r.masked, err)
+			if d.dead, err = r.declareTarget(ch, spec.Name+"-dead", dead, deadLetterTarget(settings.RabbitMQConsumer)); err != nil {
+				return nil, err
 			}
-			r.note(d.dead.queue)
+			d.dead.spec.Prefetch = spec.Prefetch
 		}
 		args["x-dead-letter-exchange"] = ""
 		args["x-dead-letter-routing-key"] = dead
@@ -344,6 +361,33 @@ func (r *RabbitMQ) Open(ctx context.Context, spec brokers.DestinationSpec) (brok
 	}
 	r.note(d.queue)
 	return d, nil
+}
+
+// declareTarget declares a queue the variant's dead-letter exchange routes
+// to (the dead-letter queue, or the wait queue of a retry-queue), with
+// args.
+func (r *RabbitMQ) declareTarget(ch *amqp.Channel, name, queue string, args amqp.Table) (*queueDest, error) {
+	t := &queueDest{r: r, spec: brokers.DestinationSpec{Name: name}, queue: queue}
+	if _, err := ch.QueueDeclare(queue, true, false, false, false, args); err != nil {
+		return nil, fmt.Errorf("declare queue %s on %s: %w", queue, r.masked, err)
+	}
+	r.note(queue)
+	return t, nil
+}
+
+// deadLetterTarget is the arguments of the queue the dead-letter exchange
+// routes to: a classic queue, bounded by dead_letter_max_length.
+func deadLetterTarget(c catalog.RabbitMQConsumer) amqp.Table {
+	args := amqp.Table{amqp.QueueTypeArg: string(catalog.ClassicQueue)}
+	if c.DeadLetterMaxLength > 0 {
+		args[amqp.QueueMaxLenArg] = c.DeadLetterMaxLength
+		overflow := c.DeadLetterOverflow
+		if overflow == "" {
+			overflow = catalog.DropHead
+		}
+		args[amqp.QueueOverflowArg] = string(overflow)
+	}
+	return args
 }
 
 // declare declares the variant's queue (durable unless the settings say
@@ -419,8 +463,10 @@ type queueDest struct {
 	// The network faults armed on this queue's clients (nil: none).
 	ackLost, confirmLost *lose
 	producerCuts         []*cut
-	// dead is the dead-letter queue, when spec.DeadLetter.
-	dead *queueDest
+	// dead is the dead-letter queue, when spec.DeadLetter; wait is the
+	// wait queue of on_failure: retry-queue. Either is nil when the
+	// settings leave it out (dead_letter_queue: false).
+	dead, wait *queueDest
 	// out is the relay of a process variant's consumers (outside.go).
 	out *outside
 
@@ -478,14 +524,20 @@ func (d *queueDest) inspect() (amqp.Queue, error) {
 //     for deliveries that were on the wire when the connection died).
 //
 // So the count can be high for a moment, never low: a low one would end
-// the drain early and count undelivered intents as lost.
+// the drain early and count undelivered intents as lost. The dead-letter
+// queue's and the wait queue's messages count too: a retry waiting in the
+// wait queue is still to be delivered.
 func (d *queueDest) Backlog(ctx context.Context) (int64, error) {
 	n, err := d.backlog()
-	if err != nil || d.dead == nil {
-		return n, err
+	for _, t := range []*queueDest{d.dead, d.wait} {
+		if err != nil || t == nil {
+			continue
+		}
+		var more int64
+		more, err = t.backlog()
+		n += more
 	}
-	dead, err := d.dead.backlog()
-	return n + dead, err
+	return n, err
 }
 
 // backlog is Backlog for this queue alone.
@@ -534,7 +586,7 @@ func (d *queueDest) backlog() (int64, error) {
 	return n, nil
 }
 
-// Close deletes the queue (and its dead-letter queue).
+// Close deletes the queue (and its dead-letter or wait queue).
 func (d *queueDest) Close(ctx context.Context) error {
 	rerr := d.closeOutside()
 	d.adminMu.Lock()
@@ -550,8 +602,10 @@ func (d *queueDest) Close(ctx context.Context) error {
 	if err != nil {
 		err = fmt.Errorf("%w on %s: delete queue %s: %v", brokers.ErrCleanup, d.r.Name(), d.queue, err)
 	}
-	if d.dead != nil {
-		err = errors.Join(err, d.dead.Close(ctx))
+	for _, t := range []*queueDest{d.dead, d.wait} {
+		if t != nil {
+			err = errors.Join(err, t.Close(ctx))
+		}
 	}
 	return errors.Join(rerr, err)
 }
