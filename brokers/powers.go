@@ -177,6 +177,18 @@ type CutProducer struct {
 	Cut   func(intent, attempt int)
 }
 
+// SlowProducer, on every producer started afterwards: when the broker's
+// confirm of a publish Fires chooses comes back to the producer, the
+// producer's connection turns slow for For: every chunk of data between
+// it and the broker, both ways, is delayed by Latency. The confirm itself
+// goes through. Slowed is called once per injection.
+type SlowProducer struct {
+	Latency time.Duration
+	For     time.Duration
+	Fires   func(intent, attempt int) bool
+	Slowed  func(intent, attempt int)
+}
+
 // TakeOffline: before the broker routes an intent's first publish, Fires
 // is asked; when it says yes, the subscriber's connection is closed and
 // its reconnects refused while that intent and the next Window-1 are
@@ -266,6 +278,7 @@ func (LoseAcks) Does() string               { return "lose acknowledgements" }
 func (AckDeadline) Does() string            { return "redeliver a message held past an ack deadline" }
 func (LoseConfirms) Does() string           { return "lose publish confirms" }
 func (CutProducer) Does() string            { return "cut a producer's connection" }
+func (SlowProducer) Does() string           { return "slow a producer's connection" }
 func (TakeOffline) Does() string            { return "keep the subscriber offline" }
 func (JoinFailover) Does() string           { return "stop a queue's leader" }
 func (StopLeader) Does() string             { return "stop a queue's leader" }

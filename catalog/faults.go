@@ -435,11 +435,9 @@ func (p *ConnectionResetParams) On() Connection { return p.Connection }
 
 // LatencyParams are latency's own parameters.
 type LatencyParams struct {
-	Latency  Duration `yaml:"latency" json:"latency,omitempty" jsonschema:"description=Delay added to every chunk of data in each direction (default 100ms)."`
-	Duration Duration `yaml:"duration" json:"duration,omitempty" jsonschema:"description=How long the connection stays slow (default 1s)."`
-	// Connection is the consumer's only, for now: the key is there so
-	// that connection: producer gets a reason, not "unknown key".
-	Connection Connection `yaml:"connection" json:"connection,omitempty" jsonschema:"enum=consumer,description=Whose connection turns slow: consumer (the only one so far)."`
+	Latency    Duration   `yaml:"latency" json:"latency,omitempty" jsonschema:"description=Delay added to every chunk of data in each direction (default 100ms)."`
+	Duration   Duration   `yaml:"duration" json:"duration,omitempty" jsonschema:"description=How long the connection stays slow (default 1s)."`
+	Connection Connection `yaml:"connection" json:"connection,omitempty" jsonschema:"description=Whose connection turns slow: consumer (default: right after it received the chosen intent)\\, producer (when the broker's confirm of the chosen publish comes back\\, which goes through) or both."`
 }
 
 // On is the connection the fault acts on (OnConnection).

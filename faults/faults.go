@@ -131,7 +131,8 @@ func armProducerCrash(f Fault, env Env) (bool, error) {
 
 // armNetwork arms a network fault on the connections its params name:
 // the consumer's as a delivery arrives (armOnArrival), the producer's when
-// the broker's confirm of the chosen publish comes back (CutProducer).
+// the broker's confirm of the chosen publish comes back (CutProducer, or
+// SlowProducer for latency).
 func armNetwork(f Fault, env Env) (bool, error) {
 	on := catalog.ConsumerConnection
 	if p, ok := f.Params.(catalog.OnConnection); ok && p.On() != "" {
@@ -146,16 +147,17 @@ func armNetwork(f Fault, env Env) (bool, error) {
 		armed = a
 	}
 	if on.Producer() {
-		var after time.Duration // connection-reset: at once
-		switch p := f.Params.(type) {
-		case *catalog.PartitionParams:
-			after = p.Duration.D()
-		case *catalog.LatencyParams:
-			return false, fmt.Errorf("fault %s: latency acts on the consumer's connection only", f.Name)
-		}
-		a, err := power(f, env, brokers.CutProducer{For: after, Fires: f.Schedule.Fires, Cut: func(intent, attempt int) {
+		hit := func(intent, attempt int) {
 			env.Fired(history.Event{Type: history.Fault, Fault: f.Name, Point: string(catalog.ProducerConnection), Intent: intent, Attempt: attempt})
-		}})
+		}
+		var p brokers.Power = brokers.CutProducer{Fires: f.Schedule.Fires, Cut: hit} // connection-reset: at once
+		switch params := f.Params.(type) {
+		case *catalog.PartitionParams:
+			p = brokers.CutProducer{For: params.Duration.D(), Fires: f.Schedule.Fires, Cut: hit}
+		case *catalog.LatencyParams:
+			p = brokers.SlowProducer{Latency: params.Latency.D(), For: params.Duration.D(), Fires: f.Schedule.Fires, Slowed: hit}
+		}
+		a, err := power(f, env, p)
 		if err != nil {
 			return false, err
 		}

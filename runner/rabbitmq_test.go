@@ -22,7 +22,7 @@ import (
 // unless DQBENCH_REQUIRE_BROKERS=1.
 func TestRabbitMQBuiltins(t *testing.T) {
 	// Built-ins whose expectations count intents of their own message count.
-	ownMessages := map[string]bool{"rabbitmq-poison-dlq": true, "rabbitmq-max-length": true, "rabbitmq-partition": true, "consumer-transient-failure": true, "rabbitmq-retry-queue": true}
+	ownMessages := map[string]bool{"rabbitmq-poison-dlq": true, "rabbitmq-max-length": true, "rabbitmq-partition": true, "consumer-transient-failure": true, "rabbitmq-retry-queue": true, "rabbitmq-producer-latency": true}
 	for _, tc := range []struct {
 		name string
 		want map[string]func(c map[string]int) bool
@@ -85,6 +85,19 @@ func TestRabbitMQBuiltins(t *testing.T) {
 			},
 			"retry-dedup-table": func(c map[string]int) bool {
 				return c["faults_injected"] > 0 && c["duplicates"] == 0 && c["redelivered"] == c["faults_injected"] && c["lost"] == 0
+			},
+		}, true},
+		// One slow spell catches one publish (window: 1): a duplicate per
+		// fault with the short confirm_timeout, none with the long one.
+		{"rabbitmq-producer-latency", map[string]func(map[string]int) bool{
+			"patient": func(c map[string]int) bool {
+				return c["faults_injected"] > 0 && c["duplicates"] == 0 && c["indeterminate"] == 0 && c["lost"] == 0
+			},
+			"impatient": func(c map[string]int) bool {
+				return c["faults_injected"] > 0 && c["duplicates"] == c["faults_injected"] && c["lost"] == 0
+			},
+			"impatient-dedup-table": func(c map[string]int) bool {
+				return c["faults_injected"] > 0 && c["duplicates"] == 0 && c["lost"] == 0
 			},
 		}, true},
 		// How many overflow depends on timing; the signs do not.

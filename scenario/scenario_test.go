@@ -433,7 +433,7 @@ var fixtures = []fixture{
 		`8:72: variants[2].producer.backoff.policy: "linear" is not allowed (allowed: fixed, exponential)`,
 	}},
 	{"invalid/network-producer.yaml", []string{
-		`6:33: faults[0].connection: latency slows the consumer's connection only in this build; remove connection (or write consumer), or use connection-reset or partition on the producer`,
+		`6:33: faults[0].connection: on the producer's connection, latency watches for the broker's confirm with a filter inside dqbench's in-process toxiproxy, and broker.toxiproxy sends every connection through an external one, which runs only its own toxics; remove broker.toxiproxy or use connection: consumer`,
 		`7:42: faults[1].connection: "sideways" is not allowed (allowed: consumer, producer, both)`,
 		`8:35: faults[2].connection: on the producer's connection, partition watches for the broker's confirm with a filter inside dqbench's in-process toxiproxy`,
 	}},

@@ -131,9 +131,6 @@ func (c *checker) externalToxiproxy(url string) {
 		c.errorf("broker.toxiproxy", "broker.toxiproxy: %s is %v", echo(catalog.MaskURL(url)), err)
 	}
 	for i, f := range c.s.Faults {
-		if _, latency := f.Params.(*catalog.LatencyParams); latency {
-			continue // refused on the producer's connection anyway (faults)
-		}
 		if k, _ := catalog.LookupFault(f.Type); !k.InProcessToxiproxy && catalog.InProcessOnly(f.Type, f.Params) {
 			fp := fmt.Sprintf("faults[%d].connection", i)
 			c.errorf(fp, "%s: on the producer's connection, %s watches for the broker's confirm with a filter inside dqbench's in-process toxiproxy, and broker.toxiproxy sends every connection through an external one, which runs only its own toxics; remove broker.toxiproxy or use connection: consumer", fp, f.Type)
@@ -339,9 +336,6 @@ func (c *checker) faults() {
 	names := map[string]string{} // fault name → path of the fault that has it
 	for i, f := range c.s.Faults {
 		fp := fmt.Sprintf("faults[%d]", i)
-		if p, ok := f.Params.(*catalog.LatencyParams); ok && p.Connection.Producer() {
-			c.errorf(fp+".connection", "%s.connection: latency slows the consumer's connection only in this build; remove connection (or write consumer), or use connection-reset or partition on the producer", fp)
-		}
 		_, known := catalog.LookupFault(f.Type)
 		if !c.d.Has(fp + ".type") {
 			c.missing(fp+".type", "add type: one of "+strings.Join(f.Type.Allowed(), ", "))

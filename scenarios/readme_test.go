@@ -68,6 +68,7 @@ var lessons = []lesson{
 		{"rabbitmq-confirm-lost", 6.5},
 		{"rabbitmq-connection-reset", 1.7},
 		{"rabbitmq-producer-connection", 6.0},
+		{"rabbitmq-producer-latency", 3.3},
 		{"rabbitmq-partition", 3.3},
 		{"rabbitmq-poison-dlq", 2.4},
 		{"rabbitmq-retry-queue", 4.1},

@@ -71,6 +71,17 @@ func (p *producer) setup(px *netfault.Proxy) error {
 	for i, c := range p.d.producerCuts {
 		tags := new(amqpfault.Tags)
 		p.cutTags = append(p.cutTags, tags)
+		if c.latency > 0 {
+			hit := func(intent, attempt int) {
+				c.cut(intent, attempt)
+				// Not from inside the proxy's own filter.
+				go p.slow(px, c.latency, c.after)
+			}
+			if err := px.AddFilter(fmt.Sprintf("producer-slow-%d", i), netfault.Downstream, amqpfault.WatchConfirms(tags, c.fires, hit)); err != nil {
+				return err
+			}
+			continue
+		}
 		dark := new(atomic.Bool)
 		hit := func(intent, attempt int) {
 			c.cut(intent, attempt)
@@ -104,6 +115,7 @@ type producer struct {
 	// deletion (closeProxy), never during it.
 	pxMu   sync.Mutex
 	pxGone map[*netfault.Proxy]bool
+	slowed map[*netfault.Proxy]bool // a latency on it not over yet
 	// unconfirmed numbers the publishes of a producer without confirms
 	// (the channel's sequence numbers count only in confirm mode).
 	unconfirmed uint64
@@ -336,6 +348,37 @@ func (p *producer) disable(px *netfault.Proxy) {
 	if !p.pxGone[px] {
 		_ = px.Disable() // fails only when the proxy is gone
 	}
+}
+
+// slow adds toxiproxy's latency toxic to both directions of px for d (a
+// latency on the producer's connection), unless px is slowed already or
+// gone.
+func (p *producer) slow(px *netfault.Proxy, latency, d time.Duration) {
+	p.pxMu.Lock()
+	defer p.pxMu.Unlock()
+	if p.pxGone[px] || p.slowed[px] {
+		return
+	}
+	names := []string{"producer-latency-upstream", "producer-latency-downstream"}
+	for i, s := range []netfault.Stream{netfault.Upstream, netfault.Downstream} {
+		if err := px.Add(netfault.Toxic{Name: names[i], Type: "latency", Stream: s, Attributes: map[string]any{"latency": latency.Milliseconds()}}); err != nil {
+			return // the proxy is going
+		}
+	}
+	if p.slowed == nil {
+		p.slowed = map[*netfault.Proxy]bool{}
+	}
+	p.slowed[px] = true
+	time.AfterFunc(d, func() {
+		p.pxMu.Lock()
+		defer p.pxMu.Unlock()
+		delete(p.slowed, px)
+		if !p.pxGone[px] {
+			for _, name := range names {
+				_ = px.Remove(name)
+			}
+		}
+	})
 }
 
 // closeProxy deletes px; a partition's end that comes later leaves it be.

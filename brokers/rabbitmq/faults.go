@@ -16,11 +16,13 @@ type lose struct {
 
 // cut is a network fault on the producer's connection, which breaks it
 // when the broker's confirm of a chosen publish comes back (CutProducer):
-// at once, or after a partition of after.
+// at once, or after a partition of after; or, with latency, slows it for
+// after and lets the confirm through (SlowProducer).
 type cut struct {
-	after time.Duration
-	fires func(intent, attempt int) bool
-	cut   func(intent, attempt int)
+	after   time.Duration
+	latency time.Duration
+	fires   func(intent, attempt int) bool
+	cut     func(intent, attempt int)
 }
 
 var _ brokers.Powered = (*queueDest)(nil)
@@ -45,6 +47,12 @@ func (d *queueDest) Apply(_ context.Context, p brokers.Power) error {
 			return d.needsEmbedded("a network fault on the producer's connection")
 		}
 		d.producerCuts = append(d.producerCuts, &cut{after: p.For, fires: p.Fires, cut: p.Cut})
+		return nil
+	case brokers.SlowProducer:
+		if !d.r.net.Embedded() {
+			return d.needsEmbedded("latency on the producer's connection")
+		}
+		d.producerCuts = append(d.producerCuts, &cut{after: p.For, latency: p.Latency, fires: p.Fires, cut: p.Slowed})
 		return nil
 	}
 	return brokers.NoPower(p)

@@ -26,6 +26,7 @@ type confirmCutter struct {
 	fires Fires
 	hit   Lost
 	reset bool
+	watch bool // drop nothing (WatchConfirms)
 	dark  *atomic.Bool
 	high  uint64 // the highest sequence number answered so far
 }
@@ -35,7 +36,7 @@ func (c *confirmCutter) Filter(b []byte) (out []byte, cut bool) {
 		if cut || c.dark.Load() {
 			return
 		}
-		if c.hits(f) {
+		if c.hits(f) && !c.watch {
 			if c.reset {
 				cut = true
 			} else {
@@ -71,6 +72,15 @@ func (c *confirmCutter) hits(f []byte) bool {
 		}
 	}
 	return false
+}
+
+// WatchConfirms is CutOnConfirm that drops nothing: hit is called when the
+// broker's answer to a chosen publish passes (the fault then acts on the
+// connection another way: a latency toxic).
+func WatchConfirms(tags *Tags, fires Fires, hit Lost) netfault.NewFilter {
+	return func() netfault.Filter {
+		return &confirmCutter{tags: tags, fires: fires, hit: hit, watch: true, dark: new(atomic.Bool)}
+	}
 }
 
 // Dark is the filter for the other direction of a connection CutOnConfirm

@@ -41,3 +41,21 @@ func TestCutOnConfirm(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchConfirms: the chosen confirm is seen once and nothing is
+// dropped or cut.
+func TestWatchConfirms(t *testing.T) {
+	stream := captured(t, "producer-from-broker.bin")
+	for _, chunk := range chunkings {
+		var hit []int
+		f := WatchConfirms(tagsFor(), func(intent, attempt int) bool { return intent == 115 && attempt == 1 },
+			func(intent, _ int) { hit = append(hit, intent) })()
+		out, cut := feed(f, stream, chunk)
+		if cut || !bytes.Equal(out, stream) {
+			t.Errorf("reads of %d: cut %v, forwarded %d of %d bytes", chunk, cut, len(out), len(stream))
+		}
+		if !slices.Equal(hit, []int{115}) {
+			t.Errorf("reads of %d: hit %v, want [115]", chunk, hit)
+		}
+	}
+}
