@@ -126,7 +126,10 @@ func TestManagedRabbitMQConsumerTimeout(t *testing.T) {
 			continue
 		}
 		gaps++
-		if gap := time.Duration(float64(e.T) - first[k]); gap < 2*time.Second {
+		// The broker's clock for the timeout starts when it sends the
+		// delivery, a little before the history records it arriving (a
+		// run under load saw 1.99 s): a quarter second of slack.
+		if gap := time.Duration(float64(e.T) - first[k]); gap < 2*time.Second-250*time.Millisecond {
 			t.Errorf("%s intent %d delivered again %s after the first: before consumer_timeout (2s)", e.Variant, e.Intent, gap)
 		}
 	}
