@@ -35,6 +35,7 @@ type restartRound struct {
 	members    int  // producers that arrived before the freeze
 	shut       bool // the freeze is decided: later arrivals are not in it
 	allArrived chan struct{}
+	allIn      bool // allArrived is closed
 	frozen     chan struct{} // closed once the node is frozen (or that failed)
 	written    int
 	done       chan struct{} // closed once the node runs again (or that failed)
@@ -90,7 +91,11 @@ func (rs *restarts) reach(ctx context.Context, m *managed, k round) func() (what
 	}
 	r.arrived++
 	in := !r.shut
-	if r.arrived == len(rs.joined[k.fault]) {
+	// A destination that joins late (its variant started after another
+	// variant's producer reached this round) arrives once more than the
+	// round was counting on: close once.
+	if r.arrived >= len(rs.joined[k.fault]) && !r.allIn {
+		r.allIn = true
 		close(r.allArrived)
 	}
 	rs.mu.Unlock()
