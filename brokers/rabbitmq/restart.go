@@ -35,7 +35,7 @@ type restartRound struct {
 	members    int  // producers that arrived before the freeze
 	shut       bool // the freeze is decided: later arrivals are not in it
 	allArrived chan struct{}
-	allIn      bool // allArrived is closed
+	allIn      bool          // allArrived is closed
 	frozen     chan struct{} // closed once the node is frozen (or that failed)
 	written    int
 	done       chan struct{} // closed once the node runs again (or that failed)
