@@ -30,7 +30,7 @@ type body struct {
 
 // produce publishes every intent, with at most window intents unconfirmed,
 // and waits for the confirms; it gives up at the run's deadline.
-func (r *variantRun) produce(ctx context.Context, dest brokers.Destination, prod scenario.Producer) error {
+func (r *variantRun) produce(ctx context.Context, dest brokers.Destination, prod scenario.Producer) (err error) {
 	raw, err := dest.Producer(ctx)
 	if err != nil {
 		return err
@@ -40,7 +40,11 @@ func (r *variantRun) produce(ctx context.Context, dest brokers.Destination, prod
 	if err != nil {
 		return err
 	}
-	defer app.close()
+	defer func() {
+		var aerr error
+		r.appAudit, aerr = app.close(ctx)
+		err = errors.Join(err, aerr)
+	}()
 	if prod.Pattern == catalog.Outbox {
 		return r.produceOutbox(ctx, p, app, prod)
 	}
