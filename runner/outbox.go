@@ -77,6 +77,14 @@ func (r *variantRun) openProducerApp(ctx context.Context, pattern catalog.Produc
 	return &producerApp{pattern: pattern, db: db, faults: r.producerAppFaults(), rec: r.rec}, nil
 }
 
+// closeProducerApp audits and closes the producer application's store
+// once produce is done; finish adds the audit to the store's.
+func (r *variantRun) closeProducerApp(ctx context.Context, app *producerApp) error {
+	var err error
+	r.appAudit, err = app.close(ctx)
+	return err
+}
+
 // close audits the application's store (the run's end does not cut a
 // local file's read short) and closes it. The audit goes with the
 // variant's store audit (Audit.Producer): which business rows, outbox

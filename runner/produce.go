@@ -40,11 +40,7 @@ func (r *variantRun) produce(ctx context.Context, dest brokers.Destination, prod
 	if err != nil {
 		return err
 	}
-	defer func() {
-		var aerr error
-		r.appAudit, aerr = app.close(ctx)
-		err = errors.Join(err, aerr)
-	}()
+	defer func() { err = errors.Join(err, r.closeProducerApp(ctx, app)) }()
 	if prod.Pattern == catalog.Outbox {
 		return r.produceOutbox(ctx, p, app, prod)
 	}
