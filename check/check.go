@@ -22,11 +22,12 @@ import (
 // The ways a variant's experiment can be invalid (exit code 3); each
 // Variant.Invalid line starts with one of these.
 var (
-	ErrFaultNeverFired = errors.New("a configured fault never fired")
-	ErrInconsistent    = errors.New("the store's balances disagree with its ledger")
-	ErrNoAudit         = errors.New("no store audit was recorded for this variant")
-	ErrCallsDisagree   = errors.New("the external service's effects disagree with its recorded calls")
-	ErrIncomplete      = errors.New("the drain gave up before the broker had delivered everything")
+	ErrFaultNeverFired  = errors.New("a configured fault never fired")
+	ErrInconsistent     = errors.New("the store's balances disagree with its ledger")
+	ErrNoAudit          = errors.New("no store audit was recorded for this variant")
+	ErrCallsDisagree    = errors.New("the external service's effects disagree with its recorded calls")
+	ErrProducerDisagree = errors.New("the producer application's store disagrees with its recorded writes and publishes")
+	ErrIncomplete       = errors.New("the drain gave up before the broker had delivered everything")
 )
 
 // facts is everything the history and audit say about one intent.
@@ -58,7 +59,10 @@ const (
 	afterAck       // delivered again after the consumer had acked it
 	faultNamed     // a fault outside the consumer loop named it (an ack-lost: the ack was lost on purpose)
 	cutFirst       // a consumer fault cut its first delivery's processing at a crash point (fail-once retried in process: a skip on that same delivery found its own marker)
-	written        // the producer application committed its business row (producer.pattern dual-write or outbox)
+	written        // a write event: the producer application committed its business row (producer.pattern dual-write or outbox)
+	stored         // the producer application's store holds its business row (the producer audit; a saved run from before it: its write event)
+	outboxRow      // the producer application's store holds its outbox row
+	sentMark       // the outbox relay marked its outbox row sent
 	relayedAgain   // the outbox relay died after publishing it and before marking it sent: the restarted relay published it again
 	effected       // an effect event says the strategy applied it
 	outOfOrder     // its first effect came after the effect of an intent of its account published later
@@ -84,7 +88,7 @@ func (f *facts) ackedAgain() bool { return f.has(afterAck) && !f.has(faultNamed)
 // delivery or dead-letter event after the consumer's reject) is missing
 // all the same: the consumer said so to the broker, which kept it nowhere.
 func (f *facts) missing() bool {
-	return (f.has(published) || f.has(written)) && f.applied == 0 && (!f.has(rejected) || f.has(dlxPending)) && !f.brokerRefused()
+	return (f.has(published) || f.has(stored)) && f.applied == 0 && (!f.has(rejected) || f.has(dlxPending)) && !f.brokerRefused()
 }
 
 // reachedBroker: the broker is known to have had the intent: it confirmed
@@ -387,6 +391,7 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	for id, n := range audit.Applied {
 		t.get(id).applied = int32(min(n, 1<<30))
 	}
+	t.producerRows(audit.Producer)
 	t.stage.mark(t)
 	var c Counts
 	c.FaultsInjected = t.faults
@@ -788,6 +793,7 @@ func (t *tally) invalid(haveAudit bool, audit history.Audit) []string {
 	if len(audit.BalanceMismatch) > 0 {
 		out = append(out, fmt.Sprintf("%v: accounts %v", ErrInconsistent, audit.BalanceMismatch))
 	}
+	out = append(out, t.producerDisagrees(audit.Producer)...)
 	if audit.Calls != nil {
 		if recount := history.CallEffects(audit.Calls); !maps.Equal(recount, audit.Applied) {
 			out = append(out, fmt.Sprintf("%v: recounted from their keys, the %d calls took effect %d times, the service says %d", ErrCallsDisagree, len(audit.Calls), sum(recount), sum(audit.Applied)))

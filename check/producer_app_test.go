@@ -49,3 +49,65 @@ func TestProducerApp(t *testing.T) {
 		}
 	}
 }
+
+// TestProducerAudit: the producer application's store (Audit.Producer) is
+// held against the history. An unpublished loss is an intent whose
+// business row the store holds and that was never published; a row
+// without its write event, a write event without its row, a business row
+// without its outbox row and a row marked sent that no confirm preceded
+// each make the variant invalid, naming the intents. A saved run from
+// before the producer audit (nil) counts from the write events alone.
+func TestProducerAudit(t *testing.T) {
+	drained := one(history.Event{Variant: "v", Type: history.Drain, Drained: true})
+	// 1 written and published; 2 written and never published.
+	dual := join(one(ev(history.Written, 1)), clean(1), one(ev(history.Written, 2)), drained)
+	rows := func(p history.ProducerAudit) *history.ProducerAudit { return &p }
+	for _, tc := range []struct {
+		name     string
+		events   []history.Event
+		producer *history.ProducerAudit
+		lost     int
+		invalid  string // "" when valid, else what the line names
+		both     bool   // intent 2's effect applied too
+	}{
+		{"agrees", dual, rows(history.ProducerAudit{Rows: []int{1, 2}}), 1, "", false},
+		{"no producer audit", dual, nil, 1, "", false},
+		{"row without its write", join(clean(1), one(ev(history.Written, 2)), drained),
+			rows(history.ProducerAudit{Rows: []int{1, 2}}), 1, "1 intents with a business row and no write event (intents [1])", false},
+		{"write without its row", dual,
+			rows(history.ProducerAudit{Rows: []int{1}}), 0, "1 intents with a write event and no business row (intents [2])", false},
+		{"a row of an intent never written nor published", join(one(ev(history.Written, 1)), clean(1), drained),
+			rows(history.ProducerAudit{Rows: []int{1, 3}}), 1, "1 intents with a business row and no write event (intents [3])", false},
+		{"outbox agrees", join(one(ev(history.Written, 1)), clean(1), drained),
+			rows(history.ProducerAudit{Rows: []int{1}, Outbox: []int{1}, Sent: []int{1}}), 0, "", false},
+		{"outbox row missing", join(one(ev(history.Written, 1), ev(history.Written, 2)), clean(1), clean(2), drained),
+			rows(history.ProducerAudit{Rows: []int{1, 2}, Outbox: []int{1}, Sent: []int{1}}), 0, "1 intents with a business row without its outbox row, or the reverse (intents [2])", true},
+		{"unsent after a complete drain", join(one(ev(history.Written, 1)), clean(1), drained),
+			rows(history.ProducerAudit{Rows: []int{1}, Outbox: []int{1}}), 0, "1 intents with an outbox row never marked sent, yet the drain completed (intents [1])", false},
+		{"sent without a confirm", join(one(ev(history.Written, 1), ev(history.Written, 2)), clean(1), drained),
+			rows(history.ProducerAudit{Rows: []int{1, 2}, Outbox: []int{1, 2}, Sent: []int{1, 2}}), 1, "1 intents with an outbox row marked sent and no confirm (intents [2])", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := check.Plan{Variants: []check.PlanVariant{{Name: "v", Strategy: "none"}}}
+			audit := applied(map[int]int{1: 1})
+			if tc.both {
+				audit.Applied[2] = 1
+			}
+			audit.Producer = tc.producer
+			in, err := check.Inspect(plan, check.Meta{}, history.Events(tc.events), map[string]history.Audit{"v": audit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := in.Variants[0]
+			if v.Lost != tc.lost || v.LostByCause["unpublished"] != tc.lost {
+				t.Errorf("lost %d %v, want %d unpublished", v.Lost, v.LostByCause, tc.lost)
+			}
+			switch {
+			case tc.invalid == "" && len(v.Invalid) > 0:
+				t.Errorf("invalid: %q, want valid", v.Invalid)
+			case tc.invalid != "" && (len(v.Invalid) != 1 || v.Invalid[0] != check.ErrProducerDisagree.Error()+": "+tc.invalid):
+				t.Errorf("invalid: %q, want one line %q", v.Invalid, tc.invalid)
+			}
+		})
+	}
+}

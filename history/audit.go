@@ -16,6 +16,22 @@ type Audit struct {
 	// Calls is every call the external service received, in the order it
 	// received them (call and call-with-key effects only).
 	Calls []Call `json:"calls,omitempty"`
+	// Producer is the final state of the producer application's own store
+	// (producer.pattern dual-write or outbox); nil without one.
+	Producer *ProducerAudit `json:"producer,omitempty"`
+}
+
+// ProducerAudit is the final state of the producer application's store,
+// per intent: which business rows it holds, and, with the outbox, which
+// outbox rows and which of them the relay marked sent. Each list is in
+// ascending intent order.
+type ProducerAudit struct {
+	// Rows are the intents whose business row (orders) is committed.
+	Rows []int `json:"rows"`
+	// Outbox are the intents with an outbox row (pattern outbox).
+	Outbox []int `json:"outbox,omitempty"`
+	// Sent are the outbox rows the relay marked sent.
+	Sent []int `json:"sent,omitempty"`
 }
 
 // Call is one call the external service received.

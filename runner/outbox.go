@@ -77,11 +77,43 @@ func (r *variantRun) openProducerApp(ctx context.Context, pattern catalog.Produc
 	return &producerApp{pattern: pattern, db: db, faults: r.producerAppFaults(), rec: r.rec}, nil
 }
 
-// close closes the application's store.
-func (a *producerApp) close() {
-	if a != nil {
-		a.db.Close()
+// closeProducerApp audits and closes the producer application's store
+// once produce is done; finish adds the audit to the store's.
+func (r *variantRun) closeProducerApp(ctx context.Context, app *producerApp) error {
+	var err error
+	r.appAudit, err = app.close(ctx)
+	return err
+}
+
+// close audits the application's store (the run's end does not cut a
+// local file's read short) and closes it. The audit goes with the
+// variant's store audit (Audit.Producer): which business rows, outbox
+// rows and sent marks the store holds, for the checker to hold against
+// the write events. Nil, nil for the pattern direct.
+func (a *producerApp) close(ctx context.Context) (*history.ProducerAudit, error) {
+	if a == nil {
+		return nil, nil
 	}
+	defer a.db.Close()
+	ctx = context.WithoutCancel(ctx)
+	var p history.ProducerAudit
+	var err error
+	for _, read := range []struct {
+		into  *[]int
+		query string
+	}{
+		{&p.Rows, "SELECT intent FROM orders ORDER BY intent"},
+		{&p.Outbox, "SELECT intent FROM outbox ORDER BY intent"},
+		{&p.Sent, "SELECT intent FROM outbox WHERE sent = 1 ORDER BY intent"},
+	} {
+		if *read.into, err = a.db.Intents(ctx, read.query); err != nil {
+			return nil, fmt.Errorf("the producer application's audit: %w", err)
+		}
+	}
+	if p.Rows == nil {
+		p.Rows = []int{} // no row, said: "rows": []
+	}
+	return &p, nil
 }
 
 // write commits intent's business row (and, with the outbox, its outbox

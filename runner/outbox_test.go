@@ -91,4 +91,25 @@ variants:
 	if len(crashed["outbox-none"]) != 10 || !slices.Equal(crashed["outbox-none"], crashed["outbox-inbox"]) {
 		t.Errorf("one fault's schedule should hit the same intents in both outbox variants: %v", crashed)
 	}
+
+	// The audit holds the producer application's store: every business
+	// row; with the outbox, every outbox row, all marked sent by the end.
+	every := make([]int, 200)
+	for i := range every {
+		every[i] = i + 1
+	}
+	if p := res.Audits["direct"].Producer; p != nil {
+		t.Errorf("direct has no producer store, yet its audit has %+v", p)
+	}
+	wantAudit := map[string]history.ProducerAudit{
+		"dual-write":   {Rows: every},
+		"outbox-none":  {Rows: every, Outbox: every, Sent: every},
+		"outbox-inbox": {Rows: every, Outbox: every, Sent: every},
+	}
+	for name, w := range wantAudit {
+		p := res.Audits[name].Producer
+		if p == nil || !slices.Equal(p.Rows, w.Rows) || !slices.Equal(p.Outbox, w.Outbox) || !slices.Equal(p.Sent, w.Sent) {
+			t.Errorf("%s: producer audit %+v, want %d rows, %d outbox rows, %d sent", name, p, len(w.Rows), len(w.Outbox), len(w.Sent))
+		}
+	}
 }

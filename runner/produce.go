@@ -30,7 +30,7 @@ type body struct {
 
 // produce publishes every intent, with at most window intents unconfirmed,
 // and waits for the confirms; it gives up at the run's deadline.
-func (r *variantRun) produce(ctx context.Context, dest brokers.Destination, prod scenario.Producer) error {
+func (r *variantRun) produce(ctx context.Context, dest brokers.Destination, prod scenario.Producer) (err error) {
 	raw, err := dest.Producer(ctx)
 	if err != nil {
 		return err
@@ -40,7 +40,7 @@ func (r *variantRun) produce(ctx context.Context, dest brokers.Destination, prod
 	if err != nil {
 		return err
 	}
-	defer app.close()
+	defer func() { err = errors.Join(err, r.closeProducerApp(ctx, app)) }()
 	if prod.Pattern == catalog.Outbox {
 		return r.produceOutbox(ctx, p, app, prod)
 	}

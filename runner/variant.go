@@ -32,9 +32,10 @@ type variantRun struct {
 	strat strategy.Instance // the variant's (strategy.go)
 	env   strategy.Env
 
-	consumerFaults faults.Consumer     // decides what faults do to a delivery (consume.go)
-	kills          *faults.Kills       // a process variant's kill faults (process.go)
-	appFaults      *faults.ProducerApp // producer-app-crash faults, with a producer pattern other than direct (outbox.go)
+	consumerFaults faults.Consumer        // decides what faults do to a delivery (consume.go)
+	kills          *faults.Kills          // a process variant's kill faults (process.go)
+	appFaults      *faults.ProducerApp    // producer-app-crash faults, with a producer pattern other than direct (outbox.go)
+	appAudit       *history.ProducerAudit // the producer application's store once produce is done (outbox.go)
 
 	slots    slots     // the consumer slots (consume.go)
 	flow     flow      // what the deliveries did so far, for the drain (drain.go)
@@ -297,6 +298,7 @@ func (r *variantRun) finish(ctx context.Context, dest brokers.Destination, runEr
 	if err != nil {
 		return nil, errors.Join(runErr, err)
 	}
+	a.Producer = r.appAudit
 	if runErr != nil && ctx.Err() != nil && !errors.Is(runErr, store.ErrStalled) {
 		runErr = ctx.Err()
 	}

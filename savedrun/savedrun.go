@@ -193,6 +193,9 @@ func Load(dir string) (Run, error) {
 		if v.Effect.IsCall() {
 			limit += intents * callBytesPerIntent
 		}
+		if p := s.ProducerFor(v).Pattern; p != "" && p != catalog.Direct {
+			limit += intents * producerBytesPerIntent
+		}
 	}
 	if err := readJSON(paths[AuditFile], limit, &r.Audits); err != nil {
 		return r, err
@@ -211,6 +214,10 @@ const (
 	// call: the calls its service recorded, an entry of about 80 bytes
 	// each, indented, for six deliveries of every intent.
 	callBytesPerIntent = 512
+	// producerBytesPerIntent is the allowance of a variant with a producer
+	// store (producer.pattern dual-write or outbox): an intent's business
+	// row, outbox row and sent mark, a line of about 16 bytes each.
+	producerBytesPerIntent = 64
 )
 
 // regular refuses anything but a regular file at path (a symlink to one

@@ -416,6 +416,32 @@ func TestLoadHostileRun(t *testing.T) {
 			t.Errorf("loaded %d calls, want %d", got, 3*n)
 		}
 	})
+	t.Run("a producer store's audit has room for its rows", func(t *testing.T) {
+		s := parse(t)
+		s.Variants[0].Producer = &scenario.Producer{Pattern: catalog.Outbox}
+		d, err := savedrun.Create(t.TempDir(), "run", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 20_000 // a business row, an outbox row and a sent mark each: read back whole, not refused as too large
+		a := history.Audit{Applied: map[int]int{}, Producer: &history.ProducerAudit{}}
+		for i := 1; i <= n; i++ {
+			a.Applied[i] = 1
+			a.Producer.Rows = append(a.Producer.Rows, i)
+			a.Producer.Outbox = append(a.Producer.Outbox, i)
+			a.Producer.Sent = append(a.Producer.Sent, i)
+		}
+		if err := d.Finish(s, check.Meta{Messages: n}, map[string]history.Audit{"none": a}, nil); err != nil {
+			t.Fatal(err)
+		}
+		r, err := savedrun.Load(d.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := r.Audits["none"].Producer; p == nil || len(p.Rows) != n || len(p.Outbox) != n || len(p.Sent) != n {
+			t.Errorf("loaded producer audit %v, want %d of each", p != nil, n)
+		}
+	})
 	t.Run("impossible messages", func(t *testing.T) {
 		dir := saved(t)
 		if err := os.WriteFile(filepath.Join(dir, savedrun.MetaFile), []byte(`{"messages": 100000000000}`), 0o644); err != nil {

@@ -215,6 +215,27 @@ func (s *SQLite) countBy(ctx context.Context, query string) (map[int]int, error)
 	return countBy(ctx, s.conn, query)
 }
 
+// Intents runs query, which returns one column of intents, and lists them
+// in the order it returns them.
+func (s *SQLite) Intents(ctx context.Context, query string) ([]int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rows, err := s.conn.QueryContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int
+	for rows.Next() {
+		var intent int
+		if err := rows.Scan(&intent); err != nil {
+			return nil, err
+		}
+		out = append(out, intent)
+	}
+	return out, rows.Err()
+}
+
 // audit reads the final state of the business tables (portable SQL).
 func audit(ctx context.Context, q querier) (history.Audit, error) {
 	applied, err := countBy(ctx, q, `SELECT intent, COUNT(*) FROM ledger GROUP BY intent`)
