@@ -28,6 +28,7 @@ func TestEveryEmbeddedBuiltinMeetsItsExpectations(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("full-size built-in runs: not with -short or -race")
 	}
+	t.Parallel() // beside the managed-node and RabbitMQ built-in tests: all mostly waiting
 	turns := newTurns(t, builtinsAtOnce)
 	defer turns.wait()
 	for _, name := range scenarios.Names() {

@@ -21,6 +21,10 @@ import (
 // both times where the seed decides them. Skipped when no RabbitMQ answers,
 // unless DQBENCH_REQUIRE_BROKERS=1.
 func TestRabbitMQBuiltins(t *testing.T) {
+	t.Parallel()
+	// Two at a time: the queues are their own, the broker is shared.
+	turns := newTurns(t, 2)
+	defer turns.wait()
 	// Built-ins whose expectations count intents of their own message count.
 	ownMessages := map[string]bool{"rabbitmq-poison-dlq": true, "rabbitmq-max-length": true, "rabbitmq-partition": true, "consumer-transient-failure": true, "rabbitmq-retry-queue": true, "rabbitmq-producer-latency": true}
 	for _, tc := range []struct {
@@ -165,7 +169,7 @@ func TestRabbitMQBuiltins(t *testing.T) {
 			},
 		}, true},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
+		turns.run(tc.name, func(t *testing.T) {
 			if raceEnabled && (tc.name == "rabbitmq-confirm-lost" || tc.name == "rabbitmq-connection-reset" || tc.name == "rabbitmq-partition") {
 				t.Skip("under -race: its code paths are ack-lost's, which runs")
 			}

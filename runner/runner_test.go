@@ -81,6 +81,7 @@ func applyAgain(c map[string]int) bool { return c["duplicates"] > 0 && c["lost"]
 // TestBuiltins runs every built-in scenario end to end on the embedded
 // broker, with fewer messages, and checks the signs the README promises.
 func TestBuiltins(t *testing.T) {
+	t.Parallel()
 	turns := newTurns(t, builtinsAtOnce) // mostly waiting, as in TestEveryEmbeddedBuiltinMeetsItsExpectations
 	defer turns.wait()
 	for _, tc := range []struct {
