@@ -32,7 +32,7 @@ func TestManagedNATS(t *testing.T) {
 		}
 		t.Skip("nats-server is not installed: mode: managed cannot start a cluster")
 	}
-	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	t.Parallel() // its state directory: TestMain's XDG_RUNTIME_DIR
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cl, running, err := nats.Up(ctx, func() {})

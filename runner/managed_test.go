@@ -38,17 +38,9 @@ func TestManagedRabbitMQ(t *testing.T) {
 	if race.Enabled && os.Getenv("DQBENCH_MANAGED_RACE") != "1" {
 		t.Skip("a managed cluster is too slow beside the race detector on two cores for CI; run without -race, or set DQBENCH_MANAGED_RACE=1")
 	}
-	// The nodes run as the rabbitmq user, who must reach the directory:
-	// not t.TempDir (0700).
-	state, err := os.MkdirTemp("", "dqbench-managed-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(state)
-	if err := os.Chmod(state, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("XDG_RUNTIME_DIR", state)
+	// Its state directory is under TestMain's XDG_RUNTIME_DIR, fresh for
+	// this test process.
+	t.Parallel()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

@@ -91,14 +91,15 @@ func TestRabbitMQBuiltins(t *testing.T) {
 				return c["faults_injected"] > 0 && c["duplicates"] == 0 && c["redelivered"] == c["faults_injected"] && c["lost"] == 0
 			},
 		}, true},
-		// One slow spell catches one publish (window: 1): a duplicate per
-		// fault with the short confirm_timeout, none with the long one.
+		// A slow spell catches one publish (window: 1), or two when the
+		// next goes out before it is over: at least a duplicate per fault
+		// with the short confirm_timeout, none with the long one.
 		{"rabbitmq-producer-latency", map[string]func(map[string]int) bool{
 			"patient": func(c map[string]int) bool {
 				return c["faults_injected"] > 0 && c["duplicates"] == 0 && c["indeterminate"] == 0 && c["lost"] == 0
 			},
 			"impatient": func(c map[string]int) bool {
-				return c["faults_injected"] > 0 && c["duplicates"] == c["faults_injected"] && c["lost"] == 0
+				return c["faults_injected"] > 0 && c["duplicates"] >= c["faults_injected"] && c["duplicates"] <= 2*c["faults_injected"] && c["lost"] == 0
 			},
 			"impatient-dedup-table": func(c map[string]int) bool {
 				return c["faults_injected"] > 0 && c["duplicates"] == 0 && c["lost"] == 0

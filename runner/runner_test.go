@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -23,11 +24,29 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
+	// The managed clusters' state directories (dqbench-brokers/KIND)
+	// under a directory of the tests' own, for the whole process: set
+	// once here, the tests that start clusters need no t.Setenv and may
+	// run in parallel. The nodes run as the rabbitmq user, who must reach
+	// it: not 0700.
+	state, err := os.MkdirTemp("", "dqbench-runner-test-")
+	if err == nil {
+		err = os.Chmod(state, 0o755)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("XDG_RUNTIME_DIR", state)
+	goleak.VerifyTestMain(m, append([]goleak.Option{
 		// modernc's SQLite and kgo keep no goroutines after Close; the
 		// signal watcher below belongs to the Go runtime.
-		append([]goleak.Option{goleak.IgnoreTopFunction("os/signal.signal_recv")}, ignoreStuckInToxiproxy()...)...,
-	)
+		goleak.IgnoreTopFunction("os/signal.signal_recv"),
+		goleak.Cleanup(func(code int) {
+			os.RemoveAll(state)
+			os.Exit(code)
+		}),
+	}, ignoreStuckInToxiproxy()...)...)
 }
 
 // ignoreStuckInToxiproxy ignores the goroutines toxiproxy v2.12.0 can
