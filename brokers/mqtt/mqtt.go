@@ -277,7 +277,7 @@ type dest struct {
 	// answered its CONNECT.
 	silent atomic.Bool
 	// consumerErr is why a consumer last failed to connect (an error).
-	consumerErr atomic.Value
+	consumerErr atomic.Pointer[error] // an atomic.Value would panic on errors of another type
 
 	restart   *rule // broker-restart on a managed broker
 	restartMu sync.Mutex
@@ -429,8 +429,8 @@ func (d *dest) Producer(ctx context.Context) (brokers.Producer, error) {
 	select {
 	case <-d.subscribed:
 	case <-wait.Done():
-		if err, _ := d.consumerErr.Load().(error); err != nil {
-			return nil, fmt.Errorf("mqtt: no consumer subscribed to %s within 10s; its last connect: %w", d.filter, err)
+		if err := d.consumerErr.Load(); err != nil {
+			return nil, fmt.Errorf("mqtt: no consumer subscribed to %s within 10s; its last connect: %w", d.filter, *err)
 		}
 		return nil, fmt.Errorf("mqtt: no consumer subscribed to %s within 10s", d.filter)
 	}
@@ -451,7 +451,7 @@ func (d *dest) Consumer(ctx context.Context, gen int) (_ brokers.Consumer, err e
 	for {
 		c, err := d.lib().consumer(ctx, d, s)
 		if err != nil {
-			d.consumerErr.Store(err)
+			d.consumerErr.Store(&err)
 		}
 		if err == nil || !errors.Is(err, brokers.ErrUnreachable) || time.Now().After(deadline) {
 			return c, err
