@@ -38,23 +38,9 @@ func TestMQTTQoSLevels(t *testing.T) {
 	// Duplicates and lost repeat with the seed, but for qos0's lost (how
 	// many QoS 0 messages were published while no subscriber was online
 	// is timing), which is not compared.
-	var seen [2]map[string][2]int
-	runs := len(seen)
-	if raceEnabled {
-		runs = 1 // the race detector needs one run; the counts are compared without it
-	}
-	for i := range runs {
-		s, err := scenario.Resolve("mqtt-qos-levels")
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := runJudged(t, context.Background(), s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !res.Run.Passed || !res.Run.Valid() {
-			t.Fatalf("run %d did not pass: %+v", i+1, res.Run)
-		}
+	runs := passedRuns(t, "mqtt-qos-levels")
+	seen := make([]map[string][2]int, len(runs))
+	for i, res := range runs {
 		seen[i] = map[string][2]int{}
 		for _, v := range res.Run.Variants {
 			c := counts(v)
@@ -77,9 +63,36 @@ func TestMQTTQoSLevels(t *testing.T) {
 			seen[i][v.Name] = [2]int{v.Duplicates, v.Lost}
 		}
 	}
-	if runs == 2 && !maps.Equal(seen[0], seen[1]) {
+	if len(seen) == 2 && !maps.Equal(seen[0], seen[1]) {
 		t.Errorf("same seed, different counts (duplicates, lost): %v then %v", seen[0], seen[1])
 	}
+}
+
+// passedRuns runs built-in name as shipped twice with its seed (once under
+// -race: the race detector needs one run, the counts are compared without
+// it) and stops the test unless each run passed and is valid.
+func passedRuns(t *testing.T, name string) []*judged {
+	t.Helper()
+	n := 2
+	if raceEnabled {
+		n = 1
+	}
+	var runs []*judged
+	for i := range n {
+		s, err := scenario.Resolve(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := runJudged(t, context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Run.Passed || !res.Run.Valid() {
+			t.Fatalf("run %d did not pass: %+v", i+1, res.Run)
+		}
+		runs = append(runs, res)
+	}
+	return runs
 }
 
 // TestMQTTQoSLevelsExternal runs mqtt-qos-levels against the Mosquitto at
@@ -368,23 +381,9 @@ func TestMQTTSubscriberOffline(t *testing.T) {
 // after a crash too: mochi-mqtt resends a crashed member's messages to
 // its own session (its replacement), never to another member.
 func TestMQTTSharedSubscription(t *testing.T) {
-	var seen [2]map[string][4]int
-	runs := len(seen)
-	if raceEnabled {
-		runs = 1 // the race detector needs one run; the counts are compared without it
-	}
-	for i := range runs {
-		s, err := scenario.Resolve("mqtt-shared-subscription")
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := runJudged(t, context.Background(), s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !res.Run.Passed || !res.Run.Valid() {
-			t.Fatalf("run %d did not pass: %+v", i+1, res.Run)
-		}
+	runs := passedRuns(t, "mqtt-shared-subscription")
+	seen := make([]map[string][4]int, len(runs))
+	for i, res := range runs {
 		seen[i] = map[string][4]int{}
 		for _, v := range res.Run.Variants {
 			if v.FaultsInjected == 0 || v.Lost != 0 {
@@ -419,7 +418,7 @@ func TestMQTTSharedSubscription(t *testing.T) {
 			}
 		}
 	}
-	if runs == 2 && !maps.Equal(seen[0], seen[1]) {
+	if len(seen) == 2 && !maps.Equal(seen[0], seen[1]) {
 		t.Errorf("same seed, different counts (duplicates, lost, effects, faults): %v then %v", seen[0], seen[1])
 	}
 }
