@@ -119,8 +119,12 @@ func TestAckedRedelivery(t *testing.T) {
 		if r.kills != *acklossKills {
 			t.Errorf("%s: %d kills, want %d", name, r.kills, *acklossKills)
 		}
-		if r.prefetch == 1 && r.ackedAgain != 0 {
-			t.Errorf("%s: %d acked messages delivered again, want 0 (with one unacked message at a time the broker applies each ack before it sends the next)", name, r.ackedAgain)
+		// With one unacked message at a time the broker applies each ack
+		// before it sends the next, so only the last ack before a kill can
+		// be lost, and only when nothing settled it (a fresh-clone CI run
+		// saw 1 in 5 kills with settle none).
+		if r.prefetch == 1 && (r.settle == settleNone && r.ackedAgain > r.kills || r.settle != settleNone && r.ackedAgain != 0) {
+			t.Errorf("%s: %d acked messages delivered again, want 0 (at most one per kill with settle none: the last ack, unread when the socket closed)", name, r.ackedAgain)
 		}
 		if r.queueType == "classic" && r.settle == settleRoundTrip && r.ackedAgain != 0 {
 			t.Errorf("%s: %d acked messages delivered again, want 0 (a classic queue has applied every ack a round trip followed)", name, r.ackedAgain)
