@@ -72,7 +72,18 @@ func (r *variantRun) startSlot() {
 
 // consume runs one consumer slot until ctx ends: a consumer instance handles
 // deliveries until a fault kills it, then a replacement takes its place.
+//
+// The slot counts as down (flow.down) from its start until an instance has
+// subscribed, and again from the moment an instance ends (handle counts
+// it) until its replacement has.
 func (r *variantRun) consume(ctx context.Context, dest brokers.Destination, ackFirst bool) error {
+	r.flow.down.Add(1)
+	down := true
+	defer func() {
+		if down {
+			r.flow.down.Add(-1)
+		}
+	}()
 	for ctx.Err() == nil {
 		gen := int(r.slots.gens.Add(1))
 		raw, err := dest.Consumer(ctx, gen)
@@ -82,8 +93,10 @@ func (r *variantRun) consume(ctx context.Context, dest brokers.Destination, ackF
 			}
 			return err
 		}
+		r.flow.down.Add(-1)
 		c := recording.NewConsumer(raw, gen, r.slots.seen, r.rec)
 		err = r.handle(ctx, c, ackFirst)
+		down = true // handle counted the slot down as it returned
 		r.consumerEnded(ctx, gen, err)
 		var fatal errFatal
 		switch {
@@ -130,11 +143,21 @@ func (e errFatal) Unwrap() error { return e.err }
 // consumer whose client delivers one message at a time (oneInFlight) acks
 // before it takes the next: there a fault that breaks the connection
 // during the ack finds no later effect applied and not acked.
+//
+// As it returns, the instance's slot counts as down, before the delivery
+// in its hands leaves flight: the drain never sees neither.
 func (r *variantRun) handle(ctx context.Context, c *recording.Consumer, ackFirst bool) (err error) {
 	pending := r.newPendingAck(ctx, c, ackFirst)
 	defer func() {
 		if werr := pending.wait(); werr != nil && err == nil {
 			err = werr
+		}
+	}()
+	holding := false // a delivery is in flight
+	defer func() {
+		r.flow.down.Add(1)
+		if holding {
+			r.flow.inflight.Add(-1)
 		}
 	}()
 	for {
@@ -145,14 +168,16 @@ func (r *variantRun) handle(ctx context.Context, c *recording.Consumer, ackFirst
 		r.progress.heardFrom(r.start)
 		r.handBack.delivered(d.Intent)
 		r.flow.inflight.Add(1)
+		holding = true
 		err = r.deliver(ctx, c, d, ackFirst, pending)
 		if errors.Is(err, errOverran) {
-			return err // settled: its ack has taken d out of flight
-		}
-		if err != nil {
-			r.flow.inflight.Add(-1)
+			holding = false // settled: its ack has taken d out of flight
 			return err
 		}
+		if err != nil {
+			return err
+		}
+		holding = false
 	}
 }
 

@@ -21,6 +21,12 @@ type flow struct {
 	// handling.
 	progressed atomic.Int64
 	inflight   atomic.Int64
+	// down counts consumer slots without a subscribed instance: starting,
+	// or between a crash (or a broken connection) and the replacement's
+	// subscription. A broker may hold nothing for a slot while it is down
+	// (an MQTT clean session) and deliver again once it subscribes (the
+	// retained messages), so the drain waits for it.
+	down atomic.Int64
 	// acked counts intents acked for the first time; ackedCh gets a
 	// signal each time (producer.max_lag waits on it).
 	acked   atomic.Int64
@@ -62,6 +68,13 @@ func (f *flow) reached(intent int, what uint8) {
 	}
 }
 
+// idle: no consumer is handling a delivery and every slot has a
+// subscribed instance (or has stopped). down is read first: a slot counts
+// itself down before its delivery leaves flight.
+func (f *flow) idle() bool {
+	return f.down.Load() == 0 && f.inflight.Load() == 0
+}
+
 // drainEnd is how a drain ended.
 type drainEnd struct {
 	drained bool
@@ -87,10 +100,10 @@ func (r *variantRun) drain(ctx context.Context, dest brokers.Destination, consEr
 		n, berr := dest.Backlog(ctx)
 		if berr == nil {
 			backlog = n
-			if n == 0 && r.flow.inflight.Load() == 0 && !r.handBack.pending() {
+			if n == 0 && r.flow.idle() && !r.handBack.pending() {
 				// Checked again after the in-flight count: a delivery
 				// that finished in between may have been the last.
-				if n, berr = dest.Backlog(ctx); berr == nil && n == 0 && r.flow.inflight.Load() == 0 {
+				if n, berr = dest.Backlog(ctx); berr == nil && n == 0 && r.flow.idle() {
 					return drainEnd{drained: true}, nil
 				}
 			}

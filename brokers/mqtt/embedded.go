@@ -77,7 +77,7 @@ func (e *embedded) backlog(ctx context.Context, d *dest) (int64, error) {
 		return 0, err
 	}
 	st.mu.Lock()
-	n := int64(st.routing + st.gated)
+	n := int64(st.routing + st.gated + len(st.subscribing))
 	if st.offline != nil && st.offline.phase == away {
 		n++ // the drain waits for the window's end, and its fault event
 	}
@@ -194,6 +194,11 @@ type destState struct {
 	mu       sync.Mutex
 	pubPIDs  map[uint16]int // publisher packet id → intent
 	routing  int            // publishes between OnPublish and OnPublished
+	// subscribing are the consumer connections whose SUBSCRIBE the broker
+	// is processing: mochi writes the SUBACK before it sends the retained
+	// messages the subscription matches, so until it has, what it will
+	// send is in no session yet.
+	subscribing map[*mochi.Client]bool
 	gated    int            // publishes held in OnPublish by subscriber-offline
 	// takeover is closed while no consumer connection is taking over a
 	// session (taking counts those that are); see OnSessionEstablish.
@@ -402,6 +407,11 @@ func (h *faultHook) OnPacketRead(cl *mochi.Client, pk packets.Packet) (packets.P
 		if in, err := st.d.intentOf(pk.TopicName); err == nil && pk.FixedHeader.Qos > 0 {
 			st.pubPIDs[pk.PacketID] = in
 		}
+	case t == packets.Subscribe && leg == catalog.SubscriberLeg:
+		if st.subscribing == nil {
+			st.subscribing = map[*mochi.Client]bool{}
+		}
+		st.subscribing[cl] = true
 	case t == packets.Puback, t == packets.Pubrec, t == packets.Pubrel, t == packets.Pubcomp:
 		intent, ok := st.pidsOf(cl.ID)[pk.PacketID]
 		if !ok {
@@ -443,6 +453,11 @@ func (h *faultHook) OnPacketEncode(cl *mochi.Client, pk packets.Packet) packets.
 		if in, err := st.d.intentOf(pk.TopicName); err == nil && pk.FixedHeader.Qos > 0 {
 			st.pidsOf(cl.ID)[pk.PacketID] = in
 		}
+	case t == packets.Subscribe && leg == catalog.SubscriberLeg:
+		if st.subscribing == nil {
+			st.subscribing = map[*mochi.Client]bool{}
+		}
+		st.subscribing[cl] = true
 	case t == packets.Puback, t == packets.Pubrec, t == packets.Pubrel, t == packets.Pubcomp:
 		intent, ok := st.pidsOf(cl.ID)[pk.PacketID]
 		if !ok {
@@ -504,14 +519,21 @@ func (h *faultHook) OnPacketSent(cl *mochi.Client, pk packets.Packet, _ []byte) 
 var errDisconnected = errors.New("dqbench: connection broken by fault")
 
 // OnPacketProcessed tells a consumer waiting for its ack that the broker
-// has it, and at QoS 2 that the exchange has ended.
+// has it, and at QoS 2 that the exchange has ended; after a SUBSCRIBE, the
+// retained messages it matched are in the session.
 func (h *faultHook) OnPacketProcessed(cl *mochi.Client, pk packets.Packet, err error) {
 	st, leg := h.state(cl)
-	if st == nil || leg != catalog.SubscriberLeg || err != nil {
+	if st == nil || leg != catalog.SubscriberLeg {
 		return
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if pk.FixedHeader.Type == packets.Subscribe {
+		delete(st.subscribing, cl)
+	}
+	if err != nil {
+		return
+	}
 	s := st.sessions[cl.ID]
 	waiting := s.acks
 	switch pk.FixedHeader.Type {
@@ -535,8 +557,15 @@ func (h *faultHook) OnPacketProcessed(cl *mochi.Client, pk packets.Packet, err e
 // embedded broker closes it; external brokers are measured as they are.
 // With a shared subscription several sessions may be taken over at once:
 // publishes wait until none is.
+//
+// It also waits for an earlier connection with the same client id whose
+// session ends with it (a clean session) to be gone. mochi-mqtt v2.7.9
+// removes such a connection, as it ends, by client id: if the new one
+// registered in between, the broker forgets the new one, which then gets
+// the retained messages of its subscription and nothing published after.
 func (h *faultHook) OnSessionEstablish(cl *mochi.Client, _ packets.Packet) {
 	if st, leg := h.state(cl); st != nil && leg == catalog.SubscriberLeg {
+		h.awaitEnded(cl.ID)
 		st.mu.Lock()
 		if st.taking == 0 {
 			st.takeover = make(chan struct{})
@@ -553,6 +582,37 @@ func (h *faultHook) OnSessionEstablish(cl *mochi.Client, _ packets.Packet) {
 			}
 		}
 	}
+}
+
+// endingWait bounds how long a new consumer connection waits for an
+// earlier one with its client id to end once the broker has closed it;
+// openWait, for one still open (its DISCONNECT, or the end of its
+// socket, on the way): a half-open connection after a partition is taken
+// over after it, as the broker would.
+const (
+	endingWait = 2 * time.Second
+	openWait   = 20 * time.Millisecond
+)
+
+// awaitEnded waits until no connection with client id whose session ends
+// with it is registered on the broker (bounded by endingWait and openWait).
+func (h *faultHook) awaitEnded(id string) {
+	start := time.Now()
+	for ; time.Since(start) < endingWait; time.Sleep(200 * time.Microsecond) {
+		old, ok := h.embedded.srv.Clients.Get(id)
+		if !ok || old.IsTakenOver() || !endsWithConnection(old) || !old.Closed() && time.Since(start) >= openWait {
+			return
+		}
+	}
+}
+
+// endsWithConnection: the broker discards the client's session when its
+// connection ends (MQTT 3 clean session; MQTT 5 session expiry 0).
+func endsWithConnection(cl *mochi.Client) bool {
+	if cl.Properties.ProtocolVersion == 5 {
+		return cl.Properties.Props.SessionExpiryInterval == 0
+	}
+	return cl.Properties.Clean
 }
 
 // OnSessionEstablished: the new consumer connection is registered.
@@ -661,10 +721,16 @@ func (h *faultHook) OnPublished(cl *mochi.Client, pk packets.Packet) {
 // OnDisconnect: a publisher's read loop has ended, so no publish of it is
 // being routed any more.
 func (h *faultHook) OnDisconnect(cl *mochi.Client, _ error, _ bool) {
-	if st, leg := h.state(cl); st != nil && leg == catalog.PublisherLeg {
-		st.mu.Lock()
+	st, leg := h.state(cl)
+	if st == nil {
+		return
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if leg == catalog.PublisherLeg {
 		st.routing = 0
-		st.mu.Unlock()
+	} else {
+		delete(st.subscribing, cl) // a SUBSCRIBE that failed validation is never processed
 	}
 }
 
