@@ -199,7 +199,7 @@ type destState struct {
 	// messages the subscription matches, so until it has, what it will
 	// send is in no session yet.
 	subscribing map[*mochi.Client]bool
-	gated    int            // publishes held in OnPublish by subscriber-offline
+	gated       int // publishes held in OnPublish by subscriber-offline
 	// takeover is closed while no consumer connection is taking over a
 	// session (taking counts those that are); see OnSessionEstablish.
 	takeover chan struct{}
