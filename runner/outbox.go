@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -251,11 +250,11 @@ func (r *variantRun) relay(ctx context.Context, p *recording.Producer, app *prod
 // source.
 func (r *variantRun) relayPublish(ctx context.Context, p *recording.Producer, intent, attempt int) error {
 	account, amount := intent%store.Accounts, seeded.Amount(r.s.Seed, intent)
-	buf, _ := json.Marshal(body{
+	buf := body{
 		Intent: intent, Account: account, Amount: amount,
 		Version: strategy.ExpectedVersion(intent),
 		ID:      messageID(r.v.ID, r.s.Seed, intent, 1, account, amount),
-	})
+	}.marshal()
 	outcome := make(chan error, 1)
 	p.Publish(ctx, brokers.Message{Intent: intent, Attempt: attempt, Key: brokers.Key(intent), Body: buf}, func(err error) { outcome <- err })
 	select {

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -16,17 +15,6 @@ import (
 	"github.com/dqbench/dqbench/seeded"
 	"github.com/dqbench/dqbench/strategy"
 )
-
-// body is the message payload: one business intent.
-type body struct {
-	Intent  int   `json:"intent"`
-	Account int   `json:"account"`
-	Amount  int64 `json:"amount"`
-	// Version is the account version the update expects (version-cas).
-	Version int64 `json:"version"`
-	// ID is the message id from the variant's id source.
-	ID string `json:"id"`
-}
 
 // produce publishes every intent, with at most window intents unconfirmed,
 // and waits for the confirms; it gives up at the run's deadline.
@@ -179,11 +167,11 @@ func (r *variantRun) send(ctx context.Context, p *recording.Producer, intent int
 // outcome.
 func (r *variantRun) publish(ctx context.Context, p *recording.Producer, intent, attempt int, done func(error)) {
 	account, amount := history.Account(intent), seeded.Amount(r.s.Seed, intent)
-	buf, _ := json.Marshal(body{
+	buf := body{
 		Intent: intent, Account: account, Amount: amount,
 		Version: strategy.ExpectedVersion(intent),
 		ID:      messageID(r.v.ID, r.s.Seed, intent, attempt, account, amount),
-	})
+	}.marshal()
 	p.Publish(ctx, brokers.Message{Intent: intent, Attempt: attempt, Key: brokers.Key(intent), Body: buf}, done)
 }
 

@@ -50,6 +50,7 @@ func (c *topicDest) producerOpts() []kgo.Opt {
 		// fault-heavy runs stay fast.
 		kgo.RetryBackoffFn(func(int) time.Duration { return 2 * time.Millisecond }),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
+		kgo.DisableClientMetrics(), // as the consumer's
 	}
 	switch c.spec.Acks {
 	case catalog.AcksLeader:

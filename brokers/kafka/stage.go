@@ -79,6 +79,7 @@ func (c *topicDest) Stage(ctx context.Context, slot, gen int) (brokers.Stage, er
 		kgo.ClientID(fmt.Sprintf("%s-stage-%d", c.topic, gen)),
 		// Leaders move (leader-move): find the new one quickly.
 		kgo.MetadataMinAge(50 * time.Millisecond),
+		kgo.DisableClientMetrics(), // as the consumer's
 	}
 	s := &stage{d: c}
 	if st.spec.Transactional {
