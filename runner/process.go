@@ -63,7 +63,10 @@ func (r *variantRun) runProcess(ctx context.Context) (audit *history.Audit, clea
 		defer cancel()
 		sup.Stop(sctx, 0)
 	}()
-	runErr := r.produce(ctx, dest, prod)
+	runErr := r.atStartLine(ctx)
+	if runErr == nil {
+		runErr = r.produce(ctx, dest, prod)
+	}
 	if runErr == nil {
 		runErr = sup.Start()
 	}

@@ -159,11 +159,12 @@ func runVariants(ctx context.Context, cancel context.CancelFunc, rec *history.Re
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	errs := make([]error, len(s.Variants))
+	line := newStartLine(len(s.Variants))
 	for i, v := range s.Variants {
 		wg.Go(func() {
 			vr := &variantRun{
 				s: s, v: v, broker: base.broker, rec: rec.Variant(v.Name), progress: base.progress,
-				start: base.start, shutdown: shutdown{hard: base.shutdown.hard},
+				start: base.start, shutdown: shutdown{hard: base.shutdown.hard}, line: line,
 				storeDir: base.storeDir,
 				name:     fmt.Sprintf("%s-%d", runID, i),
 			}
@@ -224,6 +225,7 @@ func endCause(parent, ctx context.Context) error {
 // runGuarded runs the variant and turns a panic into an error, so that a
 // bug in one variant still lets the run clean up.
 func (r *variantRun) runGuarded(ctx context.Context) (audit *history.Audit, cleanup, err error) {
+	defer r.leaveStartLine()
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("%w: %v; please report it with the scenario file\n%s", ErrInternal, p, debug.Stack())

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/dqbench/dqbench/brokers"
@@ -24,10 +25,12 @@ type variantRun struct {
 	broker   brokers.Broker
 	rec      *history.VariantRecorder
 	progress *Progress
-	storeDir string    // for SQLite files
-	name     string    // unique per variant and run
-	start    time.Time // the run's start
-	shutdown shutdown  // bounds the steps that end the run (drain.go)
+	storeDir string     // for SQLite files
+	name     string     // unique per variant and run
+	start    time.Time  // the run's start
+	shutdown shutdown   // bounds the steps that end the run (drain.go)
+	line     *startLine // shared by the run's variants (startline.go)
+	lineOnce sync.Once
 
 	strat strategy.Instance // the variant's (strategy.go)
 	env   strategy.Env
@@ -72,7 +75,10 @@ func (r *variantRun) run(ctx context.Context) (audit *history.Audit, cleanup, er
 		return nil, nil, err
 	}
 	defer r.slots.stop()
-	runErr := r.produce(ctx, dest, r.s.ProducerFor(r.v))
+	runErr := r.atStartLine(ctx)
+	if runErr == nil {
+		runErr = r.produce(ctx, dest, r.s.ProducerFor(r.v))
+	}
 	audit, err = r.finish(ctx, dest, runErr, ending{
 		errs: r.slots.errs, stop: r.stopConsumers, audit: r.auditStore(st), afterFailure: true,
 	})
