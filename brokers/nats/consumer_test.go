@@ -59,6 +59,7 @@ func nextOf(t *testing.T, ctx context.Context, c brokers.Consumer, attempts map[
 // confirmed; acked again, it gets through, and the server holds nothing
 // more (no redelivery to come).
 func TestLoseAcks(t *testing.T) {
+	t.Parallel() // each subtest waits out a timeout (ack_wait, a confirm): side by side
 	for _, tc := range []struct {
 		mode catalog.Mode
 		ack  catalog.NATSAck
@@ -69,6 +70,7 @@ func TestLoseAcks(t *testing.T) {
 		{catalog.External, catalog.SyncAck},
 	} {
 		t.Run(string(tc.mode)+"-"+string(tc.ack), func(t *testing.T) {
+			t.Parallel()
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
 			var mu sync.Mutex
@@ -148,6 +150,7 @@ func waitBacklog(t *testing.T, ctx context.Context, d brokers.Destination, want 
 // intent and stream sequence; a terminated message (on_failure: reject)
 // is read back at once. The healthy message is not.
 func TestDeadLetters(t *testing.T) {
+	t.Parallel() // each subtest waits out a timeout (ack_wait, a confirm): side by side
 	for _, tc := range []struct {
 		mode    catalog.Mode
 		requeue bool
@@ -162,6 +165,7 @@ func TestDeadLetters(t *testing.T) {
 			name = string(tc.mode) + "-nak"
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
 			spec := brokertest.Spec(t, true)

@@ -33,6 +33,7 @@ func publishAll(ctx context.Context, p brokers.Producer, attempt int, intents ..
 // application's second send of the intent is confirmed: with msg_id
 // business as a duplicate the stream dropped, with none as a second copy.
 func TestLoseConfirms(t *testing.T) {
+	t.Parallel() // each subtest waits out a timeout (ack_wait, a confirm): side by side
 	for _, tc := range []struct {
 		mode   catalog.Mode
 		msgID  catalog.NATSMsgID
@@ -44,6 +45,7 @@ func TestLoseConfirms(t *testing.T) {
 		{catalog.External, catalog.NoMsgID, 6},
 	} {
 		t.Run(string(tc.mode)+"-"+string(tc.msgID), func(t *testing.T) {
+			t.Parallel()
 			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 			defer cancel()
 			b := withMode(t, tc.mode, &catalog.NATSSettings{MsgID: tc.msgID})
