@@ -2,7 +2,6 @@ package runner
 
 import (
 	"bytes"
-	"context"
 	"maps"
 	"net"
 	"os"
@@ -78,19 +77,8 @@ func passedRuns(t *testing.T, name string) []*judged {
 		n = 1
 	}
 	var runs []*judged
-	for i := range n {
-		s, err := scenario.Resolve(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := runJudged(t, context.Background(), s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !res.Run.Passed || !res.Run.Valid() {
-			t.Fatalf("run %d did not pass: %+v", i+1, res.Run)
-		}
-		runs = append(runs, res)
+	for range n {
+		runs = append(runs, passedBuiltin(t, name))
 	}
 	return runs
 }
@@ -119,13 +107,7 @@ func TestMQTTQoSLevelsExternal(t *testing.T) {
 	if err := s.UseExternalBroker([]string{addr}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := runJudged(t, context.Background(), s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !res.Run.Passed || !res.Run.Valid() {
-		t.Fatalf("run did not pass: %+v", res.Run)
-	}
+	passed(t, s)
 }
 
 // TestMQTTQoS2LostPubrelExternal: on an external broker, a PUBREL lost on
@@ -170,13 +152,7 @@ variants:
 	if err := s.UseExternalBroker([]string{addr}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := runJudged(t, context.Background(), s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !res.Run.Passed || !res.Run.Valid() {
-		t.Fatalf("run did not pass: %+v", res.Run)
-	}
+	passed(t, s)
 }
 
 // TestMQTTEffectiveQoS: every delivery arrives at min(publish QoS,
@@ -186,13 +162,7 @@ func TestMQTTEffectiveQoS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := runJudged(t, context.Background(), s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !res.Run.Passed || !res.Run.Valid() {
-		t.Fatalf("run did not pass: %+v", res.Run)
-	}
+	res := passed(t, s)
 	for _, v := range res.Run.Variants {
 		var pub, sub int
 		for _, vs := range s.Variants {
@@ -217,17 +187,7 @@ func TestMQTTEffectiveQoS(t *testing.T) {
 // effect applied while an ack broke the connection was a duplicate of
 // dqbench's own on every subscriber-leg fault.
 func TestMQTTClientQoS2(t *testing.T) {
-	s, err := scenario.Resolve("mqtt-client-qos2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := runJudged(t, context.Background(), s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !res.Run.Passed || !res.Run.Valid() {
-		t.Fatalf("run did not pass: %+v", res.Run)
-	}
+	res := passedBuiltin(t, "mqtt-client-qos2")
 	const each = 10 // of each of the six faults, in 300 intents
 	for _, v := range res.Run.Variants {
 		l := v.Legs
@@ -272,17 +232,7 @@ func TestMQTTClientQoS2(t *testing.T) {
 // Skipped without the mosquitto binary unless DQBENCH_REQUIRE_BROKERS=1.
 func TestMQTTBrokerQueueLimit(t *testing.T) {
 	needMosquitto(t)
-	s, err := scenario.Resolve("mqtt-broker-queue-limit")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := runJudged(t, context.Background(), s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !res.Run.Passed || !res.Run.Valid() {
-		t.Fatalf("run did not pass: %+v", res.Run)
-	}
+	res := passedBuiltin(t, "mqtt-broker-queue-limit")
 	for _, v := range res.Run.Variants {
 		if v.Name != "default-limits" {
 			continue
@@ -302,17 +252,7 @@ func TestMQTTBrokerQueueLimit(t *testing.T) {
 // lost.
 func TestMQTTBrokerRestart(t *testing.T) {
 	needMosquitto(t)
-	s, err := scenario.Resolve("mqtt-broker-restart")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := runJudged(t, context.Background(), s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !res.Run.Passed || !res.Run.Valid() {
-		t.Fatalf("run did not pass: %+v", res.Run)
-	}
+	passedBuiltin(t, "mqtt-broker-restart")
 }
 
 // needMosquitto skips a test without the mosquitto binary, unless
@@ -349,17 +289,7 @@ func TestMQTTSubscriberOffline(t *testing.T) {
 	want := map[string]int{"qos0": 20, "qos1-clean": 20, "qos1-persistent": 0}
 	var seen [2]map[string][3]int
 	for i := range seen {
-		s, err := scenario.Resolve("mqtt-subscriber-offline")
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := runJudged(t, context.Background(), s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !res.Run.Passed || !res.Run.Valid() {
-			t.Fatalf("run %d did not pass: %+v", i+1, res.Run)
-		}
+		res := passedBuiltin(t, "mqtt-subscriber-offline")
 		seen[i] = map[string][3]int{}
 		for _, v := range res.Run.Variants {
 			if v.Lost != want[v.Name] || v.Duplicates != 0 {
@@ -434,13 +364,7 @@ func TestMQTTRetainedResubscribe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := runJudged(t, context.Background(), s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !res.Run.Passed || !res.Run.Valid() {
-		t.Fatalf("run did not pass: %+v", res.Run)
-	}
+	res := passed(t, s)
 	in, err := check.Inspect(s.Plan(), res.Meta, history.Scan(bytes.NewReader(res.History)), res.Audits)
 	if err != nil {
 		t.Fatal(err)
@@ -486,17 +410,7 @@ func TestMQTTRetainedResubscribe(t *testing.T) {
 // ends the session, and every intent routed during the window is lost,
 // which the window's fault event says.
 func TestMQTTSessionExpiry(t *testing.T) {
-	s, err := scenario.Resolve("mqtt-session-expiry")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := runJudged(t, context.Background(), s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !res.Run.Passed || !res.Run.Valid() {
-		t.Fatalf("run did not pass: %+v", res.Run)
-	}
+	res := passedBuiltin(t, "mqtt-session-expiry")
 	windows := map[string]history.Event{}
 	for e, err := range history.Scan(bytes.NewReader(res.History)) {
 		if err != nil {

@@ -2,28 +2,16 @@ package runner
 
 import (
 	"bytes"
-	"context"
 	"testing"
 
 	"github.com/dqbench/dqbench/history"
-	"github.com/dqbench/dqbench/scenario"
 )
 
 // runBuiltin runs built-in name as shipped on its embedded broker, holds
 // it to its own expectations and returns its history's events by variant.
 func runBuiltin(t *testing.T, name string) map[string][]history.Event {
 	t.Helper()
-	s, err := scenario.Resolve(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := runJudged(t, context.Background(), s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !res.Run.Passed || !res.Run.Valid() {
-		t.Fatalf("%s did not pass: %+v", name, res.Run)
-	}
+	res := passedBuiltin(t, name)
 	by := map[string][]history.Event{}
 	for e, err := range history.Scan(bytes.NewReader(res.History)) {
 		if err != nil {

@@ -66,6 +66,30 @@ type judged struct {
 	History []byte // history.jsonl as written
 }
 
+// passed runs s (runJudged) and stops the test unless the run passed and
+// is valid.
+func passed(t *testing.T, s *scenario.Scenario) *judged {
+	t.Helper()
+	res, err := runJudged(t, context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Run.Passed || !res.Run.Valid() {
+		t.Fatalf("%s did not pass: %+v", s.Name, res.Run)
+	}
+	return res
+}
+
+// passedBuiltin runs built-in name as shipped (passed).
+func passedBuiltin(t *testing.T, name string) *judged {
+	t.Helper()
+	s, err := scenario.Resolve(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return passed(t, s)
+}
+
 // runJudged runs s with its history in memory and judges it, as the CLI
 // does with a file.
 func runJudged(t *testing.T, ctx context.Context, s *scenario.Scenario) (*judged, error) {
