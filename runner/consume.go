@@ -77,12 +77,7 @@ func (r *variantRun) startSlot() {
 // it) until its replacement has.
 func (r *variantRun) consume(ctx context.Context, dest brokers.Destination, ackFirst bool) error {
 	r.flow.down.Add(1)
-	down := true
-	defer func() {
-		if down {
-			r.flow.down.Add(-1)
-		}
-	}()
+	defer r.flow.down.Add(-1) // every return is outside an instance's life
 	for ctx.Err() == nil {
 		gen := int(r.slots.gens.Add(1))
 		raw, err := dest.Consumer(ctx, gen)
@@ -92,10 +87,9 @@ func (r *variantRun) consume(ctx context.Context, dest brokers.Destination, ackF
 			}
 			return err
 		}
-		r.flow.down.Add(-1)
+		r.flow.down.Add(-1) // up: handle counts it down again as it returns
 		c := recording.NewConsumer(raw, gen, r.slots.seen, r.rec)
 		err = r.handle(ctx, c, ackFirst)
-		down = true // handle counted the slot down as it returned
 		r.consumerEnded(ctx, gen, err)
 		var fatal errFatal
 		switch {

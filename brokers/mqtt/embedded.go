@@ -453,11 +453,6 @@ func (h *faultHook) OnPacketEncode(cl *mochi.Client, pk packets.Packet) packets.
 		if in, err := st.d.intentOf(pk.TopicName); err == nil && pk.FixedHeader.Qos > 0 {
 			st.pidsOf(cl.ID)[pk.PacketID] = in
 		}
-	case t == packets.Subscribe && leg == catalog.SubscriberLeg:
-		if st.subscribing == nil {
-			st.subscribing = map[*mochi.Client]bool{}
-		}
-		st.subscribing[cl] = true
 	case t == packets.Puback, t == packets.Pubrec, t == packets.Pubrel, t == packets.Pubcomp:
 		intent, ok := st.pidsOf(cl.ID)[pk.PacketID]
 		if !ok {
@@ -719,7 +714,8 @@ func (h *faultHook) OnPublished(cl *mochi.Client, pk packets.Packet) {
 }
 
 // OnDisconnect: a publisher's read loop has ended, so no publish of it is
-// being routed any more.
+// being routed any more; a consumer's, so no SUBSCRIBE of it is being
+// processed.
 func (h *faultHook) OnDisconnect(cl *mochi.Client, _ error, _ bool) {
 	st, leg := h.state(cl)
 	if st == nil {
