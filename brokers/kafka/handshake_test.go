@@ -1,0 +1,79 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/dqbench/dqbench/brokers"
+	"github.com/dqbench/dqbench/catalog"
+)
+
+// TestConsumerHandshake: on a one-broker embedded cluster a consumer
+// starts without ApiVersions (handshakeFree), and still gets its record;
+// with three brokers, where leaders can move and KIP-320's validation
+// needs the broker's versions, it asks as kgo does by default.
+func TestConsumerHandshake(t *testing.T) {
+	for _, tc := range []struct {
+		brokers int
+		asks    bool
+	}{{1, false}, {3, true}} {
+		t.Run(fmt.Sprintf("%d-brokers", tc.brokers), func(t *testing.T) {
+			if got := consumerAsksVersions(t, tc.brokers); got != tc.asks {
+				t.Errorf("consumer sent ApiVersions: %v, want %v", got, tc.asks)
+			}
+		})
+	}
+}
+
+// consumerAsksVersions publishes one record, then starts a consumer and
+// takes it, and reports whether any ApiVersions reached the cluster in
+// between.
+func consumerAsksVersions(t *testing.T, n int) bool {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	k, err := StartEmbedded(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	spec := brokers.DestinationSpec{Name: fmt.Sprintf("handshake-%d", n), Acks: catalog.AcksAll, Window: 1, Prefetch: 8}
+	d, err := k.Open(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close(context.WithoutCancel(ctx))
+	p, err := d.Producer(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.WithoutCancel(ctx))
+	done := make(chan error, 1)
+	p.Publish(ctx, brokers.Message{Intent: 1, Attempt: 1, Key: brokers.Key(1), Body: []byte("intent 1")}, func(err error) { done <- err })
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	var asked atomic.Int32
+	k.cluster.ControlKey(int16(kmsg.ApiVersions), func(kmsg.Request) (kmsg.Response, error, bool) {
+		k.cluster.KeepControl()
+		asked.Add(1)
+		return nil, nil, false
+	})
+	c, err := d.Consumer(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.WithoutCancel(ctx))
+	del, err := c.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if del.Intent != 1 {
+		t.Fatalf("delivered intent %d, want 1", del.Intent)
+	}
+	return asked.Load() > 0
+}
