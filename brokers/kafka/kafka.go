@@ -112,7 +112,14 @@ func handshakeFree(cl *kgo.Client) (*kversion.Versions, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded Kafka (kfake): ApiVersions: %w", err)
 	}
-	vs := kversion.FromApiVersionsResponse(resp)
+	// What the handshake would agree: the broker's and kgo's own cap
+	// (kversion.Stable, its default MaxVersions), whichever is lower.
+	vs, stable := kversion.FromApiVersionsResponse(resp), kversion.Stable()
+	vs.EachMaxKeyVersion(func(key, v int16) {
+		if s, ok := stable.LookupMaxKeyVersion(key); !ok || s < v {
+			vs.SetMaxKeyVersion(key, s) // -1 (not in kgo's list) removes it
+		}
+	})
 	vs.SetMaxKeyVersion(int16(kmsg.ApiVersions), -1)
 	return vs, nil
 }
