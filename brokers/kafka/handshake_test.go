@@ -14,26 +14,33 @@ import (
 )
 
 // TestConsumerHandshake: on a one-broker embedded cluster a consumer
-// starts without ApiVersions (handshakeFree), and still gets its record;
-// with three brokers, where leaders can move and KIP-320's validation
-// needs the broker's versions, it asks as kgo does by default.
+// starts without ApiVersions (handshakeFree) and joins its group in one
+// JoinGroup (v3, no MemberIDRequired round trip), and still gets its
+// record; with three brokers, where leaders can move and KIP-320's
+// validation needs the broker's versions, it asks and joins as kgo does by
+// default.
 func TestConsumerHandshake(t *testing.T) {
 	for _, tc := range []struct {
 		brokers int
 		asks    bool
-	}{{1, false}, {3, true}} {
+		joins   int32
+	}{{1, false, 1}, {3, true, 2}} {
 		t.Run(fmt.Sprintf("%d-brokers", tc.brokers), func(t *testing.T) {
-			if got := consumerAsksVersions(t, tc.brokers); got != tc.asks {
-				t.Errorf("consumer sent ApiVersions: %v, want %v", got, tc.asks)
+			asks, joins := consumerStart(t, tc.brokers)
+			if asks != tc.asks {
+				t.Errorf("consumer sent ApiVersions: %v, want %v", asks, tc.asks)
+			}
+			if joins != tc.joins {
+				t.Errorf("consumer sent %d JoinGroup requests, want %d", joins, tc.joins)
 			}
 		})
 	}
 }
 
-// consumerAsksVersions publishes one record, then starts a consumer and
-// takes it, and reports whether any ApiVersions reached the cluster in
-// between.
-func consumerAsksVersions(t *testing.T, n int) bool {
+// consumerStart publishes one record, then starts a consumer and takes
+// it, and reports whether any ApiVersions reached the cluster in between,
+// and how many JoinGroup requests.
+func consumerStart(t *testing.T, n int) (asks bool, joins int32) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	k, err := StartEmbedded(n)
@@ -57,12 +64,14 @@ func consumerAsksVersions(t *testing.T, n int) bool {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	var asked atomic.Int32
-	k.cluster.ControlKey(int16(kmsg.ApiVersions), func(kmsg.Request) (kmsg.Response, error, bool) {
-		k.cluster.KeepControl()
-		asked.Add(1)
-		return nil, nil, false
-	})
+	var asked, joined atomic.Int32
+	for key, n := range map[kmsg.Key]*atomic.Int32{kmsg.ApiVersions: &asked, kmsg.JoinGroup: &joined} {
+		k.cluster.ControlKey(int16(key), func(kmsg.Request) (kmsg.Response, error, bool) {
+			k.cluster.KeepControl()
+			n.Add(1)
+			return nil, nil, false
+		})
+	}
 	c, err := d.Consumer(ctx, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -75,5 +84,5 @@ func consumerAsksVersions(t *testing.T, n int) bool {
 	if del.Intent != 1 {
 		t.Fatalf("delivered intent %d, want 1", del.Intent)
 	}
-	return asked.Load() > 0
+	return asked.Load() > 0, joined.Load()
 }
