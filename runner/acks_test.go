@@ -80,3 +80,42 @@ func TestAckBatches(t *testing.T) {
 		t.Errorf("%d intents acked, want 4", n)
 	}
 }
+
+// TestAckPaceCutShort: with a pace between commit requests, what is settled
+// after the first request waits for the next one; a wait (a crash point
+// where a fault is armed, the end of the instance) sends it at once instead
+// of waiting out the pace.
+func TestAckPaceCutShort(t *testing.T) {
+	inner := &batchConsumer{entered: make(chan struct{}), release: make(chan struct{})}
+	close(inner.release)
+	rec := history.NewRecorder(time.Now(), io.Discard).Variant("v")
+	c := recording.NewConsumer(inner, 1, recording.NewDeliveries(10), rec)
+	r := &variantRun{progress: new(Progress), start: time.Now(), rec: rec}
+	r.flow.init(10)
+	b := &ackBatcher{ctx: context.Background(), r: r, c: c, pace: time.Hour, hurry: make(chan struct{}, 1)}
+	b.idle = sync.NewCond(&b.mu)
+	p := &pendingAck{batch: b}
+	for i := 1; i <= 3; i++ {
+		r.flow.inflight.Add(1)
+		p.start(context.Background(), r, c, brokers.Delivery{Intent: i, Attempt: 1})
+		if i == 1 {
+			<-inner.entered // the first request went out without a pause
+		}
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- p.wait() }()
+	select {
+	case err := <-waited:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("wait did not cut the pace (an hour) short")
+	}
+	if want := [][]int{{1}, {2, 3}}; !slices.EqualFunc(inner.batches, want, slices.Equal) {
+		t.Errorf("batches %v, want %v", inner.batches, want)
+	}
+	if n := r.flow.inflight.Load(); n != 0 {
+		t.Errorf("in flight %d after wait, want 0", n)
+	}
+}
