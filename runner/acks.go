@@ -175,6 +175,8 @@ func (b *ackBatcher) pause() {
 
 // wait waits until every queued ack is sent; the first failure, if any.
 func (b *ackBatcher) wait() error {
+	// A token left when no pause was under way only spares the next
+	// batch its pause.
 	select {
 	case b.hurry <- struct{}{}:
 	default:

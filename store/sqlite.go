@@ -241,32 +241,18 @@ func (s *SQLite) Intents(ctx context.Context, query string) ([]int, error) {
 }
 
 // audit reads the final state of the business tables (portable SQL): one
-// pass over the ledger counts each intent's rows and sums each account's
-// amounts, and the accounts whose balance is not that sum are the
-// mismatches. (Two GROUP BY queries cost a sort and a second pass: about
-// 30 ms of a 20,000-intent run on SQLite, against about 12.)
+// pass over the ledger (tallyLedger), then the accounts whose balance is
+// not the sum of their ledger rows. (Two GROUP BY queries cost a sort and
+// a second pass: about 30 ms of a 20,000-intent run on SQLite, against
+// about 12.)
 func audit(ctx context.Context, q querier) (history.Audit, error) {
-	a := history.Audit{Applied: map[int]int{}}
-	sums := map[int]int64{}
-	rows, err := q.QueryContext(ctx, `SELECT intent, account, amount FROM ledger`)
+	applied, sums, err := tallyLedger(ctx, q)
 	if err != nil {
-		return a, fmt.Errorf("audit ledger: %w", err)
+		return history.Audit{}, fmt.Errorf("audit ledger: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var intent, account int
-		var amount int64
-		if err := rows.Scan(&intent, &account, &amount); err != nil {
-			return a, fmt.Errorf("audit ledger: %w", err)
-		}
-		a.Applied[intent]++
-		sums[account] += amount
-	}
-	if err := rows.Err(); err != nil {
-		return a, fmt.Errorf("audit ledger: %w", err)
-	}
-	rows.Close()
-	if rows, err = q.QueryContext(ctx, `SELECT id, balance FROM accounts ORDER BY id`); err != nil {
+	a := history.Audit{Applied: applied}
+	rows, err := q.QueryContext(ctx, `SELECT id, balance FROM accounts ORDER BY id`)
+	if err != nil {
 		return a, fmt.Errorf("audit balances: %w", err)
 	}
 	defer rows.Close()
@@ -280,8 +266,26 @@ func audit(ctx context.Context, q querier) (history.Audit, error) {
 			a.BalanceMismatch = append(a.BalanceMismatch, id)
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return a, fmt.Errorf("audit balances: %w", err)
+	return a, rows.Err()
+}
+
+// tallyLedger counts the ledger's rows per intent and sums its amounts per
+// account, in one pass.
+func tallyLedger(ctx context.Context, q querier) (applied map[int]int, sums map[int]int64, err error) {
+	rows, err := q.QueryContext(ctx, `SELECT intent, account, amount FROM ledger`)
+	if err != nil {
+		return nil, nil, err
 	}
-	return a, nil
+	defer rows.Close()
+	applied, sums = map[int]int{}, map[int]int64{}
+	for rows.Next() {
+		var intent, account int
+		var amount int64
+		if err := rows.Scan(&intent, &account, &amount); err != nil {
+			return nil, nil, err
+		}
+		applied[intent]++
+		sums[account] += amount
+	}
+	return applied, sums, rows.Err()
 }
