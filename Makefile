@@ -22,10 +22,19 @@ STRATEGY_ROUNDS ?= 3
 SCALE_SIZES ?= 10000,100000,1000000
 SCALE_BROKERS ?= kafka,mqtt,rabbitmq
 
-.PHONY: help build test race lint bench bench-strategies bench-scale demo schema compose-check repeat quorum-evidence qos2-evidence
+.PHONY: help services services-status services-down build test race lint bench bench-strategies bench-scale demo schema compose-check repeat quorum-evidence qos2-evidence
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+services: ## install (Debian, as root) and start on loopback what the tests use: PostgreSQL (trust, database test), Redis, RabbitMQ (guest/guest), Mosquitto, nats-server -js; what .ci/run does first
+	scripts/services up
+
+services-status: ## which of those services answer
+	scripts/services status
+
+services-down: ## stop those services
+	scripts/services down
 
 build: ## build ./dqbench
 	$(GO) build -o dqbench .

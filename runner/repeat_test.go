@@ -13,6 +13,7 @@ import (
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/check"
+	"github.com/dqbench/dqbench/internal/testenv"
 	"github.com/dqbench/dqbench/scenario"
 	"github.com/dqbench/dqbench/scenarios"
 )
@@ -41,7 +42,7 @@ func TestBuiltinsRepeat(t *testing.T) {
 					t.Fatal(err)
 				}
 				if needsRedis(s) && !reachable(s.Redis) {
-					t.Skipf("needs Redis at %s", s.Redis)
+					testenv.Unavailable(t, "needs Redis at %s", s.Redis)
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), s.Deadline.D()+time.Minute)
 				res, err := runJudged(t, ctx, s)

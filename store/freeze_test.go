@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dqbench/dqbench/internal/testenv"
 	"github.com/dqbench/dqbench/store"
 )
 
@@ -161,7 +162,7 @@ func TestFrozenRedisEndsByTheDeadline(t *testing.T) {
 		addr = strings.TrimPrefix(strings.TrimPrefix(u, "redis://"), "/")
 	}
 	if c, err := net.DialTimeout("tcp", addr, time.Second); err != nil {
-		t.Skipf("no Redis at %s: %v", addr, err)
+		testenv.Unavailable(t, "no Redis at %s: %v", addr, err)
 	} else {
 		c.Close()
 	}

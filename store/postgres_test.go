@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dqbench/dqbench/internal/testenv"
 	"github.com/dqbench/dqbench/store"
 )
 
@@ -31,7 +32,7 @@ func openPostgres(t testing.TB) *store.Postgres {
 	name := fmt.Sprintf("storetest_%d_%d", os.Getpid(), schemas.Add(1))
 	p, err := store.OpenPostgres(context.Background(), postgresURL(), store.SchemaFor(name), 4)
 	if errors.Is(err, store.ErrUnreachable) {
-		t.Skipf("no PostgreSQL (set DQBENCH_POSTGRES or start one): %v", err)
+		testenv.Unavailable(t, "no PostgreSQL (set DQBENCH_POSTGRES or start one): %v", err)
 	}
 	if err != nil {
 		t.Fatal(err)

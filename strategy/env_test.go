@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/dqbench/dqbench/catalog"
+	"github.com/dqbench/dqbench/internal/testenv"
 	"github.com/dqbench/dqbench/store"
 )
 
@@ -49,7 +50,7 @@ func eachEnv(t *testing.T, name catalog.StrategyName, test func(t *testing.T, en
 				st, err = store.OpenPostgres(ctx, postgresURL(), store.SchemaFor(id), 4)
 			}
 			if errors.Is(err, store.ErrUnreachable) {
-				t.Skipf("no PostgreSQL (set DQBENCH_POSTGRES or start one): %v", err)
+				testenv.Unavailable(t, "no PostgreSQL (set DQBENCH_POSTGRES or start one): %v", err)
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -63,7 +64,7 @@ func eachEnv(t *testing.T, name catalog.StrategyName, test func(t *testing.T, en
 			if desc.NeedsRedis {
 				rd, err := store.OpenRedis(ctx, redisURL(), "dqbench-test:"+id+":")
 				if errors.Is(err, store.ErrUnreachable) {
-					t.Skipf("no Redis (set DQBENCH_REDIS or start one): %v", err)
+					testenv.Unavailable(t, "no Redis (set DQBENCH_REDIS or start one): %v", err)
 				}
 				if err != nil {
 					t.Fatal(err)
