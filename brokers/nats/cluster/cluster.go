@@ -14,25 +14,21 @@ package cluster
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/dqbench/dqbench/brokers"
+	"github.com/dqbench/dqbench/brokers/localcluster"
 	"github.com/dqbench/dqbench/catalog"
 )
 
@@ -94,7 +90,7 @@ type Cluster struct {
 	StartDur time.Duration `json:"start_duration"`
 
 	mu     sync.Mutex // guards Nodes[i].PID, exited and the state file
-	exited map[int]chan struct{}
+	exited map[int]<-chan struct{}
 }
 
 // Node is one nats-server of a cluster.
@@ -140,7 +136,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return nil, err
 	}
 	began := time.Now()
-	c = &Cluster{Dir: opts.Dir, ID: randomHex(3), Bin: bin}
+	c = &Cluster{Dir: opts.Dir, ID: localcluster.RandomHex(3), Bin: bin}
 	if opts.Owned {
 		c.Owner = os.Getpid()
 	}
@@ -152,7 +148,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
 		return c, fmt.Errorf("cluster directory: %w", err)
 	}
-	ports, err := freePorts(3 * Size)
+	ports, err := localcluster.FreePorts(3 * Size)
 	if err != nil {
 		return c, err
 	}
@@ -185,12 +181,6 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	c.Started = time.Now()
 	c.StartDur = time.Since(began)
 	return c, c.save()
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 func (c *Cluster) nodeDir(i int) string { return filepath.Join(c.Dir, c.Nodes[i].Name) }
@@ -229,91 +219,30 @@ cluster {
 	return os.WriteFile(c.confPath(i), []byte(conf), 0o600)
 }
 
-// freePorts asks the kernel for n free TCP ports on 127.0.0.1.
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	out := make([]int, n)
-	for i := range out {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("find a free port: %w", err)
-		}
-		ls = append(ls, l)
-		out[i] = l.Addr().(*net.TCPAddr).Port
-	}
-	return out, nil
-}
-
 // startNode starts node i and waits until it accepts client connections.
 // A run's node is in its own process group and is killed when dqbench
 // dies (Pdeathsig); a standing one has its own session.
 func (c *Cluster) startNode(ctx context.Context, i int) error {
 	cmd := exec.Command(c.Bin, "-c", c.confPath(i))
 	cmd.Dir = c.Dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if c.Owner > 0 {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	}
-	if err := cmd.Start(); err != nil {
+	exited, err := localcluster.Start(cmd, c.Owner > 0)
+	if err != nil {
 		return fmt.Errorf("start NATS node %s: %w", c.Nodes[i].Name, err)
 	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
 	c.mu.Lock()
 	c.Nodes[i].PID = cmd.Process.Pid
 	if c.exited == nil {
-		c.exited = map[int]chan struct{}{}
+		c.exited = map[int]<-chan struct{}{}
 	}
 	c.exited[cmd.Process.Pid] = exited
 	c.mu.Unlock()
 	if err := c.save(); err != nil {
 		return err
 	}
-	if err := waitPort(ctx, c.Nodes[i].ClientPort, 30*time.Second, exited); err != nil {
-		return fmt.Errorf("NATS node %s did not start: %w%s", c.Nodes[i].Name, err, tail(filepath.Join(c.nodeDir(i), "nats.log")))
+	if err := localcluster.WaitPort(ctx, c.Nodes[i].ClientPort, 30*time.Second, exited); err != nil {
+		return fmt.Errorf("NATS node %s did not start: %w%s", c.Nodes[i].Name, err, localcluster.Tail(filepath.Join(c.nodeDir(i), "nats.log")))
 	}
 	return nil
-}
-
-// tail is the end of a log file, for an error message.
-func tail(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil || len(b) == 0 {
-		return ""
-	}
-	if len(b) > 1500 {
-		b = b[len(b)-1500:]
-	}
-	return fmt.Sprintf("; the end of %s:\n%s", path, strings.TrimSpace(string(b)))
-}
-
-// waitPort waits until 127.0.0.1:port accepts a connection, while the
-// process has not exited.
-func waitPort(ctx context.Context, port int, limit time.Duration, exited <-chan struct{}) error {
-	deadline := time.Now().Add(limit)
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	for {
-		conn, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			conn.Close()
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("nothing listens on %s after %s", addr, limit)
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("the process exited before it listened on %s", addr)
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
 }
 
 // WaitReady waits (at most limit) until JetStream answers on every running
@@ -340,7 +269,7 @@ func (c *Cluster) WaitReady(ctx context.Context, limit time.Duration) error {
 			}
 		}
 		if err != nil {
-			return fmt.Errorf("NATS node %s: JetStream not ready: %w%s", s.Name, err, tail(filepath.Join(c.Dir, s.Name, "nats.log")))
+			return fmt.Errorf("NATS node %s: JetStream not ready: %w%s", s.Name, err, localcluster.Tail(filepath.Join(c.Dir, s.Name, "nats.log")))
 		}
 	}
 	return nil
@@ -440,34 +369,20 @@ func waitJetStream(ctx context.Context, url string) error {
 // nats" starts.
 func StateDir() string { return brokers.StandingDir(string(catalog.NATS)) }
 
-const stateFile = "state.json"
-
 // save writes the state file, so that the cluster can be found and
 // stopped by another dqbench process.
 func (c *Cluster) save() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	b, err := json.MarshalIndent(c, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := filepath.Join(c.Dir, stateFile+".tmp")
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return fmt.Errorf("write cluster state: %w", err)
-	}
-	return os.Rename(tmp, filepath.Join(c.Dir, stateFile))
+	return localcluster.Save(c.Dir, c)
 }
 
 // Load reads the cluster whose state file is in dir; it returns an error
 // wrapping os.ErrNotExist when there is none.
 func Load(dir string) (*Cluster, error) {
-	b, err := os.ReadFile(filepath.Join(dir, stateFile))
-	if err != nil {
-		return nil, err
-	}
 	c := new(Cluster)
-	if err := json.Unmarshal(b, c); err != nil {
-		return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, stateFile), err)
+	if err := localcluster.Load(dir, c); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

@@ -4,13 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
-	"time"
+
+	"github.com/dqbench/dqbench/brokers/localcluster"
 )
 
 // NodeStatus is what Status says about one node.
@@ -26,7 +22,7 @@ func (c *Cluster) Status() []NodeStatus {
 	c.mu.Unlock()
 	out := make([]NodeStatus, len(nodes))
 	for i, n := range nodes {
-		out[i] = NodeStatus{Node: n, Running: c.ours(n.PID) && listening(n.ClientPort)}
+		out[i] = NodeStatus{Node: n, Running: localcluster.Ours(n.PID, c.Dir) && localcluster.Listening(n.ClientPort)}
 	}
 	return out
 }
@@ -39,43 +35,6 @@ func (c *Cluster) Healthy() bool {
 		}
 	}
 	return len(c.Nodes) > 0
-}
-
-func listening(port int) bool {
-	conn, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), time.Second)
-	if err != nil {
-		return false
-	}
-	conn.Close()
-	return true
-}
-
-// ours reports whether pid is a live (not zombie) nats-server of this
-// cluster: its command line names a configuration in c.Dir. A pid from an
-// old state file may belong to another program by now, and the system's
-// nats-server is never one of ours.
-func (c *Cluster) ours(pid int) bool {
-	if pid <= 1 || c.Dir == "" {
-		return false
-	}
-	if zombie(pid) {
-		return false
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		return false
-	}
-	return strings.Contains(string(b), "\x00"+filepath.Join(c.Dir, "")+string(filepath.Separator))
-}
-
-// zombie reports whether process pid is gone or a zombie.
-func zombie(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z'
 }
 
 // Stop kills every node (SIGKILL to its process group), waits until they
@@ -104,31 +63,10 @@ func (c *Cluster) Stop() error {
 // kill SIGKILLs the process group pid leads, when pid is a node of this
 // cluster, and waits until it is gone.
 func (c *Cluster) kill(pid int) error {
-	if !c.ours(pid) {
-		return nil
-	}
-	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("kill process group %d: %w", pid, err)
-	}
 	c.mu.Lock()
 	exited := c.exited[pid]
 	c.mu.Unlock()
-	if exited != nil { // our child: wait until it is reaped
-		select {
-		case <-exited:
-			return nil
-		case <-time.After(10 * time.Second):
-			return fmt.Errorf("NATS node pid %d still runs 10s after SIGKILL", pid)
-		}
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for c.ours(pid) {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("NATS node pid %d still runs 10s after SIGKILL", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return nil
+	return localcluster.KillGroup(pid, c.Dir, exited)
 }
 
 // Kill stops node i as a crash does: SIGKILL, no goodbye to the other
@@ -167,7 +105,7 @@ func (c *Cluster) Index(name string) int {
 // Running reports whether any node of c is still alive.
 func Running(c *Cluster) bool {
 	for _, n := range c.Nodes {
-		if c.ours(n.PID) {
+		if localcluster.Ours(n.PID, c.Dir) {
 			return true
 		}
 	}
@@ -198,18 +136,11 @@ func Sweep(glob string) ([]string, error) {
 // Orphans lists the directories matching glob of throwaway clusters whose
 // owner process is gone: what Sweep would stop.
 func Orphans(glob string) []string {
-	dirs, _ := filepath.Glob(glob)
-	var out []string
-	for _, dir := range dirs {
-		if c, err := Load(dir); err == nil && c.Owner > 0 && !ownerAlive(c.Owner) {
-			out = append(out, dir)
+	return localcluster.Orphans(glob, func(dir string) (int, bool) {
+		c, err := Load(dir)
+		if err != nil {
+			return 0, false
 		}
-	}
-	return out
-}
-
-// ownerAlive reports whether process pid runs.
-func ownerAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+		return c.Owner, true
+	})
 }
