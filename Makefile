@@ -22,7 +22,7 @@ STRATEGY_ROUNDS ?= 3
 SCALE_SIZES ?= 10000,100000,1000000
 SCALE_BROKERS ?= kafka,mqtt,rabbitmq
 
-.PHONY: help services services-status services-down build test race lint bench bench-strategies bench-scale demo schema compose-check repeat quorum-evidence qos2-evidence
+.PHONY: help services services-status services-down kafka-jars kafka-diff build test race lint bench bench-strategies bench-scale demo schema compose-check repeat quorum-evidence qos2-evidence
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -35,6 +35,13 @@ services-status: ## which of those services answer
 
 services-down: ## stop those services
 	scripts/services down
+
+kafka-jars: ## copy Apache Kafka's broker jar and runtime dependencies from Maven Central into dqbench's cache (mvn), for mode: managed Kafka; once
+	$(GO) run . brokers fetch kafka
+
+kafka-diff: kafka-jars ## every Kafka built-in on the embedded broker and on a managed real Apache Kafka, same seed: a Markdown table of the counts that differ (fails on one the scenario does not say varies)
+	@$(GO) test -count=1 -run '^TestKafkaEmbeddedVersusManaged$$' -v -timeout 30m ./runner/ -args -kafkadiff.table 2>&1 \
+		| grep -E '^(\||--- FAIL|FAIL|ok|PASS|\s+kafkadiff_test)'
 
 build: ## build ./dqbench
 	$(GO) build -o dqbench .

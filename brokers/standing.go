@@ -3,6 +3,7 @@ package brokers
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -38,6 +39,10 @@ type Standing struct {
 	// throwaway brokers ("dqbench clean" stops them); nil when nothing
 	// can be left.
 	Orphans func() []string
+	// Fetch, for a broker whose server is not a system package, copies
+	// it into a cache ("dqbench brokers fetch KIND"), writing the tool's
+	// output to out; nil when there is nothing to fetch.
+	Fetch func(ctx context.Context, out io.Writer) (dir string, took time.Duration, err error)
 }
 
 // StandingState is what a standing broker is: where its files are, when

@@ -219,8 +219,8 @@ func ModeOf(k BrokerKind) Mode {
 var Brokers = []Broker{
 	{
 		Kind:           Kafka,
-		Doc:            "Kafka: franz-go's kfake in-process (embedded) or a real cluster (external), with the kgo client",
-		Modes:          []Mode{Embedded, External},
+		Doc:            "Kafka: franz-go's kfake in-process (embedded), a real cluster (external) or a throwaway Apache Kafka in KRaft mode, 1 or 3 nodes, that dqbench starts from the broker's jars (managed: dqbench brokers fetch kafka), with the kgo client",
+		Modes:          []Mode{Embedded, External, Managed},
 		ExampleAddress: "127.0.0.1:9092",
 		ValidAddress:   HostPort,
 		NewSettings:    func() any { return new(KafkaSettings) },

@@ -17,7 +17,7 @@ type Mode string
 const (
 	Embedded Mode = "embedded" // an in-process broker started for the run
 	External Mode = "external" // a running broker at the scenario's addresses
-	Managed  Mode = "managed"  // a broker dqbench starts from the installed server: a local RabbitMQ or NATS cluster (or reused), a throwaway Mosquitto per variant
+	Managed  Mode = "managed"  // a broker dqbench starts from the installed server: a local RabbitMQ, NATS or Apache Kafka cluster (or reused), a throwaway Mosquitto per variant
 )
 
 // Modes lists the broker modes.

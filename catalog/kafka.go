@@ -1,11 +1,14 @@
 package catalog
 
 // KafkaSettings are the settings of kind kafka: the broker keys written
-// beside kind (Partitions, Brokers), and the Kafka-only producer and
+// beside kind (Partitions, Brokers, TransactionVersion), and the Kafka-only producer and
 // consumer keys of one variant (ForVariant).
 type KafkaSettings struct {
 	Partitions int `yaml:"partitions" json:"partitions,omitempty" jsonschema:"minimum=1,maximum=1000,description=Partitions of each variant's topic (default 1)."`
-	Brokers    int `yaml:"brokers" json:"brokers,omitempty" jsonschema:"minimum=1,maximum=9,description=Brokers of the embedded cluster (kfake; default 1). leader-move needs at least 2. Embedded only."`
+	Brokers    int `yaml:"brokers" json:"brokers,omitempty" jsonschema:"minimum=1,maximum=9,description=Brokers of the embedded cluster (kfake; default 1; leader-move needs at least 2) or nodes of the managed one (a real Apache Kafka in KRaft mode: 1 (default) or 3\\, every topic replicated to all of them\\, min.insync.replicas 2 of 3). Not with mode: external."`
+	// TransactionVersion is the managed cluster's transaction.version
+	// feature.
+	TransactionVersion int `yaml:"transaction_version" json:"transaction_version,omitempty" jsonschema:"enum=1,enum=2,description=The managed Kafka's transaction.version feature\\, set when its storage is formatted: 2 (Kafka 4.x's default: KIP-890 part 2\\, the producer epoch bumped at every transaction's end) or 1 (the protocol before it). mode: managed only."`
 	// The variant's producer client and consumer isolation (empty in the
 	// broker's settings).
 	KafkaProducer `yaml:"-" json:"-"`

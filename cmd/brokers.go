@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -52,9 +53,11 @@ func brokersLong() string {
 func newBrokersCmd(s Streams) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "brokers",
-		Short: "Start, stop or show a local broker that dqbench leaves running (RabbitMQ, Mosquitto, NATS)",
+		Short: "Start, stop or show a local broker that dqbench leaves running (Kafka, RabbitMQ, Mosquitto, NATS); fetch Kafka's jars",
 		Long:  brokersLong(),
-		Example: `  dqbench brokers up rabbitmq
+		Example: `  dqbench brokers fetch kafka
+  dqbench brokers up kafka
+  dqbench brokers up rabbitmq
   dqbench brokers status rabbitmq
   dqbench brokers down rabbitmq
   dqbench brokers up mosquitto
@@ -80,8 +83,56 @@ func newBrokersCmd(s Streams) *cobra.Command {
 	down.SuggestFor = []string{"stop", "kill", "halt"}
 	status := brokersSub(s, "status", "Show whether the broker of KIND runs, with its nodes and URLs", brokersStatus)
 	status.SuggestFor = []string{"show", "ps", "list"}
-	c.AddCommand(up, down, status)
+	c.AddCommand(up, down, status, newBrokersFetchCmd(s))
 	return c
+}
+
+// fetchKinds are the names "dqbench brokers fetch" takes: the kinds whose
+// server dqbench copies into a cache rather than finding it installed.
+func fetchKinds() []string {
+	var out []string
+	for _, k := range all.ManagedKinds() {
+		if all.Standing[k].Fetch != nil {
+			out = append(out, string(k))
+		}
+	}
+	return out
+}
+
+func newBrokersFetchCmd(s Streams) *cobra.Command {
+	kinds := fetchKinds()
+	return &cobra.Command{
+		Use:   "fetch KIND",
+		Short: "Copy the server of KIND into dqbench's cache (Apache Kafka's jars from Maven Central, with mvn)",
+		Long: `Fetch copies the server a managed broker runs into a cache directory, once:
+for kafka, Apache Kafka's broker jar and its runtime dependencies from Maven
+Central, with Maven (mvn on PATH, Java 17 or later), into
+$DQBENCH_KAFKA_CACHE or ~/.cache/dqbench/kafka-VERSION/libs. A cache that has
+them already is left as it is. Instead, KAFKA_HOME may name an unpacked Apache
+Kafka 4.x distribution (its libs/ is used the same way).`,
+		Example:   "  dqbench brokers fetch kafka\n  DQBENCH_KAFKA_CACHE=/opt/dqbench-kafka dqbench brokers fetch kafka",
+		ValidArgs: kinds,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) == 1 && slices.Contains(kinds, args[0]) {
+				return nil
+			}
+			return withCode(ExitUsage, fmt.Errorf("dqbench brokers fetch takes one broker kind (allowed: %s)", strings.Join(kinds, ", ")))
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			st := all.Standing[catalog.BrokerKind(args[0])]
+			fmt.Fprintf(s.Err, "%s: fetching its server into the cache...\n", args[0])
+			dir, took, err := st.Fetch(c.Context(), s.Err)
+			if err != nil {
+				return withCode(ExitIncomplete, err)
+			}
+			if took == 0 {
+				fmt.Fprintf(s.Out, "%s: already in %s\n", args[0], dir)
+				return nil
+			}
+			fmt.Fprintf(s.Out, "%s: fetched into %s in %s\n", args[0], dir, took.Round(100*time.Millisecond))
+			return nil
+		},
+	}
 }
 
 // standingArgs is what every brokers subcommand works on: the name the

@@ -19,8 +19,10 @@ func TestBrokersCommand(t *testing.T) {
 		code int
 		out  string
 	}{
-		{[]string{"brokers", "up", "kafka"}, ExitUsage, "takes one broker kind (allowed: rabbitmq, mqtt, mosquitto, nats)"},
-		{[]string{"brokers", "down"}, ExitUsage, "takes one broker kind (allowed: rabbitmq, mqtt, mosquitto, nats)"},
+		{[]string{"brokers", "up", "redis"}, ExitUsage, "takes one broker kind (allowed: kafka, rabbitmq, mqtt, mosquitto, nats)"},
+		{[]string{"brokers", "down"}, ExitUsage, "takes one broker kind (allowed: kafka, rabbitmq, mqtt, mosquitto, nats)"},
+		{[]string{"brokers", "fetch", "rabbitmq"}, ExitUsage, "dqbench brokers fetch takes one broker kind (allowed: kafka)"},
+		{[]string{"brokers", "status", "kafka"}, ExitIncomplete, `kafka: no managed cluster is running; start one with "dqbench brokers up kafka"`},
 		{[]string{"brokers", "status", "rabbitmq", "mqtt"}, ExitUsage, "takes one broker kind"},
 		{[]string{"brokers", "status", "rabbitmq"}, ExitIncomplete, `rabbitmq: no managed cluster is running; start one with "dqbench brokers up rabbitmq"`},
 		{[]string{"brokers", "down", "rabbitmq"}, ExitPass, "rabbitmq: no managed cluster is running"},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dqbench/dqbench/brokers/kafka"
 	"github.com/dqbench/dqbench/brokers/nats"
 	"github.com/dqbench/dqbench/brokers/rabbitmq"
 	"github.com/dqbench/dqbench/leftover"
@@ -60,8 +61,10 @@ func sweep(ctx context.Context, w io.Writer, dryRun bool) int {
 		for _, e := range leftover.Orphans() {
 			fmt.Fprintf(w, "would remove %s (left by a dqbench that was killed)\n", e)
 		}
-		for _, dir := range rabbitmq.OrphanClusters() {
-			fmt.Fprintf(w, "would stop the managed RabbitMQ cluster in %s (its run was killed)\n", dir)
+		for _, m := range managedSweeps {
+			for _, dir := range m.orphans() {
+				fmt.Fprintf(w, "would stop the managed %s cluster in %s (its run was killed)\n", m.name, dir)
+			}
 		}
 		return 0
 	}
@@ -80,15 +83,30 @@ func sweepWithin(ctx context.Context, w, failedW io.Writer) int {
 	for _, err := range failed {
 		fmt.Fprintf(failedW, "could not remove %v; it stays listed for the next dqbench clean\n", err)
 	}
-	clusters, err := rabbitmq.SweepClusters()
-	for _, dir := range clusters {
-		fmt.Fprintf(w, "stopped the managed RabbitMQ cluster in %s (its run was killed)\n", dir)
+	n := len(failed)
+	for _, m := range managedSweeps {
+		clusters, err := m.sweep()
+		for _, dir := range clusters {
+			fmt.Fprintf(w, "stopped the managed %s cluster in %s (its run was killed)\n", m.name, dir)
+		}
+		if err != nil {
+			fmt.Fprintf(w, "could not stop a managed %s cluster a killed run left: %v\n", m.name, err)
+			n++
+		}
 	}
-	if err != nil {
-		fmt.Fprintf(w, "could not stop a managed RabbitMQ cluster a killed run left: %v\n", err)
-		return len(failed) + 1
-	}
-	return len(failed)
+	return n
+}
+
+// managedSweeps stop the throwaway clusters of killed runs whose nodes
+// may outlive them (their processes die with the run through Pdeathsig;
+// this is for what survives it, and for their directories).
+var managedSweeps = []struct {
+	name    string
+	orphans func() []string
+	sweep   func() ([]string, error)
+}{
+	{"RabbitMQ", rabbitmq.OrphanClusters, rabbitmq.SweepClusters},
+	{"Kafka", kafka.OrphanClusters, kafka.SweepClusters},
 }
 
 func newCleanCmd(s Streams) *cobra.Command {
@@ -100,7 +118,7 @@ func newCleanCmd(s Streams) *cobra.Command {
 power cut: nothing can clean up after those) left behind: temporary store
 and broker directories, the queues they declared on a RabbitMQ, the schemas
 they created on a PostgreSQL, the keys they wrote on a Redis, and the
-managed RabbitMQ clusters they started.
+managed RabbitMQ and Kafka clusters they started.
 
 Every run records what it creates in a ledger of its own (in
 $TMPDIR/dqbench-ledger-UID, readable only by you, or DQBENCH_LEDGER_DIR)

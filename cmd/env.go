@@ -11,6 +11,7 @@ import (
 // connectionEnv are the environment variables that stand in for run's
 // connection flags when the flag is not given: a flag given wins.
 var connectionEnv = []struct{ flag, env string }{
+	{"broker-mode", "DQBENCH_BROKER_MODE"},
 	{"addresses", "DQBENCH_ADDRESSES"},
 	{"store", "DQBENCH_STORE"},
 	{"redis", "DQBENCH_REDIS"},

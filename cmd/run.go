@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,6 +40,9 @@ type runOptions struct {
 	redis   string
 	// addresses points every scenario at an external broker of its kind.
 	addresses []string
+	// brokerMode runs every scenario on its kind's broker in this mode
+	// (managed: Kafka lessons on a real Apache Kafka).
+	brokerMode string
 	// toxiproxy routes the broker's client connections through an
 	// external toxiproxy.
 	toxiproxy string
@@ -90,6 +94,7 @@ with --out, saves what it recorded, marked incomplete, and exits 3.
   dqbench run my-scenario.yaml --messages 10000 --out runs/
   dqbench run strategies-matrix --store postgres://postgres@127.0.0.1:5432/test
   dqbench run quickstart --addresses 127.0.0.1:9092
+  dqbench run kafka-transactions --broker-mode managed
   DQBENCH_STORE=postgres://postgres@127.0.0.1:5432/test dqbench run strategies-matrix
   dqbench run quickstart kafka-idempotent-producer -o markdown >> "$GITHUB_STEP_SUMMARY"`,
 		Args:              cobra.MinimumNArgs(1),
@@ -117,6 +122,7 @@ with --out, saves what it recorded, marked incomplete, and exits 3.
 	f.StringVar(&o.redis, "redis", "", "Redis for strategies that need one, e.g. redis://127.0.0.1:6379 (default: the scenario's redis; env DQBENCH_REDIS)")
 	f.StringVar(&o.toxiproxy, "toxiproxy", "", "API URL of an external toxiproxy (http://HOST:8474) for the broker's client connections, instead of the in-process one (RabbitMQ; env DQBENCH_TOXIPROXY)")
 	f.StringSliceVar(&o.addresses, "addresses", nil, "run against an external broker of the scenario's kind at these addresses (comma-separated; host:port for Kafka, amqp:// URLs for RabbitMQ, tcp://HOST:PORT for MQTT, nats://HOST:PORT for NATS), instead of the scenario's broker (env DQBENCH_ADDRESSES)")
+	f.StringVar(&o.brokerMode, "broker-mode", "", "run every scenario on a broker of its kind in this mode: embedded, managed (a broker dqbench starts from the installed server; for Kafka a real Apache Kafka from its jars, see \"dqbench brokers fetch kafka\") or external (with --addresses), instead of the scenario's mode (env DQBENCH_BROKER_MODE)")
 	f.StringSliceVar(&o.variants, "variant", nil, "run only these variants of each scenario (repeat the flag or separate with commas)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "print only each scenario's verdict line (PASS, FAIL, INVALID, INCOMPLETE or ERROR, with the scenario's name), no table and no notices")
 	_ = c.RegisterFlagCompletionFunc("output", completeFormats)
@@ -150,6 +156,12 @@ func runScenarios(ctx context.Context, s Streams, o runOptions, args []string) e
 	}
 	if o.timeoutSet && (o.timeout <= 0 || o.timeout > time.Duration(scenario.MaxDeadline)) {
 		return withCode(ExitUsage, fmt.Errorf("--timeout %s: must be above 0s and at most %s, e.g. 90s (leave the flag out for the scenario's deadline)", o.timeout, scenario.MaxDeadline))
+	}
+	if o.brokerMode != "" && !slices.Contains(catalog.Modes, catalog.Mode(o.brokerMode)) {
+		return withCode(ExitUsage, fmt.Errorf("%s %s: not a broker mode (allowed: %s)", o.flagName("broker-mode"), o.brokerMode, strings.Join(catalog.Strings(catalog.Modes), ", ")))
+	}
+	if o.brokerMode != "" && o.brokerMode != string(catalog.External) && len(o.addresses) > 0 {
+		return withCode(ExitUsage, fmt.Errorf("%s %s and %s: addresses are an external broker's; leave one out", o.flagName("broker-mode"), o.brokerMode, o.flagName("addresses")))
 	}
 	if o.messages > 0 {
 		if err := scenario.CheckMessages(o.messages); err != nil {
@@ -193,6 +205,12 @@ func runScenarios(ctx context.Context, s Streams, o runOptions, args []string) e
 				continue
 			}
 			sc.Messages = o.messages
+		}
+		if o.brokerMode != "" && !(o.brokerMode == string(catalog.External) && len(o.addresses) > 0) {
+			if err := sc.UseMode(catalog.Mode(o.brokerMode)); err != nil {
+				problems = append(problems, fmt.Sprintf("%s: %s: %v", sc.File, o.flagName("broker-mode"), err))
+				continue
+			}
 		}
 		if len(o.addresses) > 0 {
 			if err := sc.UseExternalBroker(o.addresses); err != nil {

@@ -113,9 +113,15 @@ func (c *checker) leaders() {
 	if mode == "" {
 		mode = catalog.ModeOf(c.s.Broker.Kind)
 	}
-	if c.d.Has("broker.brokers") && mode != catalog.Embedded {
-		c.errorf("broker.brokers", "broker.brokers: the size of the embedded cluster; with mode: %s the cluster is the one at addresses", mode)
+	if c.d.Has("broker.brokers") && mode == catalog.External {
+		c.errorf("broker.brokers", "broker.brokers: the size of the embedded or managed cluster; with mode: external the cluster is the one at addresses")
 		return
+	}
+	if mode == catalog.Managed && ks.Brokers != 0 && ks.Brokers != 1 && ks.Brokers != 3 {
+		c.errorf("broker.brokers", "broker.brokers: a managed Kafka cluster has 1 or 3 nodes, not %d; use brokers: 3 for replication (leader-move, leader-failover)", ks.Brokers)
+	}
+	if c.d.Has("broker.transaction_version") && mode != catalog.Managed {
+		c.errorf("broker.transaction_version", "broker.transaction_version: a setting of the managed cluster's storage; with mode: %s the broker's is what it is (use mode: managed)", mode)
 	}
 	for i, f := range c.s.Faults {
 		if f.Type == catalog.LeaderMove && mode == catalog.Embedded && ks.Brokers < 2 {

@@ -57,6 +57,60 @@ func (s *Scenario) UseExternalBroker(addrs []string) error {
 	return nil
 }
 
+// UseMode runs s on a broker of its kind in mode (the run's
+// --broker-mode): embedded or managed, whatever the scenario says (a
+// Kafka lesson on a real Apache Kafka: --broker-mode managed). External
+// takes --addresses (UseExternalBroker), or the kind's default address.
+// It refuses what that scenario would not validate: a mode the kind does
+// not have, a fault or a consumer process that cannot act in it, and
+// keys of another mode (addresses).
+func (s *Scenario) UseMode(mode catalog.Mode) error {
+	kind, ok := catalog.LookupBroker(s.Broker.Kind)
+	if !ok {
+		return fmt.Errorf("broker kind %q is not supported by this build", s.Broker.Kind)
+	}
+	if !slices.Contains(kind.Modes, mode) {
+		return fmt.Errorf("broker kind %s has no mode %q in this build (allowed: %s)", s.Broker.Kind, mode, strings.Join(catalog.Strings(kind.Modes), ", "))
+	}
+	if mode == catalog.External {
+		if kind.DefaultAddress == "" {
+			return fmt.Errorf("mode external needs the broker's addresses: give --addresses (e.g. %s) instead", kind.ExampleAddress)
+		}
+		return s.UseExternalBroker([]string{kind.DefaultAddress})
+	}
+	var problems []string
+	if ks, ok := s.Broker.Settings.(*catalog.KafkaSettings); ok && mode == catalog.Managed && ks.Brokers > 1 && ks.Brokers != 3 {
+		problems = append(problems, fmt.Sprintf("brokers: %d: a managed Kafka cluster has 1 or 3 nodes", ks.Brokers))
+	}
+	for _, f := range s.Faults {
+		k, ok := catalog.LookupFault(f.Type)
+		if !ok || k.Available == nil {
+			continue
+		}
+		where := catalog.Where{Broker: s.Broker.Kind, Mode: mode, Settings: s.Broker.Settings}
+		for _, v := range s.Variants {
+			if where.Acks = s.ProducerFor(v).Acks; where.Acks == "" {
+				where.Acks = catalog.AcksAll
+			}
+			if why := k.Available(where); why != "" {
+				problems = append(problems, fmt.Sprintf("fault %s cannot act with mode: %s: %s", f.Name, mode, why))
+				break
+			}
+		}
+	}
+	for _, v := range s.Variants {
+		if why := catalog.ProcessOn(s.Broker.Kind, mode); v.Process != nil && why != "" {
+			problems = append(problems, fmt.Sprintf("variant %s runs a consumer process, which cannot run with mode: %s here: %s", v.Name, mode, why))
+		}
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
+	}
+	s.Broker.Mode = mode
+	s.Broker.Addresses = nil
+	return nil
+}
+
 // UseToxiproxy routes s's client connections through the external
 // toxiproxy whose API is at url (the run's --toxiproxy), for a broker kind
 // whose settings take one (a UseToxiproxy method). It refuses a URL that

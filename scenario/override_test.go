@@ -117,3 +117,37 @@ variants:
 		}
 	}
 }
+
+// TestUseMode: run --broker-mode puts a built-in on its kind's broker in
+// another mode, or says which fault cannot act there and changes nothing.
+func TestUseMode(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mode catalog.Mode
+		err  string
+	}{
+		{name: "quickstart", mode: catalog.Managed},
+		{name: "kafka-transactions", mode: catalog.Managed},
+		{name: "kafka-idempotent-producer", mode: catalog.Managed, err: "fault produce-response-lost cannot act with mode: managed"},
+		{name: "kafka-leader-move", mode: catalog.Managed, err: "fault leader-move cannot act with mode: managed"},
+		{name: "quickstart", mode: catalog.External, err: "give --addresses"},
+		{name: "rabbitmq-consumer-crash", mode: catalog.Embedded, err: `broker kind rabbitmq has no mode "embedded"`},
+	} {
+		s, err := scenario.Resolve(tc.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := s.Broker.Mode
+		err = s.UseMode(tc.mode)
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s --broker-mode %s: %v", tc.name, tc.mode, err)
+		case tc.err == "" && s.Broker.Mode != tc.mode:
+			t.Errorf("%s --broker-mode %s: the mode is %s", tc.name, tc.mode, s.Broker.Mode)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s --broker-mode %s: error %v, want one saying %q", tc.name, tc.mode, err, tc.err)
+		case tc.err != "" && s.Broker.Mode != before:
+			t.Errorf("%s --broker-mode %s: refused, yet the mode changed to %s", tc.name, tc.mode, s.Broker.Mode)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/dqbench/dqbench/brokers"
+	"github.com/dqbench/dqbench/brokers/kafka"
 	"github.com/dqbench/dqbench/brokers/mqtt"
 	"github.com/dqbench/dqbench/brokers/nats"
 	"github.com/dqbench/dqbench/brokers/rabbitmq"
@@ -13,6 +14,7 @@ import (
 // Standing maps each broker kind with a managed mode (catalog.Managed in
 // its Modes) to the broker "dqbench brokers up KIND" leaves running.
 var Standing = map[catalog.BrokerKind]brokers.Standing{
+	catalog.Kafka:    kafka.Standing,
 	catalog.RabbitMQ: rabbitmq.Standing,
 	catalog.MQTT:     mqtt.Standing,
 	catalog.NATS:     nats.Standing,

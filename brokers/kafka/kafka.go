@@ -1,6 +1,7 @@
 // Package kafka runs dqbench against Kafka: franz-go's kfake in-process
-// (mode embedded) or a real cluster (mode external), with franz-go's kgo as
-// the client for both.
+// (mode embedded), a real cluster (mode external) or a real Apache Kafka
+// dqbench starts from its jars (mode managed, managed.go), with
+// franz-go's kgo as the client for all three.
 package kafka
 
 import (
@@ -44,6 +45,8 @@ type Kafka struct {
 	epochsOnce sync.Once
 	epochs     *leaderEpochs // embedded, with leader-move (leaders.go)
 
+	managed *managedCluster // mode: managed (managed.go); nil otherwise
+
 	// closing are the abandoned consumers' clients still closing (see
 	// consumer.Abandon); Close waits for them.
 	closing sync.WaitGroup
@@ -60,9 +63,12 @@ func Open(ctx context.Context, cfg brokers.Config) (brokers.Broker, error) {
 	}
 	var k *Kafka
 	var err error
-	if cfg.Mode == catalog.External {
+	switch cfg.Mode {
+	case catalog.External:
 		k, err = Connect(ctx, cfg.Addresses)
-	} else {
+	case catalog.Managed:
+		k, err = openManaged(ctx, settings)
+	default:
 		k, err = StartEmbedded(settings.Brokers)
 	}
 	if err != nil {
@@ -161,6 +167,9 @@ func (k *Kafka) Name() string {
 	if k.cluster != nil {
 		return "kafka (embedded kfake)"
 	}
+	if k.managed != nil {
+		return k.managed.name()
+	}
 	return "kafka " + strings.Join(k.seeds, ",")
 }
 
@@ -170,6 +179,9 @@ func (k *Kafka) Close() error {
 	k.admin.Close()
 	if k.cluster != nil {
 		k.cluster.Close()
+	}
+	if k.managed != nil {
+		return k.managed.close()
 	}
 	return nil
 }
