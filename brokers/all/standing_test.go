@@ -28,13 +28,13 @@ func TestStandingFollowsCatalog(t *testing.T) {
 			t.Errorf("Standing has kind %s, which has no mode managed in the catalog", k)
 		}
 	}
-	for _, name := range []string{"rabbitmq", "mqtt", "mosquitto"} {
+	for _, name := range []string{"kafka", "rabbitmq", "mqtt", "mosquitto", "nats"} {
 		if _, _, ok := LookupStanding(name); !ok {
 			t.Errorf("LookupStanding(%q) not found", name)
 		}
 	}
-	if _, _, ok := LookupStanding("kafka"); ok {
-		t.Error(`LookupStanding("kafka") found, want not (no managed mode)`)
+	if _, _, ok := LookupStanding("redis"); ok {
+		t.Error(`LookupStanding("redis") found, want not (no such kind)`)
 	}
 }
 

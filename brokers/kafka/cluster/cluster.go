@@ -159,13 +159,19 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 }
 
 // newClusterID is a random Kafka cluster id: a UUID in URL-safe base64
-// without padding, as kafka-storage random-uuid prints.
+// without padding, as kafka-storage random-uuid prints. Like Kafka's
+// Uuid.randomUuid, never one that starts with "-", which the storage
+// tool's command line would take for an option.
 func newClusterID() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	b[6] = b[6]&0x0f | 0x40 // version 4
-	b[8] = b[8]&0x3f | 0x80 // variant
-	return base64.RawURLEncoding.EncodeToString(b)
+	for {
+		b := make([]byte, 16)
+		_, _ = rand.Read(b)
+		b[6] = b[6]&0x0f | 0x40 // version 4
+		b[8] = b[8]&0x3f | 0x80 // variant
+		if id := base64.RawURLEncoding.EncodeToString(b); id[0] != '-' {
+			return id
+		}
+	}
 }
 
 func (c *Cluster) nodeDir(i int) string { return filepath.Join(c.Dir, c.Nodes[i].Name) }

@@ -130,3 +130,13 @@ func TestThreeNodesKillRestart(t *testing.T) {
 		t.Fatalf("not healthy after Restart: %+v", c.Status())
 	}
 }
+
+// TestClusterIDNeverAnOption: one id in 64 would start with "-", which
+// kafka-storage format took for an option (a managed run failed so).
+func TestClusterIDNeverAnOption(t *testing.T) {
+	for range 5000 {
+		if id := newClusterID(); id[0] == '-' || len(id) != 22 {
+			t.Fatalf("cluster id %q", id)
+		}
+	}
+}
