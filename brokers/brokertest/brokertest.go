@@ -324,7 +324,10 @@ func testAbandon(t *testing.T, ctx context.Context, b brokers.Broker) {
 	}
 	c1.Abandon()
 	abandoned = true
-	if got := backlog(t, ctx, d); got != n-acked {
+	// Settled: an ack reaches the embedded MQTT broker after Ack returns,
+	// so right after it the backlog may be one high (13 of 20 was seen on
+	// a loaded machine), never low.
+	if got := settledBacklog(t, ctx, d, n-acked); got != n-acked {
 		t.Errorf("Backlog after acking %d of %d = %d, want %d", acked, n, got, n-acked)
 	}
 
