@@ -127,8 +127,8 @@ var Faults = []Fault{
 		Injection: "one produce response lost (a request that may carry several intents)",
 		Available: func(w Where) string {
 			switch {
-			case w.Broker != Kafka || w.Mode != Embedded:
-				return "it is injected inside the embedded Kafka broker (kfake); use broker kind: kafka, mode: embedded"
+			case w.Broker != Kafka:
+				return "it loses a Kafka produce response (inside the embedded kfake, or by dqbench's Kafka protocol filter in front of a real Kafka); use broker kind: kafka"
 			case w.Acks == AcksNone:
 				return "with acks: none the broker sends no response to lose; use acks: all or leader"
 			}
@@ -173,7 +173,7 @@ var Faults = []Fault{
 	consumerKill,
 	{
 		Type:      LeaderFailover,
-		Doc:       "the node leading the variant's quorum queue (RabbitMQ) or replicated stream and its consumer (NATS) is killed (SIGKILL) while the consumer handles the chosen intent at a crash point; clients reconnect to a surviving node, a new leader is elected and the dead connections' unacked messages and unconfirmed publishes are redelivered or retried; the node restarts in the background. On NATS, how: step-down makes the stream's leader hand over instead, every node running",
+		Doc:       "the node leading the variant's quorum queue (RabbitMQ), replicated stream and its consumer (NATS) or partitions (Kafka, a managed three-node Apache Kafka) is killed (SIGKILL) while the consumer handles the chosen intent at a crash point; clients reconnect to a surviving node, a new leader is elected and the dead connections' unacked messages and unconfirmed publishes are redelivered or retried; the node restarts in the background (Kafka: before the next failover). On Kafka, what the leader had confirmed with acks: leader and its followers had not fetched is lost. On NATS, how: step-down makes the stream's leader hand over instead, every node running",
 		Injection: "one queue leader node stopped (once for all variants that reach the same intent)",
 		NewParams: func() any { return new(LeaderFailoverParams) },
 		Available: leaderFailoverWhere,
@@ -254,8 +254,11 @@ var Faults = []Fault{
 // dqbench manages, leading a quorum queue (RabbitMQ) or a stream with
 // replicas to fail over to (NATS).
 func leaderFailoverWhere(w Where) string {
-	if (w.Broker != RabbitMQ && w.Broker != NATS) || w.Mode != Managed {
-		return "it stops a node of the local cluster dqbench manages; use broker kind: rabbitmq, mode: managed, queue_type: quorum, or kind: nats, mode: managed, replicas: 3"
+	if (w.Broker != RabbitMQ && w.Broker != NATS && w.Broker != Kafka) || w.Mode != Managed {
+		return "it stops a node of the local cluster dqbench manages; use broker kind: rabbitmq, mode: managed, queue_type: quorum, or kind: nats, mode: managed, replicas: 3, or kind: kafka, mode: managed, brokers: 3"
+	}
+	if s, ok := w.Settings.(*KafkaSettings); ok && s.Brokers != 3 {
+		return "it kills the node leading the variant's partitions, and a topic needs the 3 replicas of a three-node cluster to have a majority left; add brokers: 3 to the broker"
 	}
 	if s, ok := w.Settings.(*RabbitMQSettings); ok && s.QueueType != QuorumQueue {
 		return "it stops the leader of a quorum queue, and classic queues have none; add queue_type: quorum to the broker"
@@ -381,11 +384,12 @@ func DefaultFaultName(t FaultType, params any) string {
 }
 
 // producerCrashWhere: producer-crash sees the produce requests inside the
-// embedded Kafka broker (kfake) and kills franz-go's client connections.
+// embedded Kafka broker (kfake), or in the Kafka protocol filter in front
+// of a real one, and kills franz-go's client connections.
 func producerCrashWhere(w Where) string {
 	switch {
-	case w.Broker != Kafka || w.Mode != Embedded:
-		return "it is injected inside the embedded Kafka broker (kfake), which sees the produce request and kills the client that sent it; use broker kind: kafka, mode: embedded"
+	case w.Broker != Kafka:
+		return "it sees a Kafka produce request (inside the embedded kfake, or in dqbench's Kafka protocol filter in front of a real Kafka) and kills the client that sent it; use broker kind: kafka"
 	case w.Acks == AcksNone:
 		return "with acks: none the producer waits for no response, so it has nothing unconfirmed to resend; use acks: all or leader"
 	}

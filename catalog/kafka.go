@@ -6,6 +6,9 @@ package catalog
 type KafkaSettings struct {
 	Partitions int `yaml:"partitions" json:"partitions,omitempty" jsonschema:"minimum=1,maximum=1000,description=Partitions of each variant's topic (default 1)."`
 	Brokers    int `yaml:"brokers" json:"brokers,omitempty" jsonschema:"minimum=1,maximum=9,description=Brokers of the embedded cluster (kfake; default 1; leader-move needs at least 2) or nodes of the managed one (a real Apache Kafka in KRaft mode: 1 (default) or 3\\, every topic replicated to all of them\\, min.insync.replicas 2 of 3). Not with mode: external."`
+	// ReplicaLag makes the managed cluster's followers fetch at most this
+	// often.
+	ReplicaLag Duration `yaml:"replica_lag" json:"replica_lag,omitempty" jsonschema:"description=How long the managed cluster's followers may wait before they fetch what their leader appended (replica.fetch.wait.max.ms\\, with replica.fetch.min.bytes 1 MiB so that they do wait): a follower that lags as a busy or distant one does. acks: leader (acks=1) loses what the leader had acknowledged and its followers had not fetched when it dies; acks: all waits for them\\, so each of its publishes takes up to this long. Default: Kafka's (a follower fetches as soon as there is something). mode: managed only\\, at most 5s."`
 	// TransactionVersion is the managed cluster's transaction.version
 	// feature.
 	TransactionVersion int `yaml:"transaction_version" json:"transaction_version,omitempty" jsonschema:"enum=1,enum=2,description=The managed Kafka's transaction.version feature\\, set when its storage is formatted: 2 (Kafka 4.x's default: KIP-890 part 2\\, the producer epoch bumped at every transaction's end) or 1 (the protocol before it). mode: managed only."`

@@ -52,8 +52,8 @@ func TestKafkaEmbeddedVersusManaged(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if embedded.Broker.Kind != catalog.Kafka {
-			continue
+		if embedded.Broker.Kind != catalog.Kafka || embedded.Broker.Mode != catalog.Embedded {
+			continue // kafka-leader-failover runs on a managed cluster only
 		}
 		managed, _ := scenario.Resolve(name)
 		if err := managed.UseMode(catalog.Managed); err != nil {

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/dqbench/dqbench/catalog"
 )
@@ -119,6 +120,12 @@ func (c *checker) leaders() {
 	}
 	if mode == catalog.Managed && ks.Brokers != 0 && ks.Brokers != 1 && ks.Brokers != 3 {
 		c.errorf("broker.brokers", "broker.brokers: a managed Kafka cluster has 1 or 3 nodes, not %d; use brokers: 3 for replication (leader-move, leader-failover)", ks.Brokers)
+	}
+	if c.d.Has("broker.replica_lag") && mode != catalog.Managed {
+		c.errorf("broker.replica_lag", "broker.replica_lag: a setting of the managed cluster's followers; with mode: %s the broker's are what they are (use mode: managed)", mode)
+	}
+	if d := ks.ReplicaLag.D(); d < 0 || d > 5*time.Second {
+		c.errorf("broker.replica_lag", "broker.replica_lag: %s is not from 0s to 5s", d)
 	}
 	if c.d.Has("broker.transaction_version") && mode != catalog.Managed {
 		c.errorf("broker.transaction_version", "broker.transaction_version: a setting of the managed cluster's storage; with mode: %s the broker's is what it is (use mode: managed)", mode)

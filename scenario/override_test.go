@@ -128,7 +128,7 @@ func TestUseMode(t *testing.T) {
 	}{
 		{name: "quickstart", mode: catalog.Managed},
 		{name: "kafka-transactions", mode: catalog.Managed},
-		{name: "kafka-idempotent-producer", mode: catalog.Managed, err: "fault produce-response-lost cannot act with mode: managed"},
+		{name: "kafka-idempotent-producer", mode: catalog.Managed},
 		{name: "kafka-leader-move", mode: catalog.Managed, err: "fault leader-move cannot act with mode: managed"},
 		{name: "quickstart", mode: catalog.External, err: "give --addresses"},
 		{name: "rabbitmq-consumer-crash", mode: catalog.Embedded, err: `broker kind rabbitmq has no mode "embedded"`},

@@ -141,7 +141,7 @@ var fixtures = []fixture{
 		`5:9: broker: mode external needs addresses`,
 	}},
 	{"invalid/broker-fault-on-external.yaml", []string{
-		`5:11: faults[0]: produce-response-lost cannot act here: it is injected inside the embedded Kafka broker (kfake); use broker kind: kafka, mode: embedded`,
+		`5:11: faults[0]: leader-move cannot act here: leaders are moved inside the embedded Kafka cluster (kfake); use broker kind: kafka, mode: embedded, brokers: 3`,
 	}},
 	{"invalid/rabbitmq-address-and-mode.yaml", []string{
 		`5:9: broker.mode: embedded is not supported for rabbitmq (supported: external, managed)`,
@@ -421,7 +421,7 @@ var fixtures = []fixture{
 	}},
 	{"invalid/producer-crash-on-rabbitmq.yaml", []string{
 		`4:30: producer.transactional_id: only for broker kind kafka, not rabbitmq`,
-		`5:17: faults[0]: producer-crash cannot act here: it is injected inside the embedded Kafka broker (kfake), which sees the produce request and kills the client that sent it; use broker kind: kafka, mode: embedded`,
+		`5:17: faults[0]: producer-crash cannot act here: it sees a Kafka produce request (inside the embedded kfake, or in dqbench's Kafka protocol filter in front of a real Kafka) and kills the client that sent it; use broker kind: kafka`,
 	}},
 	{"invalid/producer-backoff.yaml", []string{
 		`4:21: producer.backoff: a backoff spaces out retries, and variant "d" has none; add retries: N (1 or more)`,
@@ -1127,8 +1127,8 @@ func TestUseExternalBroker(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "secret") {
 		t.Errorf("a bad AMQP URL: %v (want an error without the password)", err)
 	}
-	s, _ = Resolve("kafka-idempotent-producer")
-	if err := s.UseExternalBroker([]string{"127.0.0.1:9092"}); err == nil || !strings.Contains(err.Error(), "produce-response-lost") {
+	s, _ = Resolve("kafka-leader-move")
+	if err := s.UseExternalBroker([]string{"127.0.0.1:9092"}); err == nil || !strings.Contains(err.Error(), "leader-move") {
 		t.Errorf("a fault that needs the embedded broker: %v", err)
 	}
 	if s.Broker.Mode != "embedded" {

@@ -58,6 +58,7 @@ var lessons = []lesson{
 		{"kafka-rebalance", 4.7},
 		{"kafka-consumer-evicted", 1.5},
 		{"kafka-leader-move", 2.1},
+		{"kafka-leader-failover", 29.5},
 		{"kafka-partition-order", 21.4},
 	}},
 	{"RabbitMQ: acks, confirms, the network, queue limits, a cluster", []timed{

@@ -23,6 +23,7 @@ import (
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
+	nfkafka "github.com/dqbench/dqbench/netfault/kafka"
 )
 
 // groupHeartbeat is how often a group member (consumer or stage) tells
@@ -30,10 +31,32 @@ import (
 // rebalances because another member left.
 const groupHeartbeat = 100 * time.Millisecond
 
+// realSessionTimeout is a group member's session on a real Kafka: how
+// long the coordinator keeps a member that stopped heartbeating before it
+// rebalances without it. A member whose client could not say goodbye (its
+// coordinator's node was killed, a consumer process SIGKILLed) holds its
+// partitions that long; kgo's default, 45 s, stalled a leader-failover
+// run that long. 6 s is the least a broker takes by default
+// (group.min.session.timeout.ms), so it holds on an external cluster too.
+const realSessionTimeout = 6 * time.Second
+
+// sessionTimeout is the group members' session: kgo's default on the
+// embedded broker, realSessionTimeout on a real one.
+func (k *Kafka) sessionTimeout() time.Duration {
+	if k.cluster != nil {
+		return 45 * time.Second
+	}
+	return realSessionTimeout
+}
+
 // Kafka is an embedded or external Kafka cluster.
 type Kafka struct {
-	cluster    *kfake.Cluster // nil when external
+	cluster *kfake.Cluster // nil when external
+	// seeds are what the run's clients are given: the embedded brokers',
+	// or, on a real Kafka, the relays of route in front of upstream.
 	seeds      []string
+	upstream   []string // a real Kafka's brokers (managed or external)
+	route      *route   // a real Kafka's: the admin's, the consumers' and the stage's way to it (proxy.go)
 	admin      *kgo.Client
 	adm        *kadm.Client
 	partitions int32
@@ -138,15 +161,32 @@ func handshakeFree(cl *kgo.Client) (*kversion.Versions, error) {
 	return vs, nil
 }
 
-// Connect connects to an external cluster at seeds.
-func Connect(ctx context.Context, seeds []string) (*Kafka, error) {
-	return connect(ctx, seeds)
+// Connect connects to a real cluster (external or managed) at upstream:
+// every client of the run reaches it through relays of dqbench's own, in
+// front of each broker (proxy.go).
+func Connect(ctx context.Context, upstream []string) (*Kafka, error) {
+	r := newRoute(nil)
+	seeds, err := r.seeds(upstream)
+	if err == nil {
+		var k *Kafka
+		if k, err = connectTo(ctx, seeds, upstream); err == nil {
+			k.upstream, k.route = upstream, r
+			return k, nil
+		}
+	}
+	return nil, errors.Join(err, r.Close())
 }
 
 func connect(ctx context.Context, seeds []string) (*Kafka, error) {
+	return connectTo(ctx, seeds, seeds)
+}
+
+// connectTo starts the admin client on seeds; shown are the addresses a
+// message names.
+func connectTo(ctx context.Context, seeds, shown []string) (*Kafka, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DialTimeout(3*time.Second), kgo.DisableClientMetrics())
 	if err != nil {
-		return nil, fmt.Errorf("kafka client for %s: %w", strings.Join(seeds, ","), err)
+		return nil, fmt.Errorf("kafka client for %s: %w", strings.Join(shown, ","), err)
 	}
 	const limit = 5 * time.Second
 	pctx, cancel := context.WithTimeout(ctx, limit)
@@ -156,8 +196,8 @@ func connect(ctx context.Context, seeds []string) (*Kafka, error) {
 		if errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("no answer within %s", limit)
 		}
-		return nil, fmt.Errorf("%w: cannot reach Kafka at %s: %v; start one with \"docker compose up -d kafka\" or use mode: embedded",
-			brokers.ErrUnreachable, strings.Join(seeds, ","), err)
+		return nil, fmt.Errorf("%w: cannot reach Kafka at %s: %v; start one with \"docker compose up -d kafka\" or use mode: embedded or managed",
+			brokers.ErrUnreachable, strings.Join(shown, ","), err)
 	}
 	return &Kafka{seeds: seeds, admin: cl, adm: kadm.NewClient(cl), partitions: 1}, nil
 }
@@ -170,20 +210,30 @@ func (k *Kafka) Name() string {
 	if k.managed != nil {
 		return k.managed.name()
 	}
-	return "kafka " + strings.Join(k.seeds, ",")
+	return "kafka " + strings.Join(k.upstream, ",")
 }
 
-// Close closes the admin client and stops an embedded cluster.
+// Close closes the admin client and stops an embedded cluster, or a
+// managed one started for the run (a standing one gets back the node a
+// leader-failover killed).
 func (k *Kafka) Close() error {
 	k.closing.Wait()
+	var ferr error
+	if k.managed != nil {
+		ferr = k.managed.failovers.close(k, !k.managed.owned)
+	}
 	k.admin.Close()
 	if k.cluster != nil {
 		k.cluster.Close()
 	}
-	if k.managed != nil {
-		return k.managed.close()
+	err := ferr
+	if k.route != nil {
+		err = errors.Join(err, k.route.Close())
 	}
-	return nil
+	if k.managed != nil {
+		err = errors.Join(err, k.managed.close())
+	}
+	return err
 }
 
 // Open creates the variant's topic.
@@ -196,27 +246,26 @@ func (k *Kafka) Open(ctx context.Context, spec brokers.DestinationSpec) (brokers
 			d.partitions = int32(s.Partitions)
 		}
 	}
-	resp, err := k.adm.CreateTopic(ctx, d.partitions, k.replicas(), nil, topic)
-	if err == nil {
-		err = resp.Err
+	if k.managed != nil {
+		k.managed.failovers.opening.Add(1)
+		defer k.managed.failovers.opening.Add(-1)
 	}
-	if err != nil {
+	if err := k.createTopic(ctx, d.partitions, topic); err != nil {
 		return nil, fmt.Errorf("create topic %s: %w", topic, err)
 	}
 	if spec.Stage != nil {
 		d.stage = newStage(*spec.Stage, topic, d.settings.Isolation == catalog.ReadCommitted)
-		resp, err := k.adm.CreateTopic(ctx, d.partitions, k.replicas(), nil, d.stage.out)
-		if err == nil {
-			err = resp.Err
-		}
-		if err != nil {
+		if err := k.createTopic(ctx, d.partitions, d.stage.out); err != nil {
 			return nil, fmt.Errorf("create topic %s: %w", d.stage.out, err)
 		}
 	}
 	if k.cluster != nil {
 		return embeddedDest{d}, nil
 	}
-	return d, nil
+	if k.managed != nil {
+		k.managed.failovers.opened.Add(1)
+	}
+	return proxiedDest{d}, nil
 }
 
 // replicas is the replication factor of the topics a run creates: 1 on
@@ -252,6 +301,11 @@ type topicDest struct {
 	ends       *txnEnds           // a transactional producer's (producer.go)
 	stage      *stageState        // nil without a stage (stage.go)
 	moves      leaderMoves        // leader-move (leaders.go)
+
+	// On a real Kafka, a produce fault's filters and the producer's own
+	// route through them (proxied.go).
+	loseProduce  *nfkafka.LoseProduce
+	produceRoute *route
 }
 
 var _ brokers.Destination = (*topicDest)(nil)
@@ -326,6 +380,7 @@ func (c *topicDest) Consumer(ctx context.Context, gen int) (brokers.Consumer, er
 		// left waited half a second on average (up to 3 s) for their next
 		// owner. Same assignment, sooner.
 		kgo.HeartbeatInterval(groupHeartbeat),
+		kgo.SessionTimeout(c.k.sessionTimeout()),
 		// No KIP-714 client metrics: a client that closes (a crash)
 		// pushes its last metrics and waits for the answer, about a
 		// millisecond on kfake, while its replacement starts.
@@ -625,6 +680,11 @@ func (c *topicDest) Close(ctx context.Context) error {
 		c.stage.fault.Remove()
 	}
 	c.moves.stop()
+	if c.produceRoute != nil {
+		if err := c.produceRoute.Close(); err != nil {
+			return err
+		}
+	}
 	if c.k.cluster != nil {
 		return nil // the whole embedded cluster goes away with the run
 	}

@@ -17,7 +17,9 @@ import (
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/brokers/brokertest"
 	"github.com/dqbench/dqbench/brokers/kafka"
+	"github.com/dqbench/dqbench/brokers/kafka/cluster"
 	"github.com/dqbench/dqbench/catalog"
+	"github.com/dqbench/dqbench/internal/testenv"
 )
 
 // kgo and kfake stop every goroutine they start on Close, so nothing needs
@@ -66,12 +68,26 @@ func TestExternal(t *testing.T) {
 	brokertest.Run(t, func(t *testing.T) brokers.Broker { return openKafka(t, external(addrs)) })
 }
 
+// TestRealKafka runs the broker contract against a real Apache Kafka,
+// through dqbench's relays and Kafka protocol filter: the cluster at
+// $DQBENCH_KAFKA_ADDRS, else a one-node managed cluster started from the
+// jars (dqbench brokers fetch kafka).
 func TestRealKafka(t *testing.T) {
-	v := os.Getenv(envAddrs)
-	if v == "" {
-		t.Skipf("set %s=host:port[,host:port] to run the broker contract against a real Kafka (docker compose up -d kafka)", envAddrs)
+	addrs := strings.Split(os.Getenv(envAddrs), ",")
+	if addrs[0] == "" {
+		if _, err := cluster.FindInstall(); err != nil {
+			testenv.Unavailable(t, "%v; or set %s=host:port[,host:port] to a running Kafka", err, envAddrs)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		c, err := cluster.Start(ctx, cluster.Options{Dir: t.TempDir() + "/kafka", Nodes: 1, Owned: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Stop()
+		addrs = c.Addrs()
 	}
-	brokertest.Run(t, func(t *testing.T) brokers.Broker { return openKafka(t, external(strings.Split(v, ","))) })
+	brokertest.Run(t, func(t *testing.T) brokers.Broker { return openKafka(t, external(addrs)) })
 }
 
 // TestExternalCloseDeletesTopic: a run leaves nothing behind on a cluster

@@ -45,7 +45,7 @@ func (c *topicDest) kafkaGoProducer() (brokers.Producer, error) {
 		acks = kafkago.RequireNone
 	}
 	w := &kafkago.Writer{
-		Addr:      kafkago.TCP(c.k.seeds...),
+		Addr:      kafkago.TCP(c.producerSeeds()...),
 		Topic:     c.topic,
 		Balancer:  &kafkago.Hash{},
 		Transport: transport,

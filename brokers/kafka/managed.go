@@ -26,18 +26,23 @@ const standingNodes = 1
 type managedCluster struct {
 	c     *cluster.Cluster
 	owned bool // started for this run: Close stops it
+	// lead leads every partition of the run on a three-node cluster
+	// (createTopic), which a leader-failover kills (failover.go).
+	lead      int32
+	failovers failovers
 }
 
 // acquire returns the cluster "dqbench brokers up kafka" left running,
-// when every node of it runs and it has the nodes and transaction.version
-// the scenario asks for, or starts a throwaway one in a new temporary
+// when every node of it runs and it has the nodes, transaction.version and
+// replica lag the scenario asks for, or starts a throwaway one in a new temporary
 // directory (owned: the caller stops it; its processes die with this
 // one).
-func acquire(ctx context.Context, nodes, tv int) (c *cluster.Cluster, owned bool, err error) {
-	if tv == 0 {
-		tv = 2
+func acquire(ctx context.Context, opts cluster.Options) (c *cluster.Cluster, owned bool, err error) {
+	if opts.TransactionVersion == 0 {
+		opts.TransactionVersion = 2
 	}
-	if c, err := cluster.Load(cluster.StateDir()); err == nil && c.Healthy() && len(c.Nodes) == nodes && c.TransactionVersion == tv {
+	if c, err := cluster.Load(cluster.StateDir()); err == nil && c.Healthy() && len(c.Nodes) == opts.Nodes &&
+		c.TransactionVersion == opts.TransactionVersion && c.ReplicaLag == opts.ReplicaLag {
 		return c, false, nil
 	}
 	if _, err := cluster.FindInstall(); err != nil {
@@ -49,7 +54,8 @@ func acquire(ctx context.Context, nodes, tv int) (c *cluster.Cluster, owned bool
 		return nil, false, fmt.Errorf("managed Kafka: %w", err)
 	}
 	leftover.Note(leftover.Entry{Kind: leftover.Dir, Name: dir})
-	c, err = cluster.Start(ctx, cluster.Options{Dir: dir, Nodes: nodes, TransactionVersion: tv, Owned: true})
+	opts.Dir, opts.Owned = dir, true
+	c, err = cluster.Start(ctx, opts)
 	if err != nil {
 		if os.RemoveAll(dir) == nil {
 			leftover.Forget(leftover.Entry{Kind: leftover.Dir, Name: dir})
@@ -65,12 +71,11 @@ func acquire(ctx context.Context, nodes, tv int) (c *cluster.Cluster, owned bool
 // openManaged connects to a managed cluster, starting one unless "dqbench
 // brokers up kafka" left a matching one running.
 func openManaged(ctx context.Context, settings *catalog.KafkaSettings) (*Kafka, error) {
-	nodes := max(settings.Brokers, 1)
-	c, owned, err := acquire(ctx, nodes, settings.TransactionVersion)
+	c, owned, err := acquire(ctx, cluster.Options{Nodes: max(settings.Brokers, 1), TransactionVersion: settings.TransactionVersion, ReplicaLag: settings.ReplicaLag.D()})
 	if err != nil {
 		return nil, err
 	}
-	k, err := connect(ctx, c.Addrs())
+	k, err := Connect(ctx, c.Addrs())
 	if err != nil {
 		if owned {
 			err = errors.Join(err, stopOwned(c))
@@ -78,6 +83,11 @@ func openManaged(ctx context.Context, settings *catalog.KafkaSettings) (*Kafka, 
 		return nil, err
 	}
 	k.managed = &managedCluster{c: c, owned: owned}
+	if len(c.Nodes) >= 3 {
+		if k.managed.lead, err = k.chooseLead(ctx); err != nil {
+			return nil, errors.Join(fmt.Errorf("%w: managed Kafka: %v", brokers.ErrUnreachable, err), k.Close())
+		}
+	}
 	return k, nil
 }
 

@@ -41,7 +41,7 @@ func (c *topicDest) Producer(ctx context.Context) (brokers.Producer, error) {
 // producerOpts are the options of the variant's franz-go producer clients.
 func (c *topicDest) producerOpts() []kgo.Opt {
 	opts := []kgo.Opt{
-		kgo.SeedBrokers(c.k.seeds...),
+		kgo.SeedBrokers(c.producerSeeds()...),
 		kgo.DefaultProduceTopic(c.topic),
 		kgo.MaxBufferedRecords(c.spec.Window),
 		kgo.ProducerLinger(0),
@@ -51,6 +51,9 @@ func (c *topicDest) producerOpts() []kgo.Opt {
 		kgo.RetryBackoffFn(func(int) time.Duration { return 2 * time.Millisecond }),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
 		kgo.DisableClientMetrics(), // as the consumer's
+	}
+	if c.k.route != nil {
+		opts = append(opts, kgo.MetadataMinAge(retryMetadataAge))
 	}
 	switch c.spec.Acks {
 	case catalog.AcksLeader:

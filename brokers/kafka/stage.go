@@ -68,6 +68,7 @@ func (c *topicDest) Stage(ctx context.Context, slot, gen int) (brokers.Stage, er
 		kgo.SeedBrokers(c.k.seeds...),
 		kgo.ConsumerGroup(st.group),
 		kgo.HeartbeatInterval(groupHeartbeat),
+		kgo.SessionTimeout(c.k.sessionTimeout()),
 		kgo.ConsumeTopics(c.topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(50 * time.Millisecond),

@@ -103,6 +103,9 @@ type pending struct {
 	h     Header
 	drop  bool
 	delay time.Duration
+	// lost: the intents of a produce request whose response LoseProduce
+	// loses, for its Lost when the response comes.
+	lost []int
 }
 
 func (c *conn) put(p pending) {
@@ -202,9 +205,11 @@ func (fs *Filters) judge(remote net.Addr, h Header, body []byte) (act Action, p 
 	req := decode(h, body)
 	if pr, ok := req.(*kmsg.ProduceRequest); ok {
 		answered = pr.Acks != 0
-		if fs.LoseProduce != nil && fs.LoseProduce.judge(pr, answered, &fs.sightings) {
-			p.drop = true
-			return 0, p, answered
+		if fs.LoseProduce != nil {
+			if hit, intents := fs.LoseProduce.judge(pr, answered, &fs.sightings); hit {
+				p.drop, p.lost = true, intents
+				return 0, p, answered
+			}
 		}
 	}
 	for _, r := range fs.Rules {
@@ -289,6 +294,9 @@ func (d *downFilter) response(out, f []byte) ([]byte, verdict) {
 	}
 	ev := Event{Header: p.h, Remote: d.c.remote, Response: true, Size: len(f)}
 	if p.drop {
+		if p.lost != nil {
+			d.c.fs.LoseProduce.Lost(p.lost)
+		}
 		ev.Fate = Dropped
 		d.c.fs.observe(ev)
 		return out, cut

@@ -18,12 +18,22 @@ type (
 // LoseProduce loses the responses of chosen produce requests: each
 // request's record batches are read for the intents they carry (record
 // keys), each intent's send is counted in Sightings, and when Fires says
-// yes for any of them, Lost is called with them all, the request goes on
-// to the broker, and its response is withheld and the connection cut.
-// The broker has the records; the producer never learns it and sends
-// them again on a new connection (and the broker appends them again,
-// unless the producer is idempotent). Responses due on that connection
-// after the lost one are lost with it, as when a real connection breaks.
+// yes for any of them, the request goes on to the broker, and when its
+// response comes back (the broker has the records) Lost is called with
+// them all, the response is withheld and the connection cut, before
+// anything else reaches the client. The producer never learns the outcome
+// and sends the records again on a new connection (and the broker appends
+// them again, unless the producer is idempotent). Responses due on that
+// connection after the lost one are lost with it, and requests behind it
+// that the broker had not read yet are never handled (a Kafka broker reads
+// a connection's next request only once it has answered the one before),
+// as when a real connection breaks.
+//
+// Lost is called when the response arrives, not when the request passes:
+// a request queued behind another on its connection may never be handled
+// if that connection breaks first, and only an answer says the broker
+// stored it. A chosen request whose answer never comes (its connection
+// broke first) was not lost by the fault, and Lost is not called.
 //
 // A produce request with acks 0 gets no response: its intents are counted
 // as sent, and Fires is not asked. Compressed batches are not read
@@ -57,10 +67,10 @@ func (s *Sightings) see(intent int) int {
 	return s.n[intent]
 }
 
-// judge counts req's intents and says whether its response is lost
-// (calling Lost if so). answered is false for a request that gets no
-// response.
-func (l *LoseProduce) judge(req *kmsg.ProduceRequest, answered bool, own *Sightings) bool {
+// judge counts req's intents and says whether its response is to be lost,
+// with the intents to give Lost when it comes. answered is false for a
+// request that gets no response.
+func (l *LoseProduce) judge(req *kmsg.ProduceRequest, answered bool, own *Sightings) (bool, []int) {
 	sightings := l.Sightings
 	if sightings == nil {
 		sightings = own
@@ -71,10 +81,7 @@ func (l *LoseProduce) judge(req *kmsg.ProduceRequest, answered bool, own *Sighti
 		attempt := sightings.see(in)
 		hit = answered && l.Fires(in, attempt) || hit
 	}
-	if hit {
-		l.Lost(intents)
-	}
-	return hit
+	return hit, intents
 }
 
 // intents reads the intents in req's record batches: the keys of the

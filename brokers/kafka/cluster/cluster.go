@@ -46,8 +46,11 @@ type Cluster struct {
 	Install   Install `json:"install"`
 	// TransactionVersion is the transaction.version feature the storage
 	// was formatted with: 2 (KIP-890 part 2, Kafka 4.x's default) or 1.
-	TransactionVersion int    `json:"transaction_version"`
-	Nodes              []Node `json:"nodes"`
+	TransactionVersion int `json:"transaction_version"`
+	// ReplicaLag is the followers' replica.fetch.wait.max.ms (with
+	// replica.fetch.min.bytes 1 MiB); 0: Kafka's defaults.
+	ReplicaLag time.Duration `json:"replica_lag,omitempty"`
+	Nodes      []Node        `json:"nodes"`
 	// Owner is the pid of the dqbench process whose run the cluster is
 	// (its processes die with it); 0 for one "brokers up" left.
 	Owner int `json:"owner,omitempty"`
@@ -89,6 +92,9 @@ type Options struct {
 	Nodes int
 	// TransactionVersion: 1 or 2 (0: 2, Kafka 4.x's default).
 	TransactionVersion int
+	// ReplicaLag: how long followers may wait before they fetch (0:
+	// Kafka's default, at once).
+	ReplicaLag time.Duration
 	// Owned: the cluster is this run's: its processes die with this
 	// process (Pdeathsig) and a later Sweep stops what is left of it.
 	// Otherwise they get their own session and outlive it (brokers up).
@@ -112,7 +118,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		tv = 2
 	}
 	began := time.Now()
-	c = &Cluster{Dir: opts.Dir, ID: localcluster.RandomHex(3), ClusterID: newClusterID(), Install: in, TransactionVersion: tv}
+	c = &Cluster{Dir: opts.Dir, ID: localcluster.RandomHex(3), ClusterID: newClusterID(), Install: in, TransactionVersion: tv, ReplicaLag: opts.ReplicaLag}
 	if opts.Owned {
 		c.Owner = os.Getpid()
 	}
@@ -233,6 +239,9 @@ func (c *Cluster) writeConf(i int) error {
 	}
 	conf := fmt.Sprintf(nodeConf, c.ID, n.ID, strings.Join(voters, ","), n.Port, n.ControllerPort,
 		filepath.Join(dir, "data"), len(c.Nodes), minISR)
+	if c.ReplicaLag > 0 {
+		conf += fmt.Sprintf("# followers wait (replica_lag) before they fetch\nreplica.fetch.wait.max.ms=%d\nreplica.fetch.min.bytes=1048576\n", c.ReplicaLag.Milliseconds())
+	}
 	if err := os.WriteFile(c.confPath(i), []byte(conf), 0o600); err != nil {
 		return err
 	}
