@@ -148,8 +148,9 @@ type MoveLeaders struct {
 // server redelivers once ack_wait has passed; a plain ack returns nil, a
 // double ack (ack: sync) waits for a confirmation that does not come and
 // returns an error wrapping ErrAckUnconfirmed (only the first send of an
-// ack is lost, so acking again gets through). Lost is called once per
-// lost ack. ErrNowhere when the consumers send no acks (ack: auto).
+// ack is lost, so acking again gets through). Kafka (a real one): the
+// OffsetCommit carrying it is dropped and the connection cut; the client
+// sends it again. Lost is called once per lost ack. ErrNowhere when the consumers send no acks (ack: auto).
 type LoseAcks struct {
 	Fires func(intent, attempt int) bool
 	Lost  func(intent, attempt int)

@@ -180,7 +180,7 @@ var Faults = []Fault{
 	},
 	{
 		Type:               AckLost,
-		Doc:                "an acknowledgement never arrives. RabbitMQ: the consumer applies the effect and sends basic.ack, which a protocol-aware toxic in dqbench's in-process toxiproxy drops, and the connection breaks; the broker requeues and redelivers, and the consumer believes it acked (the history shows the ack, then the redelivery). MQTT: the chosen packet (PUBACK, PUBREC, PUBREL or PUBCOMP of the chosen intent, on the chosen leg) is lost and the connection breaks, and the sender retries on reconnect as MQTT 3.1.1 requires; it acts only in variants whose QoS on that leg uses the packet. NATS: the consumer's ack (a PUB to the delivery's $JS.ACK reply subject) is dropped by the NATS toxic while the connection stays up, and the server delivers the message again once ack_wait has passed; with ack: plain the consumer believes it acked, with ack: sync (the double ack) no confirmation comes, the consumer records ack-unconfirmed and acks again, in time",
+		Doc:                "an acknowledgement never arrives. RabbitMQ: the consumer applies the effect and sends basic.ack, which a protocol-aware toxic in dqbench's in-process toxiproxy drops, and the connection breaks; the broker requeues and redelivers, and the consumer believes it acked (the history shows the ack, then the redelivery). MQTT: the chosen packet (PUBACK, PUBREC, PUBREL or PUBCOMP of the chosen intent, on the chosen leg) is lost and the connection breaks, and the sender retries on reconnect as MQTT 3.1.1 requires; it acts only in variants whose QoS on that leg uses the packet. NATS: the consumer's ack (a PUB to the delivery's $JS.ACK reply subject) is dropped by the NATS toxic while the connection stays up, and the server delivers the message again once ack_wait has passed; with ack: plain the consumer believes it acked, with ack: sync (the double ack) no confirmation comes, the consumer records ack-unconfirmed and acks again, in time. Kafka (managed or external): the OffsetCommit that commits the chosen delivery is dropped on its way to the broker and the connection cut, in the relays in front of the cluster; the client sends the commit again on a new connection, and a broken connection makes Kafka redeliver nothing, so on its own it neither duplicates nor loses (RabbitMQ's broker redelivers what a broken connection had not acked; Kafka's only moves on from the committed offset)",
 		Injection:          "one acknowledgement lost (on RabbitMQ and MQTT, its connection broken)",
 		NewParams:          func() any { return new(AckLostParams) },
 		Available:          ackLostWhere,
@@ -219,21 +219,21 @@ var Faults = []Fault{
 	},
 	{
 		Type:      ConnectionReset,
-		Doc:       "the consumer's connection is reset (toxiproxy's reset_peer toxic on its proxy) right after it received the chosen intent, before processing it: the broker requeues what the consumer had not acked and a replacement consumer starts. At-least-once redelivers the intent; with the ack before processing it is lost. With connection: producer (or both) the producer's connection is reset when the broker's confirm of the chosen publish comes back, before the producer reads it: the broker has the message, the producer does not know, and with retries it publishes it again",
+		Doc:       "the consumer's connection is reset (toxiproxy's reset_peer toxic on its proxy) right after it received the chosen intent, before processing it: the broker requeues what the consumer had not acked and a replacement consumer starts. At-least-once redelivers the intent; with the ack before processing it is lost. With connection: producer (or both) the producer's connection is reset when the broker's confirm of the chosen publish comes back, before the producer reads it: the broker has the message, the producer does not know, and with retries it publishes it again. Kafka (managed or external): the relays in front of the cluster reset every connection of the consumer instance, which is then replaced (the group hands its partitions to the replacement from the last commit); on the producer's connection the chosen request's response is dropped and the connection cut, and the client sends it again on a new connection whatever producer retries says (a broken connection does not end a Kafka publish): the broker stores it twice unless the producer is idempotent",
 		Injection: "one connection reset (the consumer's or the producer's)",
 		NewParams: func() any { return new(ConnectionResetParams) },
 		Available: throughToxiproxy,
 	},
 	{
 		Type:      Partition,
-		Doc:       "the consumer is cut off from the broker right after it received the chosen intent (toxiproxy's timeout toxic on its proxy drops everything both ways) for a duration, after which its connection closes: it processes the intent meanwhile, its ack never arrives, and the broker requeues and redelivers the intent to the replacement consumer. With connection: producer (or both) the producer is cut off when the broker's confirm of the chosen publish comes back: the confirm and everything after it both ways are dropped for the duration, then the connection closes; with retries the producer publishes again what it had no confirm for",
+		Doc:       "the consumer is cut off from the broker right after it received the chosen intent (toxiproxy's timeout toxic on its proxy drops everything both ways) for a duration, after which its connection closes: it processes the intent meanwhile, its ack never arrives, and the broker requeues and redelivers the intent to the replacement consumer. With connection: producer (or both) the producer is cut off when the broker's confirm of the chosen publish comes back: the confirm and everything after it both ways are dropped for the duration, then the connection closes; with retries the producer publishes again what it had no confirm for. Kafka (managed or external): the relays in front of the cluster drop everything of the consumer instance (or the producer) both ways, then close its connections; the client then reconnects and goes on. A consumer's commit waits through the partition and is sent again: shorter than the group's session timeout (6 s on a real Kafka) it lands and nothing is redelivered; longer, the broker has expelled the member, refuses the commit (UNKNOWN_MEMBER_ID), and the replacement gets everything since the last commit again. A producer's request whose response the partition swallowed is sent again: twice stored unless the producer is idempotent",
 		Injection: "one client partitioned from the broker (the consumer or the producer)",
 		NewParams: func() any { return new(PartitionParams) },
 		Available: throughToxiproxy,
 	},
 	{
 		Type:      Latency,
-		Doc:       "the consumer's network turns slow right after it received the chosen intent (toxiproxy's latency toxic on both directions of its proxy) for a while: every frame between it and the broker is delayed. It changes how long things take, not what happens: on its own it neither duplicates nor loses",
+		Doc:       "the consumer's network turns slow right after it received the chosen intent (toxiproxy's latency toxic on both directions of its proxy) for a while: every frame between it and the broker is delayed. It changes how long things take, not what happens: on its own it neither duplicates nor loses. Kafka (managed or external): every piece of data through the relays of the consumer instance (or, with connection: producer, of the producer, from the chosen request on) waits the latency",
 		Injection: "one consumer connection slowed",
 		NewParams: func() any { return new(LatencyParams) },
 		Available: throughToxiproxy,
@@ -473,11 +473,17 @@ func (p *PartitionParams) Defaults() {
 	}
 }
 
-// throughToxiproxy: the fault is a toxiproxy toxic on a client's
-// connection; only RabbitMQ's clients go through toxiproxy so far.
+// throughToxiproxy: the fault acts on a client's connection where it
+// passes through dqbench: a RabbitMQ client's toxiproxy, or the relays in
+// front of a real Kafka (managed or external).
 func throughToxiproxy(w Where) string {
-	if w.Broker != RabbitMQ {
-		return "it acts on a client's connection through toxiproxy, which only rabbitmq clients go through; use broker kind: rabbitmq"
+	switch {
+	case w.Broker == RabbitMQ:
+		return ""
+	case w.Broker == Kafka && w.Mode == Embedded:
+		return "it acts on a client's connection, and the embedded Kafka's clients reach kfake directly; use mode: managed or external (a real Kafka, reached through dqbench's relays)"
+	case w.Broker != Kafka:
+		return "it acts on a client's connection where it passes through dqbench, which rabbitmq clients and those of a real Kafka do; use broker kind: rabbitmq, or kafka with mode: managed or external"
 	}
 	return ""
 }
@@ -493,14 +499,19 @@ func confirmLostWhere(w Where) string {
 }
 
 // ackLostWhere: ack-lost acts on RabbitMQ through the AMQP toxic, on NATS
-// through the NATS toxic (in-process, in front of any server), and on
-// MQTT as the MQTT fault does.
+// through the NATS toxic (in-process, in front of any server), on a real
+// Kafka through its relays, and on MQTT as the MQTT fault does.
 func ackLostWhere(w Where) string {
-	if w.Broker == RabbitMQ || w.Broker == NATS {
+	switch {
+	case w.Broker == RabbitMQ || w.Broker == NATS:
+		return ""
+	case w.Broker == Kafka && w.Mode == Embedded:
+		return "on Kafka it drops the consumer's offset commit on its way to the broker, through the relays in front of a real Kafka; the embedded Kafka's clients reach kfake directly: use mode: managed or external"
+	case w.Broker == Kafka:
 		return ""
 	}
 	if why := mqttEmbeddedOrProxied(w); why != "" {
-		return why + "; or broker kind: rabbitmq or nats (the AMQP or NATS toxic)"
+		return why + "; or broker kind: rabbitmq or nats (the AMQP or NATS toxic), or kafka with mode: managed or external"
 	}
 	return ""
 }

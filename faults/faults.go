@@ -196,7 +196,7 @@ func armAckLost(f Fault, env Env) (bool, error) {
 		return armed, err
 	}
 	if p.Packet != "" || p.Leg != "" {
-		return false, fmt.Errorf("fault %s: packet and leg are MQTT's; on RabbitMQ and NATS ack-lost loses the consumer's ack", f.Name)
+		return false, fmt.Errorf("fault %s: packet and leg are MQTT's; on RabbitMQ, NATS and Kafka ack-lost loses the consumer's ack (on Kafka, its offset commit)", f.Name)
 	}
 	return power(f, env, brokers.LoseAcks{Fires: f.Schedule.Fires, Lost: env.firedOn(f)})
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"time"
 )
 
 // Relay is a plain TCP relay in front of one upstream address, run in this
@@ -28,6 +29,15 @@ type Relay struct {
 	conns  map[net.Conn]bool
 	closed bool
 	wg     sync.WaitGroup
+
+	// The network faults on the relay's connections (Blackhole, Slow):
+	// until when each lasts, and the timer that ends a blackhole.
+	net struct {
+		sync.Mutex
+		darkUntil, slowUntil time.Time
+		latency              time.Duration
+		lightUp              *time.Timer
+	}
 }
 
 // ConnFilters makes the two filters of one client connection, from the
@@ -122,8 +132,8 @@ func (r *Relay) serve(client net.Conn) {
 		}
 	}
 	done := make(chan struct{}, 2)
-	go func() { pipe(server, client, up); done <- struct{}{} }()
-	go func() { pipe(client, server, down); done <- struct{}{} }()
+	go func() { r.pipe(server, client, up); done <- struct{}{} }()
+	go func() { r.pipe(client, server, down); done <- struct{}{} }()
 	<-done
 	// One side ended or was cut: end both, as a proxy does.
 	for _, f := range []Filter{up, down} {
@@ -137,15 +147,24 @@ func (r *Relay) serve(client net.Conn) {
 }
 
 // pipe copies from src to dst through f until src ends, a write fails or
-// f cuts the stream.
-func pipe(dst io.Writer, src io.Reader, f Filter) {
+// f cuts the stream. While the relay is dark (Blackhole) what is read is
+// dropped, and a cut waits for the blackhole's end, which closes the
+// connection; while it is slow (Slow) each piece waits its latency.
+func (r *Relay) pipe(dst io.Writer, src io.Reader, f Filter) {
 	buf := make([]byte, 32<<10)
+	muted := false // cut in the dark: the rest is dropped until the close
 	for {
 		n, err := src.Read(buf)
-		if n > 0 {
+		if n > 0 && !muted && !r.dark() {
 			out, cut := buf[:n], false
 			if f != nil {
 				out, cut = f.Filter(buf[:n])
+			}
+			if r.dark() { // the filter's own fault turned the lights off
+				muted, out, cut = cut, nil, false
+			}
+			if d := r.delay(); d > 0 && len(out) > 0 {
+				time.Sleep(d)
 			}
 			if len(out) > 0 {
 				if _, werr := dst.Write(out); werr != nil {
@@ -162,9 +181,77 @@ func pipe(dst io.Writer, src io.Reader, f Filter) {
 	}
 }
 
+// dark says whether a blackhole is on.
+func (r *Relay) dark() bool {
+	r.net.Lock()
+	defer r.net.Unlock()
+	return time.Now().Before(r.net.darkUntil)
+}
+
+// delay is the latency each piece of data waits now (0: none).
+func (r *Relay) delay() time.Duration {
+	r.net.Lock()
+	defer r.net.Unlock()
+	if time.Now().Before(r.net.slowUntil) {
+		return r.net.latency
+	}
+	return 0
+}
+
+// Blackhole drops everything on every connection through the relay, both
+// ways, those opened meanwhile included, for d; then it closes them all,
+// as a client's TCP gives up on a silent peer (a partition). The relay
+// goes on accepting, and connections made after that pass again. A
+// blackhole on already lasts d from now.
+func (r *Relay) Blackhole(d time.Duration) {
+	r.net.Lock()
+	defer r.net.Unlock()
+	r.net.darkUntil = time.Now().Add(d)
+	if r.net.lightUp != nil {
+		r.net.lightUp.Reset(d)
+		return
+	}
+	r.net.lightUp = time.AfterFunc(d, func() {
+		r.net.Lock()
+		r.net.lightUp = nil
+		r.net.Unlock()
+		r.closeConns(false)
+	})
+}
+
+// Slow delays every piece of data through the relay, both ways, by
+// latency, for d from now.
+func (r *Relay) Slow(latency, d time.Duration) {
+	r.net.Lock()
+	defer r.net.Unlock()
+	r.net.latency, r.net.slowUntil = latency, time.Now().Add(d)
+}
+
+// Reset resets every connection through the relay, both ends (a TCP RST
+// rather than a FIN); the relay goes on accepting.
+func (r *Relay) Reset() { r.closeConns(true) }
+
+// closeConns closes every connection through the relay, reset: with an
+// RST.
+func (r *Relay) closeConns(reset bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for c := range r.conns {
+		if tc, ok := c.(*net.TCPConn); ok && reset {
+			_ = tc.SetLinger(0)
+		}
+		c.Close()
+	}
+}
+
 // Close stops accepting, closes every relayed connection and waits until
 // each is done.
 func (r *Relay) Close() error {
+	r.net.Lock()
+	if r.net.lightUp != nil {
+		r.net.lightUp.Stop()
+	}
+	r.net.Unlock()
 	r.mu.Lock()
 	r.closed = true
 	for c := range r.conns {

@@ -1,8 +1,11 @@
 package runner
 
 import (
+	"context"
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dqbench/dqbench/brokers/kafka"
 	"github.com/dqbench/dqbench/brokers/kafka/cluster"
@@ -72,4 +75,125 @@ func leaderFailover(t *testing.T, seed int64) int {
 	}
 	t.Logf("seed %d: acks-leader lost %d confirmed intents, acks-all %d", seed, v.Counts.Lost, byName["acks-all"].Counts.Lost)
 	return v.Counts.Lost
+}
+
+// TestKafkaNetworkFaults runs every network fault and ack-lost on a
+// managed one-node Apache Kafka, through the relays in front of it: the
+// consumer's connection reset, partitioned (shorter than the group's
+// session: its commit is sent again and lands) and slowed, its commits
+// lost on the wire (sent again), and the producer's connection reset and
+// partitioned after the broker stored a request: stored twice without
+// idempotence, once with.
+func TestKafkaNetworkFaults(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("a JVM: not with -short or -race")
+	}
+	if _, err := cluster.FindInstall(); err != nil {
+		testenv.Unavailable(t, "%v", err)
+	}
+	networkFaults(t, `
+broker:
+  kind: kafka
+  mode: managed
+`)
+}
+
+// TestKafkaExternalCluster starts a three-node Apache Kafka from the jars
+// as a user's own cluster would run (each node advertising its own
+// listener, nothing of dqbench's in its configuration) and runs the
+// network faults and lost produce responses against it as mode: external:
+// every client goes through the relays, which rewrite the addresses the
+// cluster hands out.
+func TestKafkaExternalCluster(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("three JVMs: not with -short or -race")
+	}
+	if _, err := cluster.FindInstall(); err != nil {
+		testenv.Unavailable(t, "%v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := cluster.Start(ctx, cluster.Options{Dir: t.TempDir() + "/kafka", Nodes: 3, Owned: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	addrs, _ := json.Marshal(c.Addrs())
+	networkFaults(t, `
+broker:
+  kind: kafka
+  mode: external
+  addresses: `+string(addrs)+`
+`)
+}
+
+// networkFaults runs the network faults on the broker given and checks
+// each fired and what each variant counted.
+func networkFaults(t *testing.T, broker string) {
+	t.Helper()
+	s := parse(t, `
+version: 1
+name: kafka-network
+seed: 1
+messages: 600
+deadline: 120s
+drain: 10s
+`+strings.TrimPrefix(broker, "\n")+`
+producer:
+  window: 1
+consumer:
+  instances: 1
+  prefetch: 1
+faults:
+  - type: produce-response-lost
+    every: 60
+  - type: connection-reset
+    connection: both
+    every: 50
+  - type: partition
+    connection: both
+    every: 70
+    duration: 300ms
+  - type: latency
+    connection: both
+    every: 90
+    latency: 10ms
+    duration: 200ms
+  - type: ack-lost
+    every: 40
+variants:
+  - name: idempotence-off
+    strategy: none
+    producer: {idempotent: false}
+    expect:
+      duplicates: ">0"
+      lost: 0
+  - name: idempotence-on
+    strategy: none
+    producer: {idempotent: true}
+    expect:
+      duplicates: 0
+      lost: 0
+`)
+	res := passed(t, s)
+	events, err := history.Read(strings.NewReader(string(res.History)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fired := map[string]int{}
+	for _, e := range events {
+		if e.Type == history.Fault {
+			fired[e.Variant+" "+e.Fault]++
+		}
+	}
+	for _, v := range []string{"idempotence-off", "idempotence-on"} {
+		for _, f := range []string{"produce-response-lost", "connection-reset@both", "partition@both", "latency@both", "ack-lost"} {
+			if fired[v+" "+f] == 0 {
+				t.Errorf("%s: %s never fired: %v", v, f, fired)
+			}
+		}
+	}
+	for _, v := range res.Run.Variants {
+		t.Logf("%s: duplicates %d, redelivered %d, faults %d", v.Name, v.Counts.Duplicates, v.Counts.Redelivered, v.Counts.FaultsInjected)
+	}
 }

@@ -159,7 +159,7 @@ var fixtures = []fixture{
 	}},
 	{"invalid/poison-on-kafka.yaml", []string{
 		`5:15: consumer.on_failure: kafka cannot hand a failed delivery back (reject); use retry-in-process or leave it out`,
-		`7:11: faults[0]: ack-lost cannot act here: it is injected inside the embedded MQTT broker (mochi-mqtt) or by dqbench's in-process toxiproxy in front of an external one; use broker kind: mqtt, mode: embedded or external; or broker kind: rabbitmq or nats (the AMQP or NATS toxic)`,
+		`7:11: faults[0]: ack-lost cannot act here: on Kafka it drops the consumer's offset commit on its way to the broker, through the relays in front of a real Kafka; the embedded Kafka's clients reach kfake directly: use mode: managed or external`,
 	}},
 	{"invalid/retry-in-process-poison.yaml", []string{
 		`5:15: consumer.on_failure: retry-in-process with a poison-message fault (faults[0]) retries for ever: a poison message fails every time; use requeue with a delivery_limit, or reject`,
@@ -281,7 +281,7 @@ var fixtures = []fixture{
 		`5:12: faults[0].type: subscriber-offline takes the variant's one consumer session offline, and variants[1].consumer.instances is 2 (a shared subscription, one session per instance); with instances above 1 use the other faults that act on embedded MQTT (consumer-crash, consumer-zombie, ack-lost, disconnect, fail-once, producer-app-crash), or instances: 1`,
 	}},
 	{"invalid/mqtt-on-kafka.yaml", []string{
-		`5:12: faults[0]: ack-lost cannot act here: it is injected inside the embedded MQTT broker (mochi-mqtt) or by dqbench's in-process toxiproxy in front of an external one; use broker kind: mqtt, mode: embedded or external`,
+		`5:12: faults[0]: ack-lost cannot act here: on Kafka it drops the consumer's offset commit on its way to the broker, through the relays in front of a real Kafka; the embedded Kafka's clients reach kfake directly: use mode: managed or external`,
 		`7:37: variants[0].mqtt: only for broker kind mqtt, not kafka; remove it`,
 	}},
 	{"invalid/bad-broker-kind.yaml", []string{

@@ -302,10 +302,14 @@ type topicDest struct {
 	stage      *stageState        // nil without a stage (stage.go)
 	moves      leaderMoves        // leader-move (leaders.go)
 
-	// On a real Kafka, a produce fault's filters and the producer's own
-	// route through them (proxied.go).
-	loseProduce  *nfkafka.LoseProduce
-	produceRoute *route
+	// On a real Kafka, the producer's own route to the cluster and the
+	// faults its filters inject (proxied.go): those that lose produce
+	// responses, and the rules of those that act around them.
+	produceFaults []produceFault
+	produceRules  []nfkafka.Rule
+	produceRoute  *route
+	// ackLost chooses the consumers' commits to lose (proxied.go).
+	ackLost *ackLost
 }
 
 var _ brokers.Destination = (*topicDest)(nil)
@@ -352,8 +356,12 @@ func (c *topicDest) Consumer(ctx context.Context, gen int) (brokers.Consumer, er
 		topic = c.stage.out // the consumers read what the stage wrote
 	}
 	k := &consumer{c: c, max: c.spec.Prefetch, unacked: map[int32]int{}, acked: make(chan struct{})}
+	seeds, err := k.seeds()
+	if err != nil {
+		return nil, err
+	}
 	opts := []kgo.Opt{
-		kgo.SeedBrokers(c.k.seeds...),
+		kgo.SeedBrokers(seeds...),
 		kgo.ConsumerGroup(c.group),
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -402,11 +410,18 @@ func (c *topicDest) Consumer(ctx context.Context, gen int) (brokers.Consumer, er
 	if c.settings.Isolation == catalog.ReadCommitted {
 		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	}
+	if c.ackLost != nil {
+		// A commit ack-lost drops may be the first request on its
+		// connection, where kgo takes an EOF for missing SASL and
+		// gives up: it is to be sent again, as any other.
+		opts = append(opts, kgo.AlwaysRetryEOF())
+	}
 	if c.k.consumerVersions != nil {
 		opts = append(opts, kgo.MaxVersions(c.k.consumerVersions))
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
+		k.closeRoute()
 		return nil, fmt.Errorf("kafka consumer: %w", err)
 	}
 	k.cl = cl
@@ -423,6 +438,13 @@ type consumer struct {
 	c   *topicDest
 	cl  *kgo.Client
 	max int
+	// route is the instance's own way to a real Kafka, which the network
+	// faults on its connections act on (proxied.go); nil on the embedded
+	// broker.
+	route *route
+	// commitsLost are the commits ack-lost chose, to drop as they pass
+	// (proxied.go).
+	commitsLost lostCommits
 
 	mu  sync.Mutex
 	buf []*kgo.Record // polled, not yet handed over
@@ -485,6 +507,7 @@ func (k *consumer) Next(ctx context.Context) (brokers.Delivery, error) {
 func (k *consumer) Ack(ctx context.Context, d brokers.Delivery) error {
 	r := d.Handle.(*kgo.Record)
 	defer k.settled(r)
+	k.loseCommit(d)
 	return k.cl.CommitRecords(ctx, r)
 }
 
@@ -496,6 +519,7 @@ func (k *consumer) AckBatch(ctx context.Context, ds []brokers.Delivery) error {
 		rs[i] = d.Handle.(*kgo.Record)
 	}
 	defer k.settled(rs...)
+	k.loseCommit(ds...)
 	return k.cl.CommitRecords(ctx, rs...)
 }
 
@@ -579,7 +603,10 @@ func (k *consumer) Abandon() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	_ = k.cl.LeaveGroupContext(ctx)
 	cancel()
-	k.c.k.closing.Go(k.cl.Close)
+	k.c.k.closing.Go(func() {
+		k.cl.Close()
+		k.closeRoute()
+	})
 }
 
 // leaving marks the consumer gone, with nothing more to hand over: the
@@ -604,6 +631,7 @@ func (k *consumer) Close(ctx context.Context) {
 func (k *consumer) leaveAndClose(ctx context.Context) {
 	_ = k.cl.LeaveGroupContext(ctx)
 	k.cl.Close()
+	k.closeRoute()
 }
 
 // Backlog counts the records between the group's committed offsets and the

@@ -5,6 +5,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/netfault"
@@ -30,6 +31,10 @@ type route struct {
 	mu     sync.Mutex
 	relays map[string]*netfault.Relay // the broker's host:port → its relay
 	closed bool
+	// The network faults on, for a relay started meanwhile: until when
+	// the route is dark or slow, and how slow.
+	darkUntil, slowUntil time.Time
+	latency              time.Duration
 }
 
 // newRoute makes a route whose connections go through fs (which it gives
@@ -73,7 +78,45 @@ func (r *route) relay(upstream string) (string, error) {
 		return "", err
 	}
 	r.relays[upstream] = rl
+	if d := time.Until(r.darkUntil); d > 0 {
+		rl.Blackhole(d)
+	}
+	if d := time.Until(r.slowUntil); d > 0 {
+		rl.Slow(r.latency, d)
+	}
 	return rl.Addr, nil
+}
+
+// blackhole drops everything between the route's clients and the cluster,
+// both ways, for d; then closes every connection (netfault.Relay.Blackhole):
+// a partition of the clients of the route.
+func (r *route) blackhole(d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.darkUntil = time.Now().Add(d)
+	for _, rl := range r.relays {
+		rl.Blackhole(d)
+	}
+}
+
+// slow delays every piece of data between the route's clients and the
+// cluster by latency, both ways, for d.
+func (r *route) slow(latency, d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.latency, r.slowUntil = latency, time.Now().Add(d)
+	for _, rl := range r.relays {
+		rl.Slow(latency, d)
+	}
+}
+
+// reset resets every connection of the route's clients.
+func (r *route) reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rl := range r.relays {
+		rl.Reset()
+	}
 }
 
 var errRouteClosed = errors.New("kafka: the run's relays are closed")

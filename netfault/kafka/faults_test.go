@@ -83,7 +83,7 @@ func TestIntents(t *testing.T) {
 	p := kmsg.NewProduceRequestTopicPartition()
 	p.Partition, p.Records = 1, append(batch("7", "8"), compressed...)
 	req.Topics[0].Partitions = append(req.Topics[0].Partitions, p)
-	if got := intents(req, intentOf); !slices.Equal(got, []int{4, 5, 7, 8}) {
+	if got := Intents(req, intentOf); !slices.Equal(got, []int{4, 5, 7, 8}) {
 		t.Fatalf("intents %v, want [4 5 7 8]", got)
 	}
 }

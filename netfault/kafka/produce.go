@@ -56,8 +56,8 @@ type Sightings struct {
 	n  map[int]int
 }
 
-// see counts one more request carrying intent and returns the count.
-func (s *Sightings) see(intent int) int {
+// See counts one more request carrying intent and returns the count.
+func (s *Sightings) See(intent int) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.n == nil {
@@ -75,18 +75,18 @@ func (l *LoseProduce) judge(req *kmsg.ProduceRequest, answered bool, own *Sighti
 	if sightings == nil {
 		sightings = own
 	}
-	intents := intents(req, l.Intent)
+	intents := Intents(req, l.Intent)
 	hit := false
 	for _, in := range intents {
-		attempt := sightings.see(in)
+		attempt := sightings.See(in)
 		hit = answered && l.Fires(in, attempt) || hit
 	}
 	return hit, intents
 }
 
-// intents reads the intents in req's record batches: the keys of the
+// Intents reads the intents in req's record batches: the keys of the
 // records of its uncompressed version-2 batches that intent reads.
-func intents(req *kmsg.ProduceRequest, intent func([]byte) (int, bool)) []int {
+func Intents(req *kmsg.ProduceRequest, intent func([]byte) (int, bool)) []int {
 	var out []int
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
