@@ -19,8 +19,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dqbench/dqbench/brokers/kafka/cluster"
 	"github.com/dqbench/dqbench/cmd"
 	"github.com/dqbench/dqbench/history"
+	"github.com/dqbench/dqbench/internal/testenv"
 )
 
 // The acceptance of process variants: the examples in examples/consumers
@@ -137,6 +139,20 @@ func TestProcess(t *testing.T) {
 		sameCounts(t, exampleWith(t, "examples/consumers/scenario.yaml", map[string]string{"./naive": naive, "./correct": correct}), "--messages", "100", "--seed", "3")
 	})
 
+	// The same consumers on a real Kafka dqbench starts, their fetches and
+	// commits watched through its relays: the same counts as on the
+	// embedded broker.
+	t.Run("example-real-kafka", func(t *testing.T) {
+		if testing.Short() || raceEnabled {
+			t.Skip("a JVM: not with -short or -race")
+		}
+		if _, err := cluster.FindInstall(); err != nil {
+			testenv.Unavailable(t, "%v", err)
+		}
+		sameCountsOn(t, exampleWith(t, "examples/consumers/scenario.yaml", map[string]string{"./naive": naive, "./correct": correct}),
+			[]string{"--messages", "100", "--seed", "3"}, []string{"--broker-mode", "managed"})
+	})
+
 	t.Run("exits-at-once", func(t *testing.T) {
 		code, stdout, stderr := dqbench(context.Background(), "run", writeScenario(t, "false", "SELECT 1, 1"))
 		if code != 3 || !strings.Contains(stderr, `instance 1 (["false"], pid`) || !strings.Contains(stderr, "exited with status 1") ||
@@ -197,10 +213,21 @@ func exampleWith(t *testing.T, path string, programs map[string]string) string {
 // duplicates and lost; no process is left after either.
 func sameCounts(t *testing.T, path string, args ...string) {
 	t.Helper()
+	sameCountsOn(t, path, args, nil)
+}
+
+// sameCountsOn is sameCounts with second added to the second run's
+// arguments (another broker mode).
+func sameCountsOn(t *testing.T, path string, args, second []string) {
+	t.Helper()
 	var runs [2]processReport
 	for i := range runs {
 		out := t.TempDir()
-		code, stdout, stderr := dqbench(context.Background(), append([]string{"run", path, "-o", "json", "--out", out}, args...)...)
+		all := append([]string{"run", path, "-o", "json", "--out", out}, args...)
+		if i == 1 {
+			all = append(all, second...)
+		}
+		code, stdout, stderr := dqbench(context.Background(), all...)
 		if code != 0 {
 			t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 		}

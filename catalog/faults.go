@@ -161,14 +161,9 @@ var Faults = []Fault{
 	},
 	{
 		Type:      LeaderMove,
-		Doc:       "every partition of the variant's topics gets a new leader (the next broker of the embedded cluster) when a produce request carries a chosen intent; clients find the new leader through NOT_LEADER_OR_FOLLOWER and a metadata refresh",
+		Doc:       "every partition of the variant's topics gets a new leader when a produce request carries a chosen intent (the embedded cluster: the next broker; a real Kafka: the next in-sync replica, through the admin API: the replicas reordered, then the preferred leader elected); clients find the new leader through NOT_LEADER_OR_FOLLOWER and a metadata refresh",
 		Injection: "one move of every partition's leader (the fault event names each move)",
-		Available: func(w Where) string {
-			if w.Broker != Kafka || w.Mode != Embedded {
-				return "leaders are moved inside the embedded Kafka cluster (kfake); use broker kind: kafka, mode: embedded, brokers: 3"
-			}
-			return ""
-		},
+		Available: leaderMoveWhere,
 	},
 	consumerKill,
 	{
@@ -248,6 +243,21 @@ var Faults = []Fault{
 	slowProcessing,
 	failOnce,
 	producerAppCrash,
+}
+
+// leaderMoveWhere: leader-move needs a Kafka whose partitions have another
+// broker to lead them: the embedded cluster, a managed one of three nodes,
+// or an external one (whose topics are replicated, as the run finds out).
+func leaderMoveWhere(w Where) string {
+	switch {
+	case w.Broker != Kafka:
+		return "partition leaders are Kafka's; use broker kind: kafka (embedded or managed with brokers: 3, or an external cluster whose topics are replicated)"
+	case w.Mode == Managed:
+		if s, ok := w.Settings.(*KafkaSettings); ok && s.Brokers != 3 {
+			return "it hands each partition's leadership to another replica, and a one-node cluster has none; add brokers: 3 to the broker"
+		}
+	}
+	return ""
 }
 
 // leaderFailoverWhere: leader-failover stops a node of a local cluster

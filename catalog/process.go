@@ -45,13 +45,11 @@ func AckPoint(k BrokerKind) KillPoint {
 // mode m, or "" when it can: dqbench must see each delivery to the process
 // and each of its commits or acks on the wire.
 func ProcessOn(k BrokerKind, m Mode) string {
-	switch {
-	case k == Kafka && m != Embedded:
-		return "on Kafka, dqbench watches the consumer's fetches and commits inside the embedded broker (kfake); use broker kind: kafka, mode: embedded"
-	case k == Kafka, k == RabbitMQ, k == MQTT, k == NATS:
+	switch k {
+	case Kafka, RabbitMQ, MQTT, NATS:
 		return ""
 	}
-	return "process variants run on kafka (embedded), rabbitmq, mqtt and nats for now"
+	return "process variants run on kafka, rabbitmq, mqtt and nats for now"
 }
 
 // Allowed lists the valid values, for strict decoding and the schema.

@@ -185,8 +185,8 @@ func TestRunFlags(t *testing.T) {
 				t.Errorf("calls %d, stderr %s", len(r.fake.calls), r.err)
 			}
 		}},
-		{name: "--addresses with a fault only an embedded broker has", args: []string{"run", "kafka-leader-move", "--addresses", "127.0.0.1:9092"}, code: ExitUsage, test: func(t *testing.T, r result) {
-			if len(r.fake.calls) != 0 || !strings.Contains(r.err, "fault leader-move cannot act on an external broker") {
+		{name: "--addresses with a fault only an embedded broker has", args: []string{"run", "mqtt-subscriber-offline", "--addresses", "tcp://127.0.0.1:1883"}, code: ExitUsage, test: func(t *testing.T, r result) {
+			if len(r.fake.calls) != 0 || !strings.Contains(r.err, "fault subscriber-offline cannot act on an external broker") {
 				t.Errorf("calls %d, stderr %s", len(r.fake.calls), r.err)
 			}
 		}},

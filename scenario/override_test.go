@@ -129,7 +129,8 @@ func TestUseMode(t *testing.T) {
 		{name: "quickstart", mode: catalog.Managed},
 		{name: "kafka-transactions", mode: catalog.Managed},
 		{name: "kafka-idempotent-producer", mode: catalog.Managed},
-		{name: "kafka-leader-move", mode: catalog.Managed, err: "fault leader-move cannot act with mode: managed"},
+		{name: "kafka-leader-move", mode: catalog.Managed},
+		{name: "mqtt-subscriber-offline", mode: catalog.Managed, err: "fault subscriber-offline cannot act with mode: managed"},
 		{name: "quickstart", mode: catalog.External, err: "give --addresses"},
 		{name: "rabbitmq-consumer-crash", mode: catalog.Embedded, err: `broker kind rabbitmq has no mode "embedded"`},
 	} {

@@ -140,8 +140,8 @@ var fixtures = []fixture{
 	{"invalid/external-without-addresses.yaml", []string{
 		`5:9: broker: mode external needs addresses`,
 	}},
-	{"invalid/broker-fault-on-external.yaml", []string{
-		`5:11: faults[0]: leader-move cannot act here: leaders are moved inside the embedded Kafka cluster (kfake); use broker kind: kafka, mode: embedded, brokers: 3`,
+	{"invalid/leader-move-one-node.yaml", []string{
+		`5:11: faults[0]: leader-move cannot act here: it hands each partition's leadership to another replica, and a one-node cluster has none; add brokers: 3 to the broker`,
 	}},
 	{"invalid/rabbitmq-address-and-mode.yaml", []string{
 		`5:9: broker.mode: embedded is not supported for rabbitmq (supported: external, managed)`,
@@ -374,10 +374,8 @@ var fixtures = []fixture{
 		`8:43: variants[3].ttl: must be more than 0s, got 0s`,
 	}},
 	{"invalid/process.yaml", []string{
-		`5:12: faults[0]: consumer-kill cannot act here: on Kafka, dqbench watches the consumer's fetches and commits inside the embedded broker (kfake); use broker kind: kafka, mode: embedded`,
 		`5:31: faults[0].at: "commmit" is not allowed (allowed: delivery, commit, ack); did you mean "commit"?`,
 		`8:15: variants[0]: set either strategy (a built-in consumer) or process (your own consumer), not both`,
-		`9:14: variants[0].process: a process variant cannot run here: on Kafka, dqbench watches the consumer's fetches and commits inside the embedded broker (kfake)`,
 		`9:38: variants[0].process: set only one of command and build, not both`,
 		`11:5: variants[1]: missing required key "audit"; add audit: {query: SELECT message_id, COUNT(*) FROM TABLE GROUP BY message_id}`,
 		`12:14: variants[1].process: needs command: [PROGRAM, ARGS...] or build: ./PACKAGE`,
@@ -1127,8 +1125,8 @@ func TestUseExternalBroker(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "secret") {
 		t.Errorf("a bad AMQP URL: %v (want an error without the password)", err)
 	}
-	s, _ = Resolve("kafka-leader-move")
-	if err := s.UseExternalBroker([]string{"127.0.0.1:9092"}); err == nil || !strings.Contains(err.Error(), "leader-move") {
+	s, _ = Resolve("mqtt-subscriber-offline")
+	if err := s.UseExternalBroker([]string{"tcp://127.0.0.1:1883"}); err == nil || !strings.Contains(err.Error(), "subscriber-offline") {
 		t.Errorf("a fault that needs the embedded broker: %v", err)
 	}
 	if s.Broker.Mode != "embedded" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -173,25 +174,43 @@ func (f *failovers) close(k *Kafka, restart bool) error {
 // leaderOf asks the cluster (fresh metadata) which node leads partition 0
 // of topic.
 func (k *Kafka) leaderOf(ctx context.Context, topic string) (int32, error) {
+	ps, err := k.freshPartitions(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range ps {
+		if p.Partition == 0 && p.Leader >= 0 {
+			return p.Leader, nil
+		}
+	}
+	return 0, fmt.Errorf("topic %s has no leader for partition 0", topic)
+}
+
+// freshPartitions asks the cluster for topic's partitions (leader,
+// replicas, in-sync replicas), in partition order. Not kadm's Metadata,
+// which answers from the client's cache when it is younger than
+// MetadataMinAge (5 s): a leader moved a moment ago was not seen.
+func (k *Kafka) freshPartitions(ctx context.Context, topic string) ([]kmsg.MetadataResponseTopicPartition, error) {
 	req := kmsg.NewPtrMetadataRequest()
 	t := kmsg.NewMetadataRequestTopic()
 	t.Topic = kmsg.StringPtr(topic)
 	req.Topics = append(req.Topics, t)
 	resp, err := req.RequestWith(ctx, k.admin)
 	if err != nil {
-		return 0, fmt.Errorf("metadata of topic %s: %w", topic, err)
+		return nil, fmt.Errorf("metadata of topic %s: %w", topic, err)
 	}
 	for _, mt := range resp.Topics {
+		if mt.Topic == nil || *mt.Topic != topic {
+			continue
+		}
 		if err := kerr.ErrorForCode(mt.ErrorCode); err != nil {
-			return 0, fmt.Errorf("metadata of topic %s: %w", topic, err)
+			return nil, fmt.Errorf("metadata of topic %s: %w", topic, err)
 		}
-		for _, p := range mt.Partitions {
-			if p.Partition == 0 && p.Leader >= 0 {
-				return p.Leader, nil
-			}
-		}
+		ps := slices.Clone(mt.Partitions)
+		slices.SortFunc(ps, func(a, b kmsg.MetadataResponseTopicPartition) int { return int(a.Partition - b.Partition) })
+		return ps, nil
 	}
-	return 0, fmt.Errorf("topic %s has no leader for partition 0", topic)
+	return nil, fmt.Errorf("metadata of topic %s: not in the answer", topic)
 }
 
 // preferLeaders runs a preferred leader election for every topic of the

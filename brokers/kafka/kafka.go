@@ -310,6 +310,8 @@ type topicDest struct {
 	produceRoute  *route
 	// ackLost chooses the consumers' commits to lose (proxied.go).
 	ackLost *ackLost
+	// watch is a process variant's, on a real Kafka (relaywatch.go).
+	watch *relayWatch
 }
 
 var _ brokers.Destination = (*topicDest)(nil)
@@ -666,9 +668,9 @@ func (c *topicDest) txnLag(ctx context.Context) (int64, error) {
 }
 
 // lag counts the records of topic between group's committed offsets and
-// the end of each partition.
+// the end of each partition's log (logEnds).
 func (c *topicDest) lag(ctx context.Context, topic, group string) (int64, error) {
-	ends, err := c.k.adm.ListEndOffsets(ctx, topic)
+	ends, err := c.k.logEnds(ctx, topic)
 	if err != nil {
 		return 0, err
 	}
@@ -708,8 +710,11 @@ func (c *topicDest) Close(ctx context.Context) error {
 		c.stage.fault.Remove()
 	}
 	c.moves.stop()
-	if c.produceRoute != nil {
-		if err := c.produceRoute.Close(); err != nil {
+	for _, r := range []*route{c.produceRoute, c.outsideRoute()} {
+		if r == nil {
+			continue
+		}
+		if err := r.Close(); err != nil {
 			return err
 		}
 	}
@@ -765,7 +770,7 @@ func (c embeddedDest) WatchConsumers(w brokers.ConsumerWatch) {
 // RemoveMembers sends a LeaveGroup for members, as each would on a clean
 // shutdown: the group rebalances at once instead of after their session
 // timeout.
-func (c embeddedDest) RemoveMembers(ctx context.Context, members []string) error {
+func (c *topicDest) RemoveMembers(ctx context.Context, members []string) error {
 	req := kmsg.NewPtrLeaveGroupRequest()
 	req.Group = c.group
 	for _, m := range members {
@@ -781,4 +786,49 @@ func (c embeddedDest) RemoveMembers(ctx context.Context, members []string) error
 		return fmt.Errorf("remove members %v from group %s: %w", members, c.group, err)
 	}
 	return nil
+}
+
+// logEnds returns where each partition of topic ends: on the embedded
+// broker, its high watermark, which is its log's end (kfake does not
+// replicate); on a real Kafka, the end of the leader's log, which a
+// ListOffsets request with the debugging replica id (-2) returns instead
+// of the high watermark a consumer's gets. Records past the high watermark
+// are stored and not yet readable: on a replicated topic, until the
+// followers fetched them (replica.fetch.wait.max.ms, 500 ms by default).
+// A backlog up to the high watermark came to 0 while an acks=0
+// producer's last records were still on their way to the followers, and
+// the drain ended before they were read (kafka-leader-move's acks-none
+// counted all 1,000 lost on a three-node cluster).
+func (k *Kafka) logEnds(ctx context.Context, topic string) (kadm.ListedOffsets, error) {
+	if k.cluster != nil {
+		return k.adm.ListEndOffsets(ctx, topic)
+	}
+	ps, err := k.freshPartitions(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -2 // debugging: the log end, not the high watermark
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	for _, p := range ps {
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = p.Partition, -1, -1
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, k.admin)
+	if err != nil {
+		return nil, fmt.Errorf("list the ends of %s: %w", topic, err)
+	}
+	out := kadm.ListedOffsets{}
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if out[rt.Topic] == nil {
+				out[rt.Topic] = map[int32]kadm.ListedOffset{}
+			}
+			out[rt.Topic][rp.Partition] = kadm.ListedOffset{Topic: rt.Topic, Partition: rp.Partition, Offset: rp.Offset, LeaderEpoch: rp.LeaderEpoch, Err: kerr.ErrorForCode(rp.ErrorCode)}
+		}
+	}
+	return out, nil
 }

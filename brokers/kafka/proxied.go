@@ -93,6 +93,8 @@ func (c proxiedDest) Apply(ctx context.Context, p brokers.Power) error {
 		// connection: on Kafka a commit lost on the wire costs a retry,
 		// and a broken connection makes the broker redeliver nothing.
 		c.ackLost = &ackLost{fires: p.Fires, lost: p.Lost}
+	case brokers.MoveLeaders:
+		c.moveLeadersOnCluster(p.Fires, p.Moved)
 	case brokers.JoinFailover:
 		if c.k.managed == nil || len(c.k.managed.c.Nodes) < 3 {
 			return fmt.Errorf("fault %s kills the node leading the variant's partitions: it needs mode: managed and brokers: 3", p.Fault)

@@ -31,6 +31,9 @@ type route struct {
 	mu     sync.Mutex
 	relays map[string]*netfault.Relay // the broker's host:port → its relay
 	closed bool
+	// watch, when set, is told of every connection of the route's
+	// clients as it opens and once it ended.
+	watch *connWatch
 	// The network faults on, for a relay started meanwhile: until when
 	// the route is dark or slow, and how slow.
 	darkUntil, slowUntil time.Time
@@ -73,7 +76,7 @@ func (r *route) relay(upstream string) (string, error) {
 	if rl, ok := r.relays[upstream]; ok {
 		return rl.Addr, nil
 	}
-	rl, err := netfault.NewRelay(upstream, r.fs.Conn)
+	rl, err := netfault.NewRelay(upstream, r.conn)
 	if err != nil {
 		return "", err
 	}
@@ -117,6 +120,28 @@ func (r *route) reset() {
 	for _, rl := range r.relays {
 		rl.Reset()
 	}
+}
+
+// conn makes the filters of one client connection (netfault.ConnFilters),
+// telling the watch of it.
+func (r *route) conn(remote net.Addr) (up, down netfault.Filter, closed func()) {
+	up, down, closed = r.fs.Conn(remote)
+	if w := r.watch; w != nil {
+		w.opened(remote)
+		inner := closed
+		closed = func() {
+			if inner != nil {
+				inner()
+			}
+			w.ended(remote)
+		}
+	}
+	return up, down, closed
+}
+
+// connWatch is told of a route's connections.
+type connWatch struct {
+	opened, ended func(remote net.Addr)
 }
 
 var errRouteClosed = errors.New("kafka: the run's relays are closed")

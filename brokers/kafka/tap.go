@@ -294,16 +294,8 @@ func (c *tapConn) response(frame []byte) error {
 	if !ok {
 		return nil
 	}
-	resp := kmsg.NewPtrFetchResponse()
-	resp.SetVersion(version)
-	body := frame[8:]
-	if resp.IsFlexible() {
-		if len(body) == 0 {
-			return nil
-		}
-		body = body[1:] // the header's empty tagged fields
-	}
-	if resp.ReadFrom(body) != nil {
+	resp, ok := readFetchResponse(frame, version)
+	if !ok {
 		return nil
 	}
 	for _, t := range resp.Topics {
@@ -319,6 +311,24 @@ func (c *tapConn) response(frame []byte) error {
 		}
 	}
 	return nil
+}
+
+// readFetchResponse reads a fetch response frame (size field included)
+// at its request's version.
+func readFetchResponse(frame []byte, version int16) (*kmsg.FetchResponse, bool) {
+	resp := kmsg.NewPtrFetchResponse()
+	resp.SetVersion(version)
+	body := frame[8:]
+	if resp.IsFlexible() {
+		if len(body) == 0 {
+			return nil, false
+		}
+		body = body[1:] // the header's empty tagged fields
+	}
+	if resp.ReadFrom(body) != nil {
+		return nil, false
+	}
+	return resp, true
 }
 
 // fetched decodes the records of a fetch response's partitions from the

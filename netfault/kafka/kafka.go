@@ -64,6 +64,12 @@ type Filters struct {
 	// to the rules of its key in order until one picks it; a produce
 	// request whose response LoseProduce loses is offered to none.
 	Rules []Rule
+	// Response, when set, is shown each response to a request the filter
+	// saw (the frame whole, size field included; h is its request's
+	// header) before it goes on; false withholds it and cuts the
+	// connection. It may block: nothing more reaches the client
+	// meanwhile.
+	Response func(remote net.Addr, h Header, frame []byte) bool
 	// Observe, when set, is shown every frame that passes or is withheld,
 	// as it leaves (or would have): requests, and the responses to
 	// requests the filter saw.
@@ -293,6 +299,9 @@ func (d *downFilter) response(out, f []byte) ([]byte, verdict) {
 		return append(out, f...), next
 	}
 	ev := Event{Header: p.h, Remote: d.c.remote, Response: true, Size: len(f)}
+	if !p.drop && d.c.fs.Response != nil && !d.c.fs.Response(d.c.remote, p.h, f) {
+		p.drop = true // withheld by the watcher
+	}
 	if p.drop {
 		if p.lost != nil {
 			d.c.fs.LoseProduce.Lost(p.lost)
