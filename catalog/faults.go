@@ -190,7 +190,7 @@ var Faults = []Fault{
 	},
 	{
 		Type:      BrokerRestart,
-		Doc:       "MQTT: the variant's managed Mosquitto is stopped (SIGTERM: it writes its persistence file when persistence is on) right after the broker confirmed the chosen intent, and started again on the same port and directory; clients reconnect. It keeps exactly what Mosquitto keeps. RabbitMQ: the managed single node writes its metadata (the queues declared) to disk, then is frozen (SIGSTOP) as the producer sends the chosen intent, so that publish is in flight and not stored, then killed (SIGKILL) and started again on the same ports and data directory; clients reconnect and declare their queue again. A transient queue comes back empty, a durable one without its transient messages; without confirms the producer never learns what was lost",
+		Doc:       "MQTT: the variant's managed Mosquitto is stopped (SIGTERM: it writes its persistence file when persistence is on) right after the broker confirmed the chosen intent, and started again on the same port and directory; clients reconnect. It keeps exactly what Mosquitto keeps. RabbitMQ: the managed single node writes its metadata (the queues declared) to disk, then is frozen (SIGSTOP) as the producer sends the chosen intent, so that publish is in flight and not stored, then killed (SIGKILL) and started again on the same ports and data directory; clients reconnect and declare their queue again. A transient queue comes back empty, a durable one without its transient messages; without confirms the producer never learns what was lost. Kafka: the node of a managed one-node Kafka is killed (SIGKILL) once the broker confirmed the chosen intent (with acks: none, once it was sent) and started again; what it confirmed survives in the page cache, the clients retry what the kill left unanswered",
 		Injection: "one broker restart",
 		Available: brokerRestartWhere,
 	},
@@ -281,8 +281,14 @@ func leaderFailoverWhere(w Where) string {
 
 // brokerRestartWhere says why a restart of a broker process dqbench
 // started cannot act elsewhere: a variant's managed Mosquitto, or the
-// node of a single-node managed RabbitMQ.
+// node of a single-node managed RabbitMQ or Kafka.
 func brokerRestartWhere(w Where) string {
+	if w.Broker == Kafka && w.Mode == Managed {
+		if s, ok := w.Settings.(*KafkaSettings); ok && s.Brokers == 3 {
+			return "it restarts the node of a one-node managed Kafka, which every variant's partitions are on; leave out brokers: 3 (leader-failover kills a node of three)"
+		}
+		return ""
+	}
 	if w.Broker == RabbitMQ && w.Mode == Managed {
 		if s, ok := w.Settings.(*RabbitMQSettings); ok && s.Nodes != 1 {
 			return "it restarts the node of a single-node managed RabbitMQ, which every variant's queue is on; add nodes: 1 to the broker"
@@ -290,7 +296,7 @@ func brokerRestartWhere(w Where) string {
 		return ""
 	}
 	if w.Broker != MQTT || w.Mode != Managed {
-		return "it restarts a broker process dqbench started; use broker kind: mqtt, mode: managed (the embedded mochi-mqtt keeps no sessions across a restart in this build) or kind: rabbitmq, mode: managed, nodes: 1"
+		return "it restarts a broker process dqbench started; use broker kind: mqtt, mode: managed (the embedded mochi-mqtt keeps no sessions across a restart in this build) or kind: rabbitmq, mode: managed, nodes: 1, or kind: kafka, mode: managed"
 	}
 	return ""
 }

@@ -197,3 +197,46 @@ variants:
 		t.Logf("%s: duplicates %d, redelivered %d, faults %d", v.Name, v.Counts.Duplicates, v.Counts.Redelivered, v.Counts.FaultsInjected)
 	}
 }
+
+// TestKafkaBrokerRestart kills the node of a managed one-node Kafka
+// (SIGKILL) twice, once the broker confirmed a chosen publish, and starts
+// it again: what it had confirmed is in the OS page cache, which outlives
+// the process, so nothing is lost, with acks: none either; the
+// idempotent producer's retries of what the kill left unanswered are
+// stored once.
+func TestKafkaBrokerRestart(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("a JVM restarted twice: not with -short or -race")
+	}
+	if _, err := cluster.FindInstall(); err != nil {
+		testenv.Unavailable(t, "%v", err)
+	}
+	res := passed(t, parse(t, `
+version: 1
+name: kafka-broker-restart
+seed: 1
+messages: 500
+deadline: 120s
+drain: 15s
+broker:
+  kind: kafka
+  mode: managed
+producer:
+  retries: 20
+faults:
+  - type: broker-restart
+    every: 250
+variants:
+  - name: idempotent
+    strategy: none
+    producer: {idempotent: true}
+    expect: {duplicates: 0, lost: 0, faults_injected: 2}
+  - name: acks-none
+    strategy: none
+    producer: {idempotent: false, acks: none}
+    expect: {lost: 0, faults_injected: 2}
+`))
+	for _, v := range res.Run.Variants {
+		t.Logf("%s: duplicates %d, lost %d, restarts %d", v.Name, v.Counts.Duplicates, v.Counts.Lost, v.Counts.FaultsInjected)
+	}
+}

@@ -70,6 +70,13 @@ func (f *failovers) join(fault string) {
 // stop meets the other destinations at round r and kills the leader once
 // for all of them (the first to arrive does it).
 func (f *failovers) stop(ctx context.Context, k *Kafka, r round, d *topicDest) (string, error) {
+	return f.once(ctx, r, d, func(first *topicDest) (string, error) { return f.kill(ctx, k, first) })
+}
+
+// once meets the other destinations at round r and acts once for all of
+// them: the first to arrive waits for the others, then acts (on the
+// destination that arrived first).
+func (f *failovers) once(ctx context.Context, r round, d *topicDest, act func(first *topicDest) (string, error)) (string, error) {
 	f.mu.Lock()
 	mt, ok := f.rounds[r]
 	first := !ok
@@ -81,7 +88,7 @@ func (f *failovers) stop(ctx context.Context, k *Kafka, r round, d *topicDest) (
 	f.mu.Unlock()
 	if first {
 		f.meet(ctx, r, mt)
-		mt.what, mt.err = f.kill(ctx, k, mt.dests[0])
+		mt.what, mt.err = act(mt.dests[0])
 		close(mt.done)
 	} else {
 		select {

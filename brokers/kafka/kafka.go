@@ -312,6 +312,9 @@ type topicDest struct {
 	ackLost *ackLost
 	// watch is a process variant's, on a real Kafka (relaywatch.go).
 	watch *relayWatch
+	// restart is broker-restart's, on a managed one-node Kafka
+	// (restart.go).
+	restart *restartRule
 }
 
 var _ brokers.Destination = (*topicDest)(nil)

@@ -23,7 +23,8 @@ type kafkaGoProducer struct {
 	w         *kafkago.Writer
 	transport *kafkago.Transport
 	noAck     bool
-	closing   context.Context // ends the writes still waiting at Close
+	confirmed func(intent int) // the destination's broker-restart
+	closing   context.Context  // ends the writes still waiting at Close
 	stop      context.CancelFunc
 	wg        sync.WaitGroup
 }
@@ -65,7 +66,7 @@ func (c *topicDest) kafkaGoProducer() (brokers.Producer, error) {
 		w.MaxAttempts = 1
 	}
 	closing, stop := context.WithCancel(context.Background())
-	return &kafkaGoProducer{w: w, transport: transport, noAck: acks == kafkago.RequireNone, closing: closing, stop: stop}, nil
+	return &kafkaGoProducer{w: w, transport: transport, noAck: acks == kafkago.RequireNone, confirmed: c.confirmed, closing: closing, stop: stop}, nil
 }
 
 // Publish writes m in its own goroutine: kafka-go's WriteMessages blocks
@@ -79,6 +80,9 @@ func (p *kafkaGoProducer) Publish(ctx context.Context, m brokers.Message, done f
 		defer cancel()
 		defer context.AfterFunc(p.closing, cancel)()
 		err := p.w.WriteMessages(wctx, kafkago.Message{Key: []byte(m.Key), Value: m.Body})
+		if err == nil { // confirmed, or with acks none sent
+			p.confirmed(m.Intent)
+		}
 		if err == nil && p.noAck {
 			err = brokers.ErrUnconfirmed
 		}

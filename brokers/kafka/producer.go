@@ -19,7 +19,7 @@ func (c *topicDest) Producer(ctx context.Context) (brokers.Producer, error) {
 	if c.settings.Client == catalog.KafkaGo {
 		return c.kafkaGoProducer()
 	}
-	p := &producer{opts: c.producerOpts(), noAck: c.spec.Acks == catalog.AcksNone, crash: c.crash}
+	p := &producer{opts: c.producerOpts(), noAck: c.spec.Acks == catalog.AcksNone, crash: c.crash, confirmed: c.confirmed}
 	if id := c.settings.TransactionalID; id != "" {
 		// Namespaced by the variant's topic, so variants with the same
 		// transactional_id do not fence each other.
@@ -88,6 +88,10 @@ type producer struct {
 	mu      sync.Mutex
 	gen     *generation
 	closing sync.WaitGroup // killed clients still closing
+
+	// confirmed is told of each publish the broker confirmed, or, with
+	// acks none, that the client sent (the destination's broker-restart).
+	confirmed func(intent int)
 
 	txq    chan pending // nil unless transactional
 	txDone chan struct{}
@@ -207,7 +211,12 @@ func (p *producer) Publish(ctx context.Context, m brokers.Message, done func(err
 		done(err)
 		return
 	}
-	g.cl.Produce(ctx, record(m), func(_ *kgo.Record, err error) { done(p.outcome(g, err)) })
+	g.cl.Produce(ctx, record(m), func(_ *kgo.Record, err error) {
+		if err == nil { // confirmed, or with acks none sent
+			p.confirmed(m.Intent)
+		}
+		done(p.outcome(g, err))
+	})
 }
 
 func record(m brokers.Message) *kgo.Record {
@@ -291,7 +300,11 @@ func (p *producer) commit(ctx context.Context, batch []pending) {
 		case end == kgo.TryAbort:
 			err = errAborted
 		}
-		x.done(p.outcome(g, err))
+		err = p.outcome(g, err)
+		if err == nil {
+			p.confirmed(x.m.Intent)
+		}
+		x.done(err)
 	}
 }
 

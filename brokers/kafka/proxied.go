@@ -93,6 +93,8 @@ func (c proxiedDest) Apply(ctx context.Context, p brokers.Power) error {
 		// connection: on Kafka a commit lost on the wire costs a retry,
 		// and a broken connection makes the broker redeliver nothing.
 		c.ackLost = &ackLost{fires: p.Fires, lost: p.Lost}
+	case brokers.RestartAfter:
+		return c.restartAfter(p)
 	case brokers.MoveLeaders:
 		c.moveLeadersOnCluster(p.Fires, p.Moved)
 	case brokers.JoinFailover:
