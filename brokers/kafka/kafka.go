@@ -810,27 +810,38 @@ func (k *Kafka) logEnds(ctx context.Context, topic string) (kadm.ListedOffsets, 
 	if err != nil {
 		return nil, err
 	}
-	req := kmsg.NewPtrListOffsetsRequest()
-	req.ReplicaID = -2 // debugging: the log end, not the high watermark
-	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = topic
+	// Each partition's own leader is asked: any replica answers a
+	// debugging request, and a follower's end may be one it is about to
+	// truncate (after a failover, the old leader's records it fetched and
+	// the new leader lacks), which the consumers will never read. kgo
+	// would route by its cached metadata, a leader maybe gone.
+	byLeader := map[int32][]int32{}
 	for _, p := range ps {
-		rp := kmsg.NewListOffsetsRequestTopicPartition()
-		rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = p.Partition, -1, -1
-		rt.Partitions = append(rt.Partitions, rp)
+		if p.Leader < 0 {
+			return nil, fmt.Errorf("list the ends of %s: partition %d has no leader", topic, p.Partition)
+		}
+		byLeader[p.Leader] = append(byLeader[p.Leader], p.Partition)
 	}
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, k.admin)
-	if err != nil {
-		return nil, fmt.Errorf("list the ends of %s: %w", topic, err)
-	}
-	out := kadm.ListedOffsets{}
-	for _, rt := range resp.Topics {
-		for _, rp := range rt.Partitions {
-			if out[rt.Topic] == nil {
-				out[rt.Topic] = map[int32]kadm.ListedOffset{}
+	out := kadm.ListedOffsets{topic: {}}
+	for leader, partitions := range byLeader {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.ReplicaID = -2 // debugging: the log end, not the high watermark
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = topic
+		for _, p := range partitions {
+			rp := kmsg.NewListOffsetsRequestTopicPartition()
+			rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = p, -1, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, k.admin.Broker(int(leader)))
+		if err != nil {
+			return nil, fmt.Errorf("list the ends of %s at node %d: %w", topic, leader, err)
+		}
+		for _, rt := range resp.Topics {
+			for _, rp := range rt.Partitions {
+				out[topic][rp.Partition] = kadm.ListedOffset{Topic: topic, Partition: rp.Partition, Offset: rp.Offset, LeaderEpoch: rp.LeaderEpoch, Err: kerr.ErrorForCode(rp.ErrorCode)}
 			}
-			out[rt.Topic][rp.Partition] = kadm.ListedOffset{Topic: rt.Topic, Partition: rp.Partition, Offset: rp.Offset, LeaderEpoch: rp.LeaderEpoch, Err: kerr.ErrorForCode(rp.ErrorCode)}
 		}
 	}
 	return out, nil
