@@ -494,14 +494,21 @@ func (c *Cluster) ctl(ctx context.Context, in install, as runAs, i int, tool str
 }
 
 // join makes node i, its app stopped, a member of node 1's cluster and
-// starts its app; a failed attempt is reset and tried once more.
+// starts its app; a failed attempt is reset and tried again, twice, a
+// second later each time: on a loaded machine join_cluster was once
+// refused twice ("Mnesia is still running") after stop_app had returned.
 func (c *Cluster) join(ctx context.Context, in install, as runAs, i int) error {
 	steps := [][]string{{"join_cluster", c.Nodes[0].Name}, {"start_app"}}
 	var err error
-	for attempt := range 2 {
+	for attempt := range 3 {
 		if attempt > 0 {
 			for _, args := range [][]string{{"stop_app"}, {"reset"}} {
 				_, _ = c.ctl(ctx, in, as, i, "rabbitmqctl", args...)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Duration(attempt) * time.Second):
 			}
 		}
 		err = nil
