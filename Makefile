@@ -14,6 +14,8 @@ EVIDENCE_WORK ?= 150us
 MQTT_BENCH_INTENTS ?= 5000
 # the crash-recovery row: runs with and without a consumer crash every 50 intents
 CRASH_BENCH_INTENTS ?= 5000
+# the real-Kafka rows (a one-node Apache Kafka from dqbench's jar cache, skipped without them): the raw loop commits each record synchronously, 0.3-0.6 ms each, so fewer intents; both rows take about a minute
+REAL_KAFKA_BENCH_INTENTS ?= 5000
 # the PostgreSQL rows of make bench and make bench-strategies (skipped when unreachable)
 BENCH_POSTGRES ?= postgres://postgres@127.0.0.1:5432/test
 STRATEGY_INTENTS ?= 5000
@@ -56,7 +58,7 @@ lint: ## gofmt, go vet
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet $(PKGS)
 
-bench: ## pipeline vs raw kgo loop on SQLite, then on PostgreSQL: median ratio of interleaved pairs, tx and commit bounds; then the transactional stage vs a raw kgo GroupTransactSession loop; then RabbitMQ vs a raw amqp091-go loop when it answers; then MQTT QoS 1 on mochi-mqtt vs a raw paho loop; then NATS JetStream on the embedded nats-server vs a raw nats.go loop; then the cost of one consumer crash on embedded Kafka. Each prints a Markdown table (median, min, max, date, load) for the README
+bench: ## pipeline vs raw kgo loop on SQLite, then on PostgreSQL: median ratio of interleaved pairs, tx and commit bounds; then the transactional stage vs a raw kgo GroupTransactSession loop; then RabbitMQ vs a raw amqp091-go loop when it answers; then MQTT QoS 1 on mochi-mqtt vs a raw paho loop; then NATS JetStream on the embedded nats-server vs a raw nats.go loop; then the cost of one consumer crash on embedded Kafka; then, on a one-node Apache Kafka (make kafka-jars), the pipeline vs a raw kgo loop and the cost of one consumer crash. Each prints a Markdown table (median, min, max, date, load) for the README
 	$(GO) test -run '^$$' -bench PipelineVsRaw -benchtime 1x -timeout 60m ./bench/ \
 		-args -bench.intents=$(BENCH_INTENTS) -bench.pairs=$(BENCH_PAIRS) -bench.store=sqlite
 	$(GO) test -run '^$$' -bench PipelineVsRaw -benchtime 1x -timeout 60m ./bench/ \
@@ -71,6 +73,8 @@ bench: ## pipeline vs raw kgo loop on SQLite, then on PostgreSQL: median ratio o
 		-args -bench.intents=$(BENCH_INTENTS) -bench.pairs=$(BENCH_PAIRS)
 	$(GO) test -run '^$$' -bench CrashRecovery -benchtime 1x -timeout 60m ./bench/ \
 		-args -bench.intents=$(CRASH_BENCH_INTENTS) -bench.pairs=$(BENCH_PAIRS)
+	$(GO) test -run '^$$' -bench 'ManagedKafka(VsRaw|Crash)' -benchtime 1x -timeout 60m ./bench/ \
+		-args -bench.intents=$(REAL_KAFKA_BENCH_INTENTS) -bench.pairs=$(BENCH_PAIRS) -bench.store=sqlite
 
 bench-strategies: ## each strategy's intents/s on SQLite and PostgreSQL, through the whole pipeline
 	$(GO) test -run '^$$' -bench Strategies -benchtime 1x -timeout 60m ./bench/ \

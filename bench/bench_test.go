@@ -32,25 +32,29 @@ func seq() int64 { return seqN.Add(1) }
 
 // pipelineScenario is the quickstart's broker, producer and consumer
 // settings with no faults and one dedup-table variant, so both sides do the
-// same work per intent.
+// same work per intent; %[2]s is the broker (embeddedKafka, or a real
+// Kafka's realKafka).
 const pipelineScenario = `
 version: 1
 name: bench
-messages: %d
+messages: %[1]d
 deadline: 60m
 drain: 30s
-broker: {kind: kafka, mode: embedded}
-store: %s
+broker: %[2]s
+store: %[3]s
 producer: {idempotent: true, acks: all, window: 256}
 consumer: {instances: 1, ack: after-process, prefetch: 100}
 variants:
   - {name: dedup-table, strategy: dedup-table}
 `
 
-// runPipeline runs dqbench's pipeline on n intents. It is the only code here
-// that knows the runner's API.
-func runPipeline(n int) (time.Duration, error) {
-	return runScenario("bench.yaml", fmt.Appendf(nil, pipelineScenario, n, *storeRef), n)
+// embeddedKafka is the broker of the embedded-Kafka rows: a fresh kfake
+// per run.
+const embeddedKafka = "{kind: kafka, mode: embedded}"
+
+// runPipeline runs dqbench's pipeline on n intents on broker.
+func runPipeline(broker string, n int) (time.Duration, error) {
+	return runScenario("bench.yaml", fmt.Appendf(nil, pipelineScenario, n, broker, *storeRef), n)
 }
 
 // runScenario runs dqbench's pipeline on a one-variant scenario of n
@@ -118,7 +122,7 @@ func BenchmarkPipelineVsRaw(b *testing.B) {
 	for i := range *pairs {
 		p := pair{pipelineFirst: i%2 == 0}
 		sides := []func() error{
-			func() (err error) { p.pipe, err = runPipeline(n); return err },
+			func() (err error) { p.pipe, err = runPipeline(embeddedKafka, n); return err },
 			func() error { d, err := timed(func() error { return runRaw(n) }); p.raw = d; return err },
 		}
 		refs := []func() error{

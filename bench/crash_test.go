@@ -19,33 +19,33 @@ import (
 const crashEvery = 50
 
 // crashScenario is pipelineScenario with the consumer killed after the
-// effect and before the commit every crashEvery intents (%s: the faults,
-// empty for the run without).
+// effect and before the commit every crashEvery intents (%[3]s: the
+// faults, empty for the run without) on broker %[2]s.
 const crashScenario = `
 version: 1
 name: bench-crash
-messages: %d
+messages: %[1]d
 deadline: 60m
 drain: 30s
-broker: {kind: kafka, mode: embedded}
+broker: %[2]s
 store: sqlite
 producer: {idempotent: true, acks: all, window: 256}
 consumer: {instances: 1, ack: after-process, prefetch: 100}
-%s
+%[3]s
 variants:
   - {name: dedup-table, strategy: dedup-table}
 `
 
-// runCrashes runs crashScenario with or without its crashes and returns
-// the run's time, how many crashes it had and, from the history, each
-// crash's stall (stalls). Every intent must be applied exactly once either
-// way.
-func runCrashes(n int, crashes bool) (time.Duration, int, []time.Duration, error) {
+// runCrashes runs crashScenario on broker with or without its crashes and
+// returns the run's time, how many crashes it had and, from the history,
+// each crash's stall (stalls). Every intent must be applied exactly once
+// either way.
+func runCrashes(broker string, n int, crashes bool) (time.Duration, int, []time.Duration, error) {
 	faults := ""
 	if crashes {
 		faults = fmt.Sprintf("faults: [{type: consumer-crash, at: after-effect-before-ack, every: %d}]", crashEvery)
 	}
-	s, err := scenario.Parse("bench-crash.yaml", fmt.Appendf(nil, crashScenario, n, faults))
+	s, err := scenario.Parse("bench-crash.yaml", fmt.Appendf(nil, crashScenario, n, broker, faults))
 	if err != nil {
 		return 0, 0, nil, err
 	}
@@ -113,17 +113,23 @@ func stalls(r io.Reader) ([]time.Duration, error) {
 // group and fetches from the last commit) and the redelivered records. It
 // ignores b.N; run it with -benchtime 1x ("make bench").
 func BenchmarkCrashRecovery(b *testing.B) {
+	crashRecovery(b, "Crash recovery on embedded Kafka", embeddedKafka, "")
+}
+
+// crashRecovery measures and prints the crash-recovery table of broker;
+// where says more of the broker in the table's setup line.
+func crashRecovery(b *testing.B, title, broker, where string) {
 	n := *intents
-	t := newTable("Crash recovery on embedded Kafka",
-		fmt.Sprintf("%d interleaved pairs of %d intents on SQLite, one `dedup-table` variant, with and without a consumer crash every %d intents (after the effect, before the commit); the stall of a crash is the time from the fault to the replacement's first delivery, read from the history (the run's median); the run time per crash is the difference in run time divided by the crashes (noisier: it carries the run-to-run spread).", *pairs, n, crashEvery))
+	t := newTable(title,
+		fmt.Sprintf("%d interleaved pairs of %d intents on SQLite%s, one `dedup-table` variant, with and without a consumer crash every %d intents (after the effect, before the commit); the stall of a crash is the time from the fault to the replacement's first delivery, read from the history (the run's median); the run time per crash is the difference in run time divided by the crashes (noisier: it carries the run-to-run spread).", *pairs, n, where, crashEvery))
 	var perCrash, stall, withRate, withoutRate []float64
 	for i := range *pairs {
 		var with, without time.Duration
 		var crashes int
 		var st []time.Duration
 		sides := []func() error{
-			func() (err error) { with, crashes, st, err = runCrashes(n, true); return err },
-			func() (err error) { without, _, _, err = runCrashes(n, false); return err },
+			func() (err error) { with, crashes, st, err = runCrashes(broker, n, true); return err },
+			func() (err error) { without, _, _, err = runCrashes(broker, n, false); return err },
 		}
 		if i%2 == 1 {
 			sides[0], sides[1] = sides[1], sides[0]

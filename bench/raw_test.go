@@ -93,10 +93,10 @@ func startBroker(ctx context.Context) (*kfake.Cluster, []string, error) {
 	return c, seeds, nil
 }
 
-// produceAll publishes intents 1..n, keyed by intent id, and waits for every
-// confirm.
-func produceAll(ctx context.Context, seeds []string, n int) error {
-	p, err := kgo.NewClient(producerOpts(seeds)...)
+// produceAll publishes intents 1..n, keyed by intent id, with a client of
+// opts (producerOpts), and waits for every confirm.
+func produceAll(ctx context.Context, opts []kgo.Opt, n int) error {
+	p, err := kgo.NewClient(opts...)
 	if err != nil {
 		return err
 	}
@@ -244,37 +244,46 @@ func openRawStore(ctx context.Context, dir, name string) (rawStore, error) {
 }
 
 // runRaw is the hand-written pipeline: a fresh kfake cluster and a fresh
-// store (a SQLite file in a new temporary directory, or a PostgreSQL schema), a producer publishing intents
-// 1..n while a group consumer runs the per-message transaction and then
-// commits that record synchronously. Everything it starts is stopped and
-// removed before it returns, as runner.Run does, so timing a call times the
-// same fixed costs.
-func runRaw(n int) (err error) {
+// store (a SQLite file in a new temporary directory, or a PostgreSQL
+// schema), a producer publishing intents 1..n while a group consumer runs
+// the per-message transaction and then commits that record synchronously.
+// Everything it starts is stopped and removed before it returns, as
+// runner.Run does, so timing a call times the same fixed costs.
+func runRaw(n int) error {
 	ctx := context.Background()
-	dir, cleanup, err := tempDir()
-	if err != nil {
-		return err
-	}
-	defer cleanup()
 	c, seeds, err := startBroker(ctx)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	return rawLoop(ctx, producerOpts(seeds), consumerOpts(seeds), n)
+}
+
+// rawLoop is the loop of runRaw on a topic that exists: a fresh store, a
+// producer client of prod publishing intents 1..n while a group consumer
+// of cons runs the per-message transaction and then commits that record
+// synchronously. It returns once the consumer has left the group and the
+// store is removed.
+func rawLoop(ctx context.Context, prod, cons []kgo.Opt, n int) (err error) {
+	dir, cleanup, err := tempDir()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
 	st, err := openRawStore(ctx, dir, "raw.db")
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, st.Close()) }()
-	cons, err := kgo.NewClient(consumerOpts(seeds)...)
+	cl, err := kgo.NewClient(cons...)
 	if err != nil {
 		return err
 	}
-	defer cons.Close() // leaves the group, as the pipeline's consumer does
+	defer cl.Close() // leaves the group, as the pipeline's consumer does
 
 	produced := make(chan error, 1)
-	go func() { produced <- produceAll(ctx, seeds, n) }()
-	applied, err := consumeApply(ctx, cons, st, n)
+	go func() { produced <- produceAll(ctx, prod, n) }()
+	applied, err := consumeApply(ctx, cl, st, n)
 	if err != nil {
 		return err
 	}
@@ -349,7 +358,7 @@ func timeCommitLoop(n int) (time.Duration, error) {
 		return 0, err
 	}
 	defer c.Close()
-	if err := produceAll(ctx, seeds, n); err != nil {
+	if err := produceAll(ctx, producerOpts(seeds), n); err != nil {
 		return 0, err
 	}
 	cons, err := kgo.NewClient(consumerOpts(seeds)...)

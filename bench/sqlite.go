@@ -1,7 +1,9 @@
 // Package bench measures dqbench's pipeline against the loop it wraps: a
 // hand-written kgo produce→consume loop on the same embedded broker doing
 // the same per-message SQLite transaction and per-record commit, plus the
-// two costs that bound both (the bare transaction and the bare commit).
+// two costs that bound both (the bare transaction and the bare commit);
+// and the same on a one-node Apache Kafka (realkafka_test.go), where the
+// rows are skipped without Kafka's jars.
 // Run it with "make bench"; "make bench-scale" (./bench/scale) measures how
 // the dqbench binary scales with the number of intents.
 package bench

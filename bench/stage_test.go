@@ -101,7 +101,7 @@ func runRawStage(n int) (err error) {
 	stageCtx, stopStage := context.WithCancel(ctx)
 	defer stopStage()
 	produced := make(chan error, 1)
-	go func() { produced <- produceAll(ctx, seeds, n) }()
+	go func() { produced <- produceAll(ctx, producerOpts(seeds), n) }()
 	staged := make(chan error, 1)
 	go func() { staged <- stageLoop(stageCtx, sess) }()
 
