@@ -203,6 +203,7 @@ func (r *variantRun) ackBatch(ctx context.Context, c *recording.Consumer, ds []b
 	for _, d := range ds {
 		r.progress.Consumed.Add(1)
 		r.flow.reached(d.Intent, doneAck)
+		r.handBack.settled(d.Intent)
 	}
 	r.progress.heardFrom(r.start)
 	return nil

@@ -482,6 +482,7 @@ func (r *variantRun) ack(ctx context.Context, c *recording.Consumer, d brokers.D
 	r.progress.Consumed.Add(1)
 	r.progress.heardFrom(r.start)
 	r.flow.reached(d.Intent, doneAck)
+	r.handBack.settled(d.Intent)
 	return nil
 }
 

@@ -226,6 +226,16 @@ func (h *handBacks) delivered(intent int) {
 	}
 }
 
+// settled notes that a delivery of intent was acked: the broker holds it
+// no more, whatever an earlier failure handed back (a transient failure
+// requeued it, and it succeeded since), so it is neither pending nor
+// looping.
+func (h *handBacks) settled(intent int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.handed, intent)
+}
+
 // pending reports whether a failed delivery was handed back and not seen
 // in the dead-letter queue (or again) since: requeued, or rejected and on
 // its way to its target queue (or back from it). The broker moves such a
