@@ -44,6 +44,21 @@ type Progress struct {
 	// heard is when the broker last answered (a confirm, a delivery, an
 	// ack), in nanoseconds since the run's start.
 	heard atomic.Int64
+	// lastFault is the fault injected last, and when.
+	lastFault atomic.Pointer[firedFault]
+}
+
+// firedFault is a fault injection: the fault's name and when, since the
+// run's start.
+type firedFault struct {
+	name string
+	at   time.Duration
+}
+
+// fired notes that fault name was injected.
+func (p *Progress) fired(start time.Time, name string) {
+	p.Faults.Add(1)
+	p.lastFault.Store(&firedFault{name: name, at: time.Since(start)})
 }
 
 // heardFrom notes that the broker answered.
@@ -203,12 +218,24 @@ func cutShort(cause error, deadline time.Duration, start time.Time, progress *Pr
 	if !errors.Is(cause, ErrDeadline) {
 		return err
 	}
-	silent := time.Since(start) - time.Duration(progress.heard.Load())
+	heard := time.Duration(progress.heard.Load())
+	silent := time.Since(start) - heard
 	if silent > 2*time.Second && progress.Published.Load() < progress.Total.Load() || silent > 5*time.Second {
+		if f := progress.lastFault.Load(); f != nil && f.at >= heard-faultSilenceMargin {
+			// The silence began with a fault of the run's own: name it
+			// rather than blame the broker.
+			return fmt.Errorf("%w; nothing was confirmed, delivered or acked in the last %s, since fault %s was injected (at %s): the fault's doing (a partition longer than what was left of the run, a stalled consumer), not the broker's; shorten the fault or raise deadline",
+				err, silent.Round(100*time.Millisecond), f.name, f.at.Round(time.Millisecond))
+		}
 		return fmt.Errorf("%w; the broker stopped answering: nothing was confirmed, delivered or acked in the last %s", err, silent.Round(100*time.Millisecond))
 	}
 	return fmt.Errorf("%w; raise deadline in the scenario or --timeout", err)
 }
+
+// faultSilenceMargin: a fault injected this long before the broker was
+// last heard from still counts as what began the silence (the last ack
+// may be recorded just after the fault that follows it).
+const faultSilenceMargin = 100 * time.Millisecond
 
 // endCause says why ctx ended, if the run was cut short: the caller's
 // cancellation or the run's deadline.

@@ -172,7 +172,7 @@ func (r *variantRun) closeDestination(ctx context.Context, dest brokers.Destinat
 func (r *variantRun) arm(dest brokers.Destination) error {
 	st, _ := catalog.LookupStrategy(r.v.Strategy)
 	env := faults.Env{Dest: dest, Strategy: st, Consumer: &r.consumerFaults, Kills: r.kills, Fired: func(e history.Event) {
-		r.progress.Faults.Add(1)
+		r.progress.fired(r.start, e.Fault)
 		r.rec.Record(e)
 	}}
 	if r.stage != nil {
