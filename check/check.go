@@ -488,8 +488,12 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	}
 	if t.starved() {
 		c.Starved = waiting[LostUndelivered] + waiting[LostUnconfirmed]
+	}
+	if c.Starved > 0 {
 		notes = append(notes, fmt.Sprintf("%d intents were starved: never delivered while %d poison messages looped ahead of them (each delivery fails and is requeued at the head of the queue, with no delivery limit, so the consumers' prefetch holds only them); still on the broker, not lost. Set a delivery limit, reject permanent failures, or raise the prefetch",
 			c.Starved, len(t.drain.Intents)))
+	}
+	if t.starved() {
 		waiting = nil
 	}
 	if n := waiting[LostUndelivered]; n > 0 {

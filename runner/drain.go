@@ -95,11 +95,18 @@ func (r *variantRun) drain(ctx context.Context, dest brokers.Destination, consEr
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	last, lastChange := r.flow.progressed.Load(), time.Now()
-	var backlog int64
+	// least is the smallest backlog sampled since the last progress: a
+	// broker's count may be high for a moment and is never low (a
+	// RabbitMQ requeue in motion counts as ready), so one sample could
+	// count a looping message twice and take the drain for starved.
+	var backlog, least int64 = 0, -1
 	for {
 		n, berr := dest.Backlog(ctx)
 		if berr == nil {
 			backlog = n
+			if least < 0 || n < least {
+				least = n
+			}
 			if n == 0 && r.flow.idle() && !r.handBack.pending() {
 				// Checked again after the in-flight count: a delivery
 				// that finished in between may have been the last.
@@ -109,8 +116,11 @@ func (r *variantRun) drain(ctx context.Context, dest brokers.Destination, consEr
 			}
 		}
 		if now := r.flow.progressed.Load(); now != last {
-			last, lastChange = now, time.Now()
+			last, lastChange, least = now, time.Now(), -1
 		} else if time.Since(lastChange) >= idle {
+			if least >= 0 {
+				backlog = least
+			}
 			return r.gaveUp(backlog, berr, idle), nil
 		}
 		select {
