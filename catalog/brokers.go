@@ -124,18 +124,34 @@ func setIfNonZero[T comparable](p *T, v T) {
 	}
 }
 
-// HostPort checks a host:port address (Kafka's bootstrap servers).
+// HostPort checks a host:port address (Kafka's bootstrap servers): a host
+// with no space in it, and a port from 1 to 65535, what a dial would only
+// find out later.
 func HostPort(a string) error {
-	if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+	host, port, err := net.SplitHostPort(a)
+	switch {
+	case err != nil || port == "":
 		return errors.New("not host:port")
+	case host == "":
+		return errors.New("not host:port: no host")
+	case strings.ContainsAny(host, " \t"):
+		return fmt.Errorf("not host:port: the host %q has a space in it", host)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("not host:port: port %s is not from 1 to 65535", port)
 	}
 	return nil
 }
 
-// AMQPURL checks an amqp:// or amqps:// URL with a host (RabbitMQ).
+// AMQPURL checks an amqp:// URL with a host (RabbitMQ). amqps:// (TLS)
+// is refused here rather than when the run dials it: dqbench's clients do
+// not speak TLS yet.
 func AMQPURL(a string) error {
 	u, err := url.Parse(a)
-	if err != nil || (u.Scheme != "amqp" && u.Scheme != "amqps") {
+	if err == nil && u.Scheme == "amqps" {
+		return errors.New("amqps:// (TLS), which dqbench does not support yet; use amqp:// to a listener without TLS")
+	}
+	if err != nil || u.Scheme != "amqp" {
 		return errors.New("not an AMQP URL (amqp://USER:PASSWORD@HOST:PORT/VHOST)")
 	}
 	if err := HostAndPort(u, false); err != nil {

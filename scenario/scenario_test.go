@@ -90,8 +90,8 @@ var fixtures = []fixture{
 		`8:5: faults[0].at: produce-response-lost takes no at (only ` + strings.Join(new(Fault).ParamOwners("at"), ", ") + ` does); remove it`,
 	}},
 	{"invalid/urls-out-of-range.yaml", []string{
-		`6:15: broker.addresses[0]: "amqps://u:***@127.0.0.1:99999/" is not an AMQP URL (amqp://USER:PASSWORD@HOST:PORT/VHOST): port 99999 is not from 1 to 65535 (e.g. "amqp://guest:guest@127.0.0.1:5672/")`,
-		`6:47: broker.addresses[1]: "amqp://u:***@:5672/" is not an AMQP URL (amqp://USER:PASSWORD@HOST:PORT/VHOST): no host (e.g. "amqp://guest:guest@127.0.0.1:5672/")`,
+		`6:15: broker.addresses[0]: "amqp://u:***@127.0.0.1:99999/" is not an AMQP URL (amqp://USER:PASSWORD@HOST:PORT/VHOST): port 99999 is not from 1 to 65535 (e.g. "amqp://guest:guest@127.0.0.1:5672/")`,
+		`6:46: broker.addresses[1]: "amqp://u:***@:5672/" is not an AMQP URL (amqp://USER:PASSWORD@HOST:PORT/VHOST): no host (e.g. "amqp://guest:guest@127.0.0.1:5672/")`,
 		`7:8: redis: "redis://127.0.0.1:99999": must be a redis://HOST:PORT URL (port 99999 is not from 1 to 65535), e.g. redis://127.0.0.1:6379`,
 	}},
 	{"invalid/ack-lost-mqtt-params-on-rabbitmq.yaml", []string{
@@ -139,6 +139,15 @@ var fixtures = []fixture{
 	}},
 	{"invalid/external-without-addresses.yaml", []string{
 		`5:9: broker: mode external needs addresses`,
+	}},
+	// Values a dial would only refuse at run time (#41, item 3).
+	{"invalid/runtime-only-addresses.yaml", []string{
+		`3:51: broker.addresses[0]: "127.0.0.1:0" is not host:port: port 0 is not from 1 to 65535`,
+		`3:66: broker.addresses[1]: "127.0.0.1:65536" is not host:port: port 65536 is not from 1 to 65535`,
+		`3:85: broker.addresses[2]: "bad host:9092" is not host:port: the host "bad host" has a space in it`,
+	}},
+	{"invalid/amqps.yaml", []string{
+		`3:38: broker.addresses[0]: "amqps://guest:***@127.0.0.1:5671/" is amqps:// (TLS), which dqbench does not support yet`,
 	}},
 	{"invalid/leader-move-one-node.yaml", []string{
 		`5:11: faults[0]: leader-move cannot act here: it hands each partition's leadership to another replica, and a one-node cluster has none; add brokers: 3 to the broker`,
