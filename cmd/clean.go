@@ -2,9 +2,12 @@ package cmd
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -41,16 +44,38 @@ const (
 )
 
 // sweepBeforeRun is the sweep each run does first: it says what it
-// removed, and in one line how many it could not (the next dqbench clean
-// says which and why), so that an orphan on a server gone for good does
-// not fill every run's output.
+// removed, and, in one line that fits an 80-column terminal, how many it
+// could not (dqbench clean says which and why) — once: not again while
+// the same resources stay unremovable, so that an orphan on a server gone
+// for good does not fill every run's output ("dqbench clean --forget"
+// drops them).
 func sweepBeforeRun(ctx context.Context, w io.Writer) {
 	ctx, cancel := context.WithTimeout(ctx, runSweepBudget)
 	defer cancel()
 	n := sweepWithin(ctx, w, io.Discard)
-	if n > 0 {
-		fmt.Fprintf(w, "%d resources left by killed dqbench runs could not be removed; \"dqbench clean\" says which and why\n", n)
+	if n == 0 || w == io.Discard {
+		return // nothing to tell, or nobody to tell it to (--quiet)
 	}
+	left := fmt.Sprint(n)
+	for _, e := range leftover.Orphans() {
+		left += "\n" + e.String()
+	}
+	if !toldNew(left) {
+		return
+	}
+	fmt.Fprintf(w, "%d leftovers of killed runs could not be removed: see dqbench clean\n", n)
+}
+
+// toldNew reports whether the unremovable leftovers listed in what differ
+// from those a run told of last, and notes them as told.
+func toldNew(what string) bool {
+	sum := sha256.Sum256([]byte(what))
+	mark := filepath.Join(leftover.LedgerDir(), "told")
+	if b, err := os.ReadFile(mark); err == nil && string(b) == hex.EncodeToString(sum[:]) {
+		return false
+	}
+	_ = os.WriteFile(mark, []byte(hex.EncodeToString(sum[:])), 0o600)
+	return true
 }
 
 // sweep removes what killed dqbench processes left (their ledgers'
@@ -110,7 +135,7 @@ var managedSweeps = []struct {
 }
 
 func newCleanCmd(s Streams) *cobra.Command {
-	var dryRun bool
+	var dryRun, forget bool
 	c := &cobra.Command{
 		Use:   "clean",
 		Short: "Remove what killed dqbench runs left behind",
@@ -126,10 +151,16 @@ and deletes the ledger when it has removed everything; a ledger whose
 process is gone is a killed run's. Each run also does this before it
 starts, so clean is for when you want it now. Nothing of a running dqbench
 is touched.`,
-		Example: "  dqbench clean\n  dqbench clean --dry-run",
+		Example: "  dqbench clean\n  dqbench clean --dry-run\n  dqbench clean --forget   # after it: stop trying what cannot be removed",
 		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			n := sweep(c.Context(), s.Out, dryRun)
+			if n > 0 && forget && !dryRun {
+				for _, e := range leftover.ForgetOrphans() {
+					fmt.Fprintf(s.Out, "forgot %s: remove it yourself if it still exists\n", e)
+				}
+				return nil
+			}
 			if n > 0 {
 				return withCode(ExitIncomplete, fmt.Errorf("%d resources could not be removed (see above)", n))
 			}
@@ -137,6 +168,7 @@ is touched.`,
 		},
 	}
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "list what would be removed, remove nothing")
+	c.Flags().BoolVar(&forget, "forget", false, "after the sweep, forget what could not be removed (on a server gone for good): no run tries it again or mentions it")
 	return c
 }
 

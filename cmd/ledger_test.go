@@ -22,8 +22,10 @@ func TestMain(m *testing.M) {
 }
 
 // TestSweepBeforeRunIsOneLine: what a killed run left on a server that no
-// longer answers cannot be removed; each run says so in one line, pointing
-// at dqbench clean, which says which and why; --quiet says nothing.
+// longer answers cannot be removed; a run says so in one line of at most
+// 80 columns, pointing at dqbench clean, which says which and why, and
+// the next runs say nothing more of it; --quiet says nothing; clean
+// --forget drops it.
 func TestSweepBeforeRunIsOneLine(t *testing.T) {
 	t.Setenv("DQBENCH_LEDGER_DIR", t.TempDir())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -38,15 +40,26 @@ func TestSweepBeforeRunIsOneLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	cli, _ := scenarioFiles(t)
-	r := run(t, nil, "run", cli)
-	if want := "1 resources left by killed dqbench runs could not be removed; \"dqbench clean\" says which and why\n"; !strings.Contains(r.err, want) || strings.Contains(r.err, "connection refused") {
-		t.Errorf("run's stderr:\n%s\nwant the one line %q and no detail", r.err, want)
-	}
+	const want = "1 leftovers of killed runs could not be removed: see dqbench clean\n"
 	if q := run(t, nil, "run", cli, "--quiet"); q.err != "" {
 		t.Errorf("--quiet printed %q", q.err)
+	}
+	r := run(t, nil, "run", cli)
+	if !strings.Contains(r.err, want) || strings.Contains(r.err, "connection refused") || len(want) > 80 {
+		t.Errorf("run's stderr:\n%s\nwant the one line %q (at most 80 columns) and no detail", r.err, want)
+	}
+	if again := run(t, nil, "run", cli); strings.Contains(again.err, "leftovers") {
+		t.Errorf("the next run told again of the same leftovers:\n%s", again.err)
 	}
 	c := run(t, nil, "clean")
 	if c.code != ExitIncomplete || !strings.Contains(c.out, "could not remove keys dqbench:killed-run-0: on "+gone) || !strings.Contains(c.out, "connection refused") {
 		t.Errorf("clean: exit %d\n%s", c.code, c.out)
+	}
+	f := run(t, nil, "clean", "--forget")
+	if f.code != 0 || !strings.Contains(f.out, "forgot keys dqbench:killed-run-0: on "+gone) {
+		t.Errorf("clean --forget: exit %d\n%s", f.code, f.out)
+	}
+	if c := run(t, nil, "clean"); c.code != 0 || strings.Contains(c.out, "could not") {
+		t.Errorf("clean after --forget: exit %d\n%s", c.code, c.out)
 	}
 }

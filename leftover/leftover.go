@@ -177,6 +177,24 @@ func Sweep(ctx context.Context, remove map[Kind]Remover) (removed []Entry, faile
 	return removed, failed
 }
 
+// ForgetOrphans deletes the ledgers of dead dqbench processes, with what
+// they still list: resources the user gave up on (on a server gone for
+// good), which no sweep will try again. It returns what was forgotten.
+func ForgetOrphans() []Entry {
+	var out []Entry
+	files, _ := filepath.Glob(filepath.Join(LedgerDir(), "*.jsonl"))
+	for _, path := range files {
+		if alive(filepath.Base(path)) {
+			continue
+		}
+		left, _ := read(path)
+		if os.Remove(path) == nil {
+			out = append(out, left...)
+		}
+	}
+	return out
+}
+
 // Orphans lists what the ledgers of dead dqbench processes still hold,
 // without removing anything.
 func Orphans() []Entry {
