@@ -57,6 +57,9 @@ type PacedFilter interface {
 	Stop()
 }
 
+// upstreamDialTimeout bounds a relay's dial to its upstream.
+const upstreamDialTimeout = 5 * time.Second
+
 // NewRelay listens on a free local port and relays every connection to
 // upstream through the filters newFilters makes for it.
 func NewRelay(upstream string, newFilters ConnFilters) (*Relay, error) {
@@ -113,8 +116,15 @@ func (r *Relay) serve(client net.Conn) {
 	if closed != nil {
 		defer closed()
 	}
-	server, err := net.Dial("tcp", r.upstream)
+	server, err := net.DialTimeout("tcp", r.upstream, upstreamDialTimeout)
 	if err != nil {
+		// The upstream is down: the client sees its connection reset, as
+		// it would see a dial to a dead server refused, rather than
+		// closed as by a server that read nothing (kgo takes an EOF before
+		// the first answer for missing TLS or SASL, and gives up).
+		if tc, ok := client.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0)
+		}
 		return
 	}
 	if !r.track(server) {

@@ -100,3 +100,23 @@ func TestRelaySlow(t *testing.T) {
 		t.Errorf("a round trip through a slow relay took %v: want the latency both ways, 100ms at least", took)
 	}
 }
+
+// TestRelayDeadUpstreamResets: with nothing at the upstream, a client's
+// connection is reset, as a dial to a dead server is refused, not closed
+// cleanly as by a server that read nothing (which kgo takes for a missing
+// TLS or SASL, and gives up on).
+func TestRelayDeadUpstreamResets(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+	r := relayTo(t, dead)
+	c := dial(t, r.Addr)
+	_, _ = c.Write([]byte("hello"))
+	got, err := io.ReadAll(c)
+	if len(got) > 0 || err == nil {
+		t.Errorf("read %q, %v: want nothing and a reset", got, err)
+	}
+}
