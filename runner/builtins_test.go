@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dqbench/dqbench/catalog"
+	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/scenario"
 	"github.com/dqbench/dqbench/scenarios"
 )
@@ -82,11 +83,46 @@ func meetsItsExpectations(t *testing.T, name string, s *scenario.Scenario) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if failedByKfakeReadCommitted(s, res) {
+		// kfake's, under load: a read_committed consumer of the embedded
+		// broker now and then gets records of aborted transactions, or
+		// both copies of a restarted transactional producer's publish
+		// (3 runs in 200 of kafka-eos-to-database, 0 in 200 on Apache
+		// Kafka: docs/kafka-diff.md). Counted and shown in such a run;
+		// here the lesson is run once more.
+		t.Logf("%s: a read_committed variant failed on kfake's known read_committed anomaly (docs/kafka-diff.md); running it once more", name)
+		if res, err = runJudged(t, context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if !res.Run.Passed || !res.Run.Valid() {
 		for _, v := range res.Run.Variants {
 			t.Errorf("variant %s: passed %v, invalid %v, counts %+v, expectations %+v", v.Name, v.Passed, v.Invalid, v.Counts, v.Expectations)
 		}
 	}
+}
+
+// failedByKfakeReadCommitted says whether a run on the embedded Kafka
+// failed only in read_committed variants, each only by records it should
+// not have seen (duplicates or aborted records read).
+func failedByKfakeReadCommitted(s *scenario.Scenario, res *judged) bool {
+	if s.Broker.Kind != catalog.Kafka || s.Broker.Mode != catalog.Embedded || res.Run.Passed || !res.Run.Valid() {
+		return false
+	}
+	byName := map[string]scenario.Variant{}
+	for _, v := range s.Variants {
+		byName[v.Name] = v
+	}
+	for _, v := range res.Run.Variants {
+		if v.Passed {
+			continue
+		}
+		ks, _ := s.BrokerSettingsFor(byName[v.Name]).(*catalog.KafkaSettings)
+		if ks == nil || ks.Isolation != catalog.ReadCommitted || v.Counts.Lost != 0 || v.Counts.Duplicates == 0 && v.Counts.AbortedSeen == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func needsRedis(s *scenario.Scenario) bool {
@@ -109,4 +145,30 @@ func reachable(redisURL string) bool {
 	}
 	c.Close()
 	return true
+}
+
+// TestFailedByKfakeReadCommitted: only a failure of read_committed
+// variants by records they should not have seen is taken for kfake's
+// anomaly; a failure elsewhere, or by a loss, is not.
+func TestFailedByKfakeReadCommitted(t *testing.T) {
+	s, err := scenario.Resolve("kafka-producer-restart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(name string, c check.Counts) *judged {
+		return &judged{Run: check.Run{Variants: []check.Variant{{Name: name, Passed: false, Counts: c}}}}
+	}
+	for _, tc := range []struct {
+		res  *judged
+		want bool
+	}{
+		{run("transactional", check.Counts{Duplicates: 4}), true},
+		{run("transactional", check.Counts{Duplicates: 4, Lost: 1}), false},
+		{run("idempotent", check.Counts{Duplicates: 4}), false}, // read_uncommitted
+		{run("transactional", check.Counts{}), false},
+	} {
+		if got := failedByKfakeReadCommitted(s, tc.res); got != tc.want {
+			t.Errorf("%+v: %v, want %v", tc.res.Run.Variants[0], got, tc.want)
+		}
+	}
 }
