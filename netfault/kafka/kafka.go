@@ -112,6 +112,9 @@ type pending struct {
 	// lost: the intents of a produce request whose response LoseProduce
 	// loses, for its Lost when the response comes.
 	lost []int
+	// quiet: drop is the cut after the request (CutAfterRequest), which
+	// the trace showed already.
+	quiet bool
 }
 
 func (c *conn) put(p pending) {
@@ -178,6 +181,12 @@ func (c *conn) request(out, f []byte) ([]byte, verdict) {
 		ev.Fate = Dropped
 		c.fs.observe(ev)
 		return out, cut
+	}
+	if act == CutAfterRequest {
+		// Its answer must not get through should the broker send it
+		// before the relay has closed the connection: it, and what
+		// follows, is withheld (unseen: the connection was cut).
+		p.drop, p.quiet = true, true
 	}
 	if answered {
 		c.put(p)
@@ -297,6 +306,9 @@ func (d *downFilter) response(out, f []byte) ([]byte, verdict) {
 	p, ok := d.c.take(id)
 	if !ok {
 		return append(out, f...), next
+	}
+	if p.quiet {
+		return out, cut
 	}
 	ev := Event{Header: p.h, Remote: d.c.remote, Response: true, Size: len(f)}
 	if !p.drop && d.c.fs.Response != nil && !d.c.fs.Response(d.c.remote, p.h, f) {
