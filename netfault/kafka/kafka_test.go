@@ -145,9 +145,17 @@ func (b *bench) checkThroughRelays(t *testing.T) {
 			t.Errorf("a client dialed %s, not a relay", d)
 		}
 	}
+	// A relay takes a connection on its own goroutine, a moment after the
+	// client's dial returned: wait for the last ones.
 	taken := 0
-	for i := range b.accepted {
-		taken += int(b.accepted[i].Load())
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		taken = 0
+		for i := range b.accepted {
+			taken += int(b.accepted[i].Load())
+		}
+		if taken >= len(dialed) || time.Now().After(deadline) {
+			break
+		}
 	}
 	if taken != len(dialed) {
 		t.Errorf("the relays took %d connections, the clients dialed %d", taken, len(dialed))
