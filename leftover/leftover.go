@@ -138,14 +138,9 @@ type Remover func(ctx context.Context, e Entry) error
 // removed and what it could not (with why); a ledger whose every entry
 // is gone is deleted.
 func Sweep(ctx context.Context, remove map[Kind]Remover) (removed []Entry, failed []error) {
-	dir := LedgerDir()
-	files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
-	for _, path := range files {
+	for _, path := range deadLedgers() {
 		if ctx.Err() != nil {
 			break
-		}
-		if alive(filepath.Base(path)) {
-			continue
 		}
 		left, err := read(path)
 		if err != nil {
@@ -182,11 +177,7 @@ func Sweep(ctx context.Context, remove map[Kind]Remover) (removed []Entry, faile
 // good), which no sweep will try again. It returns what was forgotten.
 func ForgetOrphans() []Entry {
 	var out []Entry
-	files, _ := filepath.Glob(filepath.Join(LedgerDir(), "*.jsonl"))
-	for _, path := range files {
-		if alive(filepath.Base(path)) {
-			continue
-		}
+	for _, path := range deadLedgers() {
 		left, _ := read(path)
 		if os.Remove(path) == nil {
 			out = append(out, left...)
@@ -199,15 +190,23 @@ func ForgetOrphans() []Entry {
 // without removing anything.
 func Orphans() []Entry {
 	var out []Entry
-	files, _ := filepath.Glob(filepath.Join(LedgerDir(), "*.jsonl"))
-	for _, path := range files {
-		if alive(filepath.Base(path)) {
-			continue
-		}
+	for _, path := range deadLedgers() {
 		left, _ := read(path)
 		out = append(out, left...)
 	}
 	return out
+}
+
+// deadLedgers lists the ledgers of dqbench processes no longer running.
+func deadLedgers() []string {
+	files, _ := filepath.Glob(filepath.Join(LedgerDir(), "*.jsonl"))
+	var dead []string
+	for _, path := range files {
+		if !alive(filepath.Base(path)) {
+			dead = append(dead, path)
+		}
+	}
+	return dead
 }
 
 // read replays a ledger: what was created and not removed, in order.

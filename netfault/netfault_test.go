@@ -14,14 +14,14 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// sink serves one connection at a time and reports on got everything it
-// read from a connection once the connection ended.
-func sink(t *testing.T) (addr string, got chan string) {
+// serve accepts connections on a loopback port until the test ends and
+// hands each to handle, one at a time unless handle starts its own
+// goroutine.
+func serve(t *testing.T, handle func(net.Conn)) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	got = make(chan string, 10)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -30,13 +30,22 @@ func sink(t *testing.T) (addr string, got chan string) {
 			if err != nil {
 				return
 			}
-			b, _ := io.ReadAll(c)
-			c.Close()
-			got <- string(b)
+			handle(c)
 		}
 	}()
 	t.Cleanup(func() { ln.Close(); <-done })
-	return ln.Addr().String(), got
+	return ln.Addr().String()
+}
+
+// sink serves one connection at a time and reports on got everything it
+// read from a connection once the connection ended.
+func sink(t *testing.T) (addr string, got chan string) {
+	got = make(chan string, 10)
+	return serve(t, func(c net.Conn) {
+		b, _ := io.ReadAll(c)
+		c.Close()
+		got <- string(b)
+	}), got
 }
 
 // dropAfter forwards bytes until it sees stop, then cuts the connection.

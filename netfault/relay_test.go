@@ -9,23 +9,9 @@ import (
 
 // echo serves connections that send back what they read.
 func echo(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { _, _ = io.Copy(c, c); c.Close() }()
-		}
-	}()
-	t.Cleanup(func() { ln.Close(); <-done })
-	return ln.Addr().String()
+	return serve(t, func(c net.Conn) {
+		go func() { _, _ = io.Copy(c, c); c.Close() }()
+	})
 }
 
 // relayTo starts a relay without filters in front of upstream.

@@ -115,17 +115,7 @@ func (rw *relayWatch) ended(remote net.Addr) {
 // member shows the watch the member id of a group request of the
 // variant's group.
 func (rw *relayWatch) member(r nfkafka.Request) {
-	var group, member string
-	switch req := r.Body.(type) {
-	case *kmsg.JoinGroupRequest:
-		group, member = req.Group, req.MemberID
-	case *kmsg.SyncGroupRequest:
-		group, member = req.Group, req.MemberID
-	case *kmsg.HeartbeatRequest:
-		group, member = req.Group, req.MemberID
-	case *kmsg.OffsetCommitRequest:
-		group, member = req.Group, req.MemberID
-	}
+	group, member := groupMember(r.Body)
 	w := rw.watching()
 	if w != nil && group == rw.group && member != "" && w.w.Member != nil {
 		w.w.Member(r.Remote, member)

@@ -195,20 +195,11 @@ func (c *tapConn) request(body []byte) error {
 	if r.Complete() != nil || req.ReadFrom(r.Src) != nil {
 		return nil // kfake answers what it cannot read
 	}
-	var group, member string
-	switch req := req.(type) {
-	case *kmsg.FetchRequest:
-		c.fetching(corr, req)
+	if fetch, ok := req.(*kmsg.FetchRequest); ok {
+		c.fetching(corr, fetch)
 		return nil
-	case *kmsg.JoinGroupRequest:
-		group, member = req.Group, req.MemberID
-	case *kmsg.SyncGroupRequest:
-		group, member = req.Group, req.MemberID
-	case *kmsg.HeartbeatRequest:
-		group, member = req.Group, req.MemberID
-	case *kmsg.OffsetCommitRequest:
-		group, member = req.Group, req.MemberID
 	}
+	group, member := groupMember(req)
 	c.t.mu.Lock()
 	w := c.t.byGroup[group]
 	c.t.mu.Unlock()
@@ -233,6 +224,22 @@ func (c *tapConn) request(body []byte) error {
 
 // fetching notes a fetch request: its version, to read its response, and
 // where it starts in each watched partition.
+// groupMember is the group and member id a group request names; empty
+// for any other request.
+func groupMember(req kmsg.Request) (group, member string) {
+	switch req := req.(type) {
+	case *kmsg.JoinGroupRequest:
+		return req.Group, req.MemberID
+	case *kmsg.SyncGroupRequest:
+		return req.Group, req.MemberID
+	case *kmsg.HeartbeatRequest:
+		return req.Group, req.MemberID
+	case *kmsg.OffsetCommitRequest:
+		return req.Group, req.MemberID
+	}
+	return "", ""
+}
+
 func (c *tapConn) fetching(corr int32, req *kmsg.FetchRequest) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
