@@ -12,6 +12,7 @@ import (
 	"hash/maphash"
 	"iter"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -732,6 +733,46 @@ func (r Run) Valid() bool {
 		}
 	}
 	return true
+}
+
+// The verdicts of a run: the word its exit code agrees with, worst first.
+// VerdictInvalid is also what a report says when the scenario or the flags
+// were invalid and nothing ran (exit code 2).
+const (
+	VerdictError      = "ERROR"      // the run could not start: exit code 3
+	VerdictIncomplete = "INCOMPLETE" // the run was cut short: exit code 3
+	VerdictInvalid    = "INVALID"    // an experiment that does not count: exit code 3
+	VerdictFail       = "FAIL"       // an expectation did not hold: exit code 1
+	VerdictPass       = "PASS"       // every expectation held: exit code 0
+)
+
+// Verdicts are the verdicts, worst first.
+var Verdicts = []string{VerdictError, VerdictIncomplete, VerdictInvalid, VerdictFail, VerdictPass}
+
+// Verdict is the run's verdict: ERROR for a run that could not start,
+// INCOMPLETE for one cut short, INVALID for an experiment that does not
+// count, else FAIL or PASS by the expectations.
+func (r Run) Verdict() string {
+	switch {
+	case r.Error != "":
+		return VerdictError
+	case r.Incomplete != "":
+		return VerdictIncomplete
+	case !r.Valid():
+		return VerdictInvalid
+	case !r.Passed:
+		return VerdictFail
+	}
+	return VerdictPass
+}
+
+// Worst is the worst verdict of runs (PASS for none).
+func Worst(runs []Run) string {
+	worst := len(Verdicts) - 1
+	for _, r := range runs {
+		worst = min(worst, slices.Index(Verdicts, r.Verdict()))
+	}
+	return Verdicts[worst]
 }
 
 // Judge counts every variant of plan from the history and the audits and

@@ -382,19 +382,13 @@ func width(s string) int { return ansi.Width(s) }
 // width 0 keeps it whole.
 func wrap(s string, width int) []string { return ansi.Wrap(s, width, "    ") }
 
-// runVerdict is a run's last word, the one its exit code says: ERROR for a
-// run that could not start, INCOMPLETE for a run cut short, INVALID for an experiment that does not count (exit
-// 3 both), else PASS or FAIL by the expectations.
+// runVerdict is a run's last word, the one its exit code agrees with
+// (check.Run.Verdict), coloured.
 func runVerdict(p ansi.Paint, r check.Run) string {
-	switch {
-	case r.Error != "":
-		return p.Red("ERROR")
-	case r.Incomplete != "":
-		return p.Red("INCOMPLETE")
-	case !r.Valid():
-		return p.Red("INVALID")
+	if v := r.Verdict(); v != check.VerdictPass {
+		return p.Red(v)
 	}
-	return verdict(p, r.Passed)
+	return p.Green(check.VerdictPass)
 }
 
 func verdict(p ansi.Paint, ok bool) string {

@@ -48,24 +48,67 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	},
 }).Parse(pageText))
 
-// Write renders runs as an HTML page.
+// Write renders runs as an HTML page. Its headline is the runs' verdict,
+// the word the exit code agrees with (the worst of the runs': ERROR,
+// INCOMPLETE, INVALID, FAIL or PASS), followed by the reasons for it
+// before any chart.
 func Write(w io.Writer, runs []Run) error {
-	v := view{Versions: versions(), Passed: true}
+	v := view{Versions: versions()}
+	var judged []check.Run
 	for _, r := range runs {
-		v.Passed = v.Passed && r.Judged.Passed
+		judged = append(judged, r.Judged)
+		v.Reasons = append(v.Reasons, reasons(r.Judged)...)
 		v.Runs = append(v.Runs, newRunView(r))
 	}
+	v.Verdict = check.Worst(judged)
 	return page.Execute(w, v)
 }
 
 type view struct {
-	Passed   bool
+	Verdict  string
+	Reasons  []reason // why the verdict is not PASS, every run's
 	Versions string
 	Runs     []runView
 }
 
+// reason is one line saying why a run's verdict is not PASS.
+type reason struct {
+	Verdict, Text string
+}
+
+// reasons says why r's verdict is not PASS: why it could not run, why it
+// was cut short, why an experiment does not count, which expectations did
+// not hold.
+func reasons(r check.Run) []reason {
+	switch r.Verdict() {
+	case check.VerdictError:
+		return []reason{{check.VerdictError, fmt.Sprintf("scenario %s could not run: %s. Nothing ran: there are no counts, timelines or stories.", r.Scenario, r.Error)}}
+	case check.VerdictIncomplete:
+		return []reason{{check.VerdictIncomplete, fmt.Sprintf("scenario %s was cut short: %s. Its counts are what was recorded until then, not final.", r.Scenario, r.Incomplete)}}
+	}
+	var out []reason
+	for _, v := range r.Variants {
+		for _, inv := range v.Invalid {
+			out = append(out, reason{check.VerdictInvalid, fmt.Sprintf("scenario %s, variant %s: the experiment does not count: %s", r.Scenario, v.Name, inv)})
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	for _, v := range r.Variants {
+		for _, e := range v.Expectations {
+			if !e.Passed {
+				out = append(out, reason{check.VerdictFail, fmt.Sprintf("scenario %s, variant %s: expected %s, got %d", r.Scenario, v.Name, e.Check, e.Actual)})
+			}
+		}
+	}
+	return out
+}
+
 type runView struct {
 	check.Run
+	Verdict      string
+	Reasons      []reason
 	Bars         []barGroup
 	Timelines    []timeline
 	Axis         []tick
@@ -151,7 +194,7 @@ type stepView struct {
 }
 
 func newRunView(r Run) runView {
-	rv := runView{Run: r.Judged, ScenarioYAML: r.Scenario, Shown: map[string]string{}}
+	rv := runView{Run: r.Judged, Verdict: r.Judged.Verdict(), Reasons: reasons(r.Judged), ScenarioYAML: r.Scenario, Shown: map[string]string{}}
 	rv.Bars = bars(r.Judged)
 	for _, c := range check.Table {
 		rv.Columns = append(rv.Columns, c.Column)

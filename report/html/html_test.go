@@ -1,0 +1,134 @@
+package html_test
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dqbench/dqbench/check"
+	"github.com/dqbench/dqbench/report/html"
+)
+
+// judged is a run of one variant, none, that expects no loss, with meta
+// and the variant changed by change.
+func judged(change func(r *check.Run)) html.Run {
+	r := check.Run{
+		Meta:   check.Meta{Scenario: "quickstart", Seed: 1, Messages: 10, Broker: "kafka", Duration: time.Second},
+		Passed: true,
+		Variants: []check.Variant{{
+			Name: "none", Strategy: "none", Passed: true,
+			Counts:       check.Counts{Attempted: 10, Acknowledged: 10, Delivered: 10, Effects: 10},
+			Expectations: []check.ExpectationResult{{Check: "lost == 0", Passed: true}},
+		}},
+	}
+	change(&r)
+	return html.Run{Judged: r, Scenario: "name: quickstart\n"}
+}
+
+var (
+	h1       = regexp.MustCompile(`<h1>dqbench report <span class="verdict (\w+)">(\w+)</span></h1>`)
+	firstLi  = regexp.MustCompile(`<ul class="reasons"><li><span class="\w+">(\w+)</span> ([^<]*)</li>`)
+	barChart = `<svg class="bars"`
+)
+
+// TestHeadline: the page's headline is the run's verdict, the word its
+// exit code agrees with, and the reason comes first, before any chart; a
+// run that could not start has no charts at all.
+func TestHeadline(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		run     html.Run
+		verdict string
+		reason  string
+		charts  bool
+	}{
+		{"unreachable broker", judged(func(r *check.Run) {
+			r.Error = "broker unreachable: cannot reach Kafka at 127.0.0.1:1"
+			r.Passed, r.Variants = false, nil
+		}), "ERROR", "scenario quickstart could not run: broker unreachable: cannot reach Kafka at 127.0.0.1:1. Nothing ran: there are no counts, timelines or stories.", false},
+		{"interrupted", judged(func(r *check.Run) {
+			r.Incomplete = "interrupted (Ctrl-C): 4 of 10 publishes ended"
+			r.Passed = false
+		}), "INCOMPLETE", "scenario quickstart was cut short: interrupted (Ctrl-C): 4 of 10 publishes ended. Its counts are what was recorded until then, not final.", true},
+		{"fault never fired", judged(func(r *check.Run) {
+			r.Variants[0].Invalid = []string{"a configured fault never fired: consumer-crash@before-process"}
+			r.Variants[0].Passed, r.Passed = false, false
+		}), "INVALID", "scenario quickstart, variant none: the experiment does not count: a configured fault never fired: consumer-crash@before-process", true},
+		{"expectation broken", judged(func(r *check.Run) {
+			r.Variants[0].Counts.Lost = 3
+			r.Variants[0].Expectations[0] = check.ExpectationResult{Check: "lost == 0", Actual: 3}
+			r.Variants[0].Passed, r.Passed = false, false
+		}), "FAIL", "scenario quickstart, variant none: expected lost == 0, got 3", true},
+		{"pass", judged(func(*check.Run) {}), "PASS", "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := html.Write(&buf, []html.Run{tc.run}); err != nil {
+				t.Fatal(err)
+			}
+			page := buf.String()
+			m := h1.FindStringSubmatch(page)
+			if m == nil || m[1] != tc.verdict || m[2] != tc.verdict {
+				t.Fatalf("headline %q, want %s", m, tc.verdict)
+			}
+			if !strings.Contains(page, "<title>dqbench report · "+tc.verdict+" · quickstart</title>") {
+				t.Errorf("the title does not say %s", tc.verdict)
+			}
+			if !strings.Contains(page, `<h2>scenario quickstart <span class="verdict `+tc.verdict+`">`+tc.verdict+`</span></h2>`) {
+				t.Errorf("the run's heading does not say %s", tc.verdict)
+			}
+			li := firstLi.FindStringSubmatchIndex(page)
+			if tc.reason == "" {
+				if li != nil {
+					t.Errorf("a passing run with a reason: %s", page[li[0]:li[1]])
+				}
+			} else {
+				if li == nil {
+					t.Fatalf("no reason on the page:\n%s", page)
+				}
+				if got := page[li[2]:li[3]] + " " + page[li[4]:li[5]]; got != tc.verdict+" "+tc.reason {
+					t.Errorf("first reason %q\nwant %q", got, tc.verdict+" "+tc.reason)
+				}
+				if c := strings.Index(page, barChart); c >= 0 && c < li[0] {
+					t.Error("a chart comes before the reason")
+				}
+			}
+			if got := strings.Contains(page, barChart); got != tc.charts {
+				t.Errorf("charts shown: %v, want %v", got, tc.charts)
+			}
+			if !strings.Contains(page, "<pre>name: quickstart\n</pre>") {
+				t.Error("the page lacks the scenario as run")
+			}
+		})
+	}
+}
+
+// TestHeadlineOfSeveralRuns: the page of several runs says the worst
+// verdict, and each run's section says its own and why.
+func TestHeadlineOfSeveralRuns(t *testing.T) {
+	pass := judged(func(*check.Run) {})
+	failed := judged(func(r *check.Run) {
+		r.Scenario = "other"
+		r.Error = "broker unreachable"
+		r.Passed, r.Variants = false, nil
+	})
+	var buf bytes.Buffer
+	if err := html.Write(&buf, []html.Run{pass, failed}); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	if m := h1.FindStringSubmatch(page); m == nil || m[1] != "ERROR" {
+		t.Errorf("headline %q, want ERROR", m)
+	}
+	for _, want := range []string{
+		`<h2>scenario quickstart <span class="verdict PASS">PASS</span></h2>`,
+		`<h2>scenario other <span class="verdict ERROR">ERROR</span></h2>`,
+		`<ul class="reasons"><li><span class="ERROR">ERROR</span> scenario other could not run: broker unreachable.`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+}
