@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/dqbench/dqbench/catalog"
@@ -141,3 +142,82 @@ func writeReports(s Streams, o outputOptions, all []judged) error {
 	}
 	return report.Write(s.Out, o.output, runs, opts)
 }
+
+// written notes whether anything was written through it: a command that
+// ends in an error without having written its report gets one saying why
+// (writeNoRun).
+type written struct {
+	w    io.Writer
+	some bool
+}
+
+func (w *written) Write(p []byte) (int, error) {
+	w.some = w.some || len(p) > 0
+	return w.w.Write(p)
+}
+
+// writeNoRun writes the report of a command that ended with exit code
+// code and err before it wrote one (an invalid scenario or flag, exit
+// code 2, above all): with -o json, markdown, junit or html to Out, and
+// with --html to its file, so that what CI parses or opens says INVALID
+// (ERROR for another code) and why, not nothing. The output flags are
+// read from args whatever else in them is wrong; a bad -o or --html is
+// itself the error, and writes nothing.
+func writeNoRun(s Streams, root *cobra.Command, args []string, code int, err error) {
+	c, _, ferr := root.Find(args)
+	if ferr != nil || c.Flags().Lookup("output") == nil {
+		return
+	}
+	o := outputFlagsIn(c, args)
+	if o.check() != nil {
+		return
+	}
+	n := report.NoRun{Verdict: check.VerdictError, Error: err.Error()}
+	if code == ExitUsage {
+		n.Verdict = check.VerdictInvalid
+	}
+	var page bytes.Buffer
+	if o.wantHTML() {
+		if err := html.NoRun(&page, n.Verdict, n.Error); err != nil {
+			fmt.Fprintf(s.Err, "dqbench: HTML report: %v\n", err)
+			return
+		}
+	}
+	if o.html != "" {
+		if err := os.WriteFile(o.html, []byte(catalog.MaskURLs(page.String())), 0o644); err != nil {
+			fmt.Fprintf(s.Err, "dqbench: --html: %v\n", err)
+		}
+	}
+	if o.output == "html" {
+		_, _ = s.Out.Write(page.Bytes())
+		return
+	}
+	if err := report.WriteNoRun(s.Out, o.output, n); err != nil {
+		fmt.Fprintf(s.Err, "dqbench: %v\n", err)
+	}
+}
+
+// outputFlagsIn reads -o and --html from args as c would, leniently: an
+// unknown flag, a bad value of another flag or a missing argument does
+// not stop it.
+func outputFlagsIn(c *cobra.Command, args []string) outputOptions {
+	f := pflag.NewFlagSet(c.Name(), pflag.ContinueOnError)
+	f.SetOutput(io.Discard)
+	f.ParseErrorsAllowlist.UnknownFlags = true
+	var o outputOptions
+	addOutputFlags(f, &o)
+	c.Flags().VisitAll(func(fl *pflag.Flag) {
+		if f.Lookup(fl.Name) == nil && (fl.Shorthand == "" || f.ShorthandLookup(fl.Shorthand) == nil) {
+			f.AddFlag(&pflag.Flag{Name: fl.Name, Shorthand: fl.Shorthand, NoOptDefVal: fl.NoOptDefVal, Value: anyValue{}})
+		}
+	})
+	_ = f.Parse(args)
+	return o
+}
+
+// anyValue takes any value: the flags outputFlagsIn does not read.
+type anyValue struct{}
+
+func (anyValue) String() string   { return "" }
+func (anyValue) Set(string) error { return nil }
+func (anyValue) Type() string     { return "string" }

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"encoding/json"
 	"encoding/xml"
 	"os"
 	"path/filepath"
@@ -100,4 +101,138 @@ func TestWideFlag(t *testing.T) {
 	if strings.Contains(narrow.out, "indeterminate") || !strings.Contains(wide.out, "indeterminate") || !strings.Contains(piped.out, "indeterminate") {
 		t.Errorf("narrow:\n%s\nwide:\n%s\npiped:\n%s", narrow.out, wide.out, piped.out)
 	}
+}
+
+// TestReportOfNoRun: an invalid scenario or a bad flag (exit code 2)
+// still writes the report asked for, parseable and saying why (JUnit an
+// <error> whose message starts FILE:LINE:COL, JSON valid false and the
+// error, the HTML page INVALID), so that CI does not read an empty file as
+// a pass; the table writes nothing (stderr says it); a bad -o is itself
+// the error.
+func TestReportOfNoRun(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("version: 1\nname: bad\nbroker: {kind: kafka}\nstratgies: []\nvariants:\n  - {name: none, strategy: none}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cli, _ := scenarioFiles(t)
+	where := bad + `:4:1: unknown key "stratgies"`
+	type junitDoc struct {
+		Errors int `xml:"errors,attr"`
+		Suites []struct {
+			Cases []struct {
+				Error *struct {
+					Message string `xml:"message,attr"`
+					Text    string `xml:",chardata"`
+				} `xml:"error"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	junitError := func(t *testing.T, out string) string {
+		t.Helper()
+		var doc junitDoc
+		if err := xml.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatalf("not XML: %v\n%q", err, out)
+		}
+		if doc.Errors != 1 || len(doc.Suites) != 1 || len(doc.Suites[0].Cases) != 1 || doc.Suites[0].Cases[0].Error == nil {
+			t.Fatalf("want one testcase in error:\n%s", out)
+		}
+		return doc.Suites[0].Cases[0].Error.Message
+	}
+	type jsonDoc struct {
+		Passed *bool  `json:"passed"`
+		Valid  *bool  `json:"valid"`
+		Error  string `json:"error"`
+		Runs   []any  `json:"runs"`
+	}
+	jsonError := func(t *testing.T, out string) string {
+		t.Helper()
+		var doc jsonDoc
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatalf("not JSON: %v\n%q", err, out)
+		}
+		if doc.Passed == nil || *doc.Passed || doc.Valid == nil || *doc.Valid || doc.Runs == nil || len(doc.Runs) != 0 {
+			t.Fatalf("want passed and valid false, no runs:\n%s", out)
+		}
+		return doc.Error
+	}
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		test func(t *testing.T, r result)
+	}{
+		{"invalid scenario, junit", []string{"run", bad, "-o", "junit"}, func(t *testing.T, r result) {
+			if msg := junitError(t, r.out); !strings.HasPrefix(msg, where) {
+				t.Errorf("<error message=%q>, want it to start %q", msg, where)
+			}
+		}},
+		{"invalid scenario, json", []string{"run", "-o", "json", bad}, func(t *testing.T, r result) {
+			if msg := jsonError(t, r.out); !strings.HasPrefix(msg, where) {
+				t.Errorf("error %q, want it to start %q", msg, where)
+			}
+		}},
+		{"invalid scenario beside a valid one, markdown", []string{"run", cli, bad, "-o", "markdown"}, func(t *testing.T, r result) {
+			if !strings.HasPrefix(r.out, "### dqbench: INVALID\n\n- "+where) {
+				t.Errorf("Markdown:\n%s", r.out)
+			}
+		}},
+		{"invalid scenario, table", []string{"run", bad}, func(t *testing.T, r result) {
+			if r.out != "" || !strings.Contains(r.err, where) {
+				t.Errorf("stdout %q, stderr %q: want nothing, and the error on stderr", r.out, r.err)
+			}
+		}},
+		{"unknown flag after -o", []string{"run", cli, "-o", "junit", "--sede", "1"}, func(t *testing.T, r result) {
+			if msg := junitError(t, r.out); msg != "unknown flag: --sede" {
+				t.Errorf("<error message=%q>", msg)
+			}
+		}},
+		{"unknown flag before -o", []string{"run", cli, "--sede", "1", "--output=json"}, func(t *testing.T, r result) {
+			if msg := jsonError(t, r.out); !strings.HasPrefix(msg, "unknown flag: --sede") {
+				t.Errorf("error %q", msg)
+			}
+		}},
+		{"bad value of another flag", []string{"run", cli, "--messages", "many", "-ojunit"}, func(t *testing.T, r result) {
+			if msg := junitError(t, r.out); !strings.Contains(msg, `"many"`) {
+				t.Errorf("<error message=%q>", msg)
+			}
+		}},
+		{"no scenario", []string{"run", "-o", "json", "--quiet"}, func(t *testing.T, r result) {
+			if msg := jsonError(t, r.out); !strings.Contains(msg, "requires at least 1 arg") {
+				t.Errorf("error %q", msg)
+			}
+		}},
+		{"check of a missing directory", []string{"check", filepath.Join(dir, "runs", "payments"), "-o", "junit"}, func(t *testing.T, r result) {
+			junitError(t, r.out)
+		}},
+		{"bad -o", []string{"run", bad, "-o", "yaml"}, func(t *testing.T, r result) {
+			if r.out != "" {
+				t.Errorf("stdout %q, want nothing", r.out)
+			}
+		}},
+		{"-o html", []string{"run", bad, "-o", "html"}, func(t *testing.T, r result) {
+			if !strings.Contains(r.out, `<h1>dqbench report <span class="verdict INVALID">INVALID</span></h1>`) || !strings.Contains(r.out, "bad.yaml:4:1: unknown key &#34;stratgies&#34;") {
+				t.Errorf("page:\n%s", r.out)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, nil, tc.args...)
+			if r.code != ExitUsage {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, ExitUsage, r.out, r.err)
+			}
+			if len(r.fake.calls) != 0 {
+				t.Error("the runner ran")
+			}
+			tc.test(t, r)
+		})
+	}
+
+	page := filepath.Join(dir, "report.html")
+	r := run(t, nil, "run", bad, "--html", page, "-o", "junit")
+	b, err := os.ReadFile(page)
+	if r.code != ExitUsage || err != nil || !strings.Contains(string(b), `<span class="verdict INVALID">INVALID</span>`) {
+		t.Errorf("--html: exit %d, %v:\n%s", r.code, err, b)
+	}
+	junitError(t, r.out)
 }

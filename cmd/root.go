@@ -125,7 +125,8 @@ func execute(ctx context.Context, args []string, s Streams, runF runFunc) (code 
 			code = ExitInternal
 		}
 	}()
-	s.Out, s.Err = masked(s.Out), masked(s.Err)
+	out := &written{w: s.Out}
+	s.Out, s.Err = masked(out), masked(s.Err)
 	root := newRoot(s, runF)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
@@ -139,6 +140,9 @@ func execute(ctx context.Context, args []string, s Streams, runF runFunc) (code 
 	}
 	if msg := err.Error(); msg != "" {
 		fmt.Fprintln(s.Err, "dqbench: "+msg)
+		if !out.some {
+			writeNoRun(s, root, args, code, err)
+		}
 	}
 	return code
 }

@@ -141,6 +141,10 @@ func JUnit(w io.Writer, runs []check.Run) error {
 		all.Suites = append(all.Suites, s)
 	}
 	all.Time = seconds(total)
+	return writeJUnit(w, all)
+}
+
+func writeJUnit(w io.Writer, all junitSuites) error {
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
 	}
@@ -151,6 +155,22 @@ func JUnit(w io.Writer, runs []check.Run) error {
 	}
 	_, err := io.WriteString(w, "\n")
 	return err
+}
+
+// noRunJUnit writes one testcase in error, named after what failed, whose
+// message is the first problem (FILE:LINE:COL first for a scenario's), so
+// that a test reporter shows it red and a grep for <error finds it.
+func noRunJUnit(w io.Writer, n NoRun) error {
+	name, kind := "dqbench: valid scenarios and flags", "invalid"
+	if n.Verdict != check.VerdictInvalid {
+		name, kind = "dqbench: run", "error"
+	}
+	problems := n.Problems()
+	s := junitSuite{Name: "dqbench", Tests: 1, Errors: 1, Time: seconds(0), Cases: []junitCase{{
+		Name: name, Classname: "dqbench", Time: "0",
+		Error: &junitProblem{Message: problems[0], Type: kind, Text: n.Error},
+	}}}
+	return writeJUnit(w, junitSuites{Name: "dqbench", Tests: 1, Errors: 1, Time: seconds(0), Suites: []junitSuite{s}})
 }
 
 // countOf is the count an expectation checks: "duplicates > 0" → "duplicates".

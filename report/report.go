@@ -28,14 +28,57 @@ type Format struct {
 	Doc string
 	// Write renders runs to w. Only the table reads opts.
 	Write func(w io.Writer, runs []check.Run, opts Options) error
+	// NoRun renders why no run was judged; nil for the table, whose
+	// reader has the error on stderr.
+	NoRun func(w io.Writer, n NoRun) error
 }
 
 // Formats are the output formats -o accepts, the default first.
 var Formats = []Format{
 	{Name: "table", Doc: "a table for people (the default)", Write: Table},
-	{Name: "json", Doc: "for scripts", Write: func(w io.Writer, runs []check.Run, _ Options) error { return JSON(w, runs) }},
-	{Name: "markdown", Doc: "for CI summaries", Write: func(w io.Writer, runs []check.Run, _ Options) error { return Text(w, runs, true) }},
-	{Name: "junit", Doc: "JUnit XML for CI test reporters", Write: func(w io.Writer, runs []check.Run, _ Options) error { return JUnit(w, runs) }},
+	{Name: "json", Doc: "for scripts", Write: func(w io.Writer, runs []check.Run, _ Options) error { return JSON(w, runs) }, NoRun: noRunJSON},
+	{Name: "markdown", Doc: "for CI summaries", Write: func(w io.Writer, runs []check.Run, _ Options) error { return Text(w, runs, true) }, NoRun: noRunMarkdown},
+	{Name: "junit", Doc: "JUnit XML for CI test reporters", Write: func(w io.Writer, runs []check.Run, _ Options) error { return JUnit(w, runs) }, NoRun: noRunJUnit},
+}
+
+// NoRun says why dqbench judged no run, for a report that CI parses all
+// the same: the scenario or the flags were invalid (verdict INVALID, exit
+// code 2), or it stopped before it had a run to judge (ERROR).
+type NoRun struct {
+	Verdict string
+	// Error is what went wrong, one problem a line; a problem in a
+	// scenario file starts with FILE:LINE:COL.
+	Error string
+}
+
+// Problems are the lines of the error.
+func (n NoRun) Problems() []string { return strings.Split(strings.TrimRight(n.Error, "\n"), "\n") }
+
+// WriteNoRun renders n in format; the table writes nothing.
+func WriteNoRun(w io.Writer, format string, n NoRun) error {
+	for _, f := range Formats {
+		if f.Name == format {
+			if f.NoRun == nil {
+				return nil
+			}
+			return f.NoRun(w, n)
+		}
+	}
+	return fmt.Errorf("unknown output format %q (allowed: %s)", format, strings.Join(FormatNames(), ", "))
+}
+
+// noRunJSON writes {"passed": false, "valid": false, "error": ..., "runs": []}.
+func noRunJSON(w io.Writer, n NoRun) error {
+	return encodeJSON(w, jsonReport{Runs: []jsonRun{}, Error: n.Error})
+}
+
+// noRunMarkdown writes a heading with the verdict and the problems.
+func noRunMarkdown(w io.Writer, n NoRun) error {
+	fmt.Fprintf(w, "### dqbench: %s\n\n", n.Verdict)
+	for _, p := range n.Problems() {
+		fmt.Fprintf(w, "- %s\n", p)
+	}
+	return nil
 }
 
 // FormatNames lists the -o values Formats has, in order.
@@ -99,12 +142,21 @@ type jsonRun struct {
 	Variants []check.Variant `json:"variants"`
 }
 
-// JSON writes {"passed": bool, "runs": [...]}.
+// jsonReport is the whole JSON document.
+type jsonReport struct {
+	Passed bool `json:"passed"`
+	// Valid is false when a run is not (exit code 3), or no run was
+	// judged (Error: exit code 2, or 3).
+	Valid bool `json:"valid"`
+	// Error says why no run was judged (then Runs is empty): an invalid
+	// scenario or flag, FILE:LINE:COL first where there is one.
+	Error string    `json:"error,omitempty"`
+	Runs  []jsonRun `json:"runs"`
+}
+
+// JSON writes {"passed": bool, "valid": bool, "runs": [...]}.
 func JSON(w io.Writer, runs []check.Run) error {
-	out := struct {
-		Passed bool      `json:"passed"`
-		Runs   []jsonRun `json:"runs"`
-	}{Passed: Passed(runs), Runs: []jsonRun{}}
+	out := jsonReport{Passed: Passed(runs), Valid: true, Runs: []jsonRun{}}
 	for _, r := range runs {
 		vs := append([]check.Variant{}, r.Variants...) // render, never change the input
 		for i := range vs {
@@ -120,7 +172,12 @@ func JSON(w io.Writer, runs []check.Run) error {
 			Passed: r.Passed, DurationMS: r.Duration.Milliseconds(), Incomplete: r.Incomplete, Error: r.Error, Provenance: r.Provenance,
 			Valid: r.Valid(), Variants: vs,
 		})
+		out.Valid = out.Valid && r.Valid()
 	}
+	return encodeJSON(w, out)
+}
+
+func encodeJSON(w io.Writer, out jsonReport) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)

@@ -64,11 +64,26 @@ func Write(w io.Writer, runs []Run) error {
 	return page.Execute(w, v)
 }
 
+// NoRun renders the page of a command that judged no run: its verdict
+// (INVALID for an invalid scenario or flag, exit code 2; ERROR when it
+// stopped before it had a run to judge) and why, one problem a line.
+func NoRun(w io.Writer, verdict, why string) error {
+	v := view{Verdict: verdict, Versions: versions(), NothingRan: "Nothing ran: dqbench stopped before it had a run to judge."}
+	if verdict == check.VerdictInvalid {
+		v.NothingRan = "Nothing ran: the scenario or the flags are invalid (exit code 2); fix them and run again."
+	}
+	for _, l := range strings.Split(strings.TrimRight(why, "\n"), "\n") {
+		v.Reasons = append(v.Reasons, reason{verdict, l})
+	}
+	return page.Execute(w, v)
+}
+
 type view struct {
-	Verdict  string
-	Reasons  []reason // why the verdict is not PASS, every run's
-	Versions string
-	Runs     []runView
+	Verdict    string
+	NothingRan string   // when no run was judged: why there is none
+	Reasons    []reason // why the verdict is not PASS, every run's
+	Versions   string
+	Runs       []runView
 }
 
 // reason is one line saying why a run's verdict is not PASS.

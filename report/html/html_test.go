@@ -132,3 +132,29 @@ func TestHeadlineOfSeveralRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestNoRun: the page of an invalid scenario (exit code 2) says INVALID
+// and the error, FILE:LINE:COL first.
+func TestNoRun(t *testing.T) {
+	var buf bytes.Buffer
+	why := "bad.yaml:5:1: unknown key \"stratgies\" at the top level\nno scenario file or built-in named \"quickstrat\""
+	if err := html.NoRun(&buf, check.VerdictInvalid, why); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	if m := h1.FindStringSubmatch(page); m == nil || m[1] != "INVALID" {
+		t.Errorf("headline %q, want INVALID", m)
+	}
+	for _, want := range []string{
+		`<title>dqbench report · INVALID</title>`,
+		`<ul class="reasons"><li><span class="INVALID">INVALID</span> bad.yaml:5:1: unknown key &#34;stratgies&#34; at the top level</li><li>`,
+		`the scenario or the flags are invalid (exit code 2)`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %s:\n%s", want, page)
+		}
+	}
+	if strings.Contains(page, "<section") {
+		t.Error("a page of no run has a run's section")
+	}
+}
