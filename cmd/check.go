@@ -41,7 +41,7 @@ codes as run. DIR may be one run's directory or the --out directory.`,
 			if err := writeReports(s, o, runs); err != nil {
 				return withCode(ExitIncomplete, err)
 			}
-			return verdict(judgedRuns(runs), nil)
+			return verdict(judgedRuns(runs), nil, o.output == "table")
 		},
 	}
 	addOutputFlags(c.Flags(), &o)

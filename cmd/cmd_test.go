@@ -65,12 +65,18 @@ type fakeRunner struct {
 
 	err     error
 	partial bool // return the result with err, as runner.Run does for a deadline
+	// notStarted returns a result with Meta.Error and err, as runner.Run
+	// does for a broker it cannot reach.
+	notStarted bool
 }
 
 func (f *fakeRunner) run(_ context.Context, s *scenario.Scenario, opts runner.Options) (*runner.Result, error) {
 	f.mu.Lock()
 	f.calls = append(f.calls, call{s: s, opts: opts})
 	f.mu.Unlock()
+	if f.err != nil && f.notStarted {
+		return &runner.Result{Meta: check.Meta{Scenario: s.Name, Seed: s.Seed, Messages: s.Messages, Broker: "fake", Error: f.err.Error()}}, f.err
+	}
 	if f.err != nil && !f.partial {
 		return nil, f.err
 	}
@@ -236,8 +242,8 @@ func TestRunFlags(t *testing.T) {
 				if !strings.Contains(r.out, "scenario cli") || !strings.Contains(r.out, "\nINCOMPLETE  seed 5") {
 					t.Errorf("report of the partial run is missing or its last line is not INCOMPLETE:\n%s", r.out)
 				}
-				if !strings.Contains(r.err, "dqbench: scenario cli:") {
-					t.Errorf("stderr does not say which scenario did not finish: %q", r.err)
+				if n := strings.Count(r.out+r.err, "the run did not finish by its deadline"); n != 1 {
+					t.Errorf("the reason is said %d times, want once (the table):\nstdout:\n%s\nstderr:\n%s", n, r.out, r.err)
 				}
 			}},
 		{name: "internal error", args: []string{"run", cli},
@@ -388,5 +394,40 @@ func TestRunOutAfterAFailedRun(t *testing.T) {
 	}
 	if again := run(t, nil, "run", cli, "--out", out); again.code != ExitPass {
 		t.Errorf("rerun after a failed run: exit %d, want 0\n%s", again.code, again.err)
+	}
+}
+
+// TestReasonSaidOnce: why a run could not run or was cut short is said
+// once where a person reads it: in the table, or on stderr when stdout is
+// a format for machines or only the verdict line (--quiet).
+func TestReasonSaidOnce(t *testing.T) {
+	cli, _ := scenarioFiles(t)
+	unreachable := fmt.Errorf("%w: cannot reach Kafka at 127.0.0.1:1: connection refused", brokers.ErrUnreachable)
+	deadline := fmt.Errorf("%w (30s): 2 of 3 publishes ended", runner.ErrDeadline)
+	for _, tc := range []struct {
+		name     string
+		fake     *fakeRunner
+		args     []string
+		reason   string
+		inStderr bool
+	}{
+		{"unreachable, table", &fakeRunner{err: unreachable, notStarted: true}, []string{"run", cli}, "cannot reach Kafka", false},
+		{"unreachable, json", &fakeRunner{err: unreachable, notStarted: true}, []string{"run", cli, "-o", "json"}, "cannot reach Kafka", true},
+		{"unreachable, quiet", &fakeRunner{err: unreachable, notStarted: true}, []string{"run", cli, "--quiet"}, "cannot reach Kafka", true},
+		{"deadline, table", &fakeRunner{err: deadline, partial: true}, []string{"run", cli}, "did not finish by its deadline", false},
+		{"deadline, junit", &fakeRunner{err: deadline, partial: true}, []string{"run", cli, "-o", "junit"}, "did not finish by its deadline", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, tc.fake, tc.args...)
+			if r.code != ExitIncomplete {
+				t.Fatalf("exit %d, want %d\n%s", r.code, ExitIncomplete, r.err)
+			}
+			if n := strings.Count(r.err, tc.reason); n != map[bool]int{true: 1}[tc.inStderr] {
+				t.Errorf("stderr says %q %d times, want %v:\n%s", tc.reason, n, tc.inStderr, r.err)
+			}
+			if !tc.inStderr && strings.Count(r.out, tc.reason) != 1 {
+				t.Errorf("the table does not say %q once:\n%s", tc.reason, r.out)
+			}
+		})
 	}
 }

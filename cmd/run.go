@@ -290,7 +290,7 @@ func runScenarios(ctx context.Context, s Streams, o runOptions, args []string) e
 			return withCode(ExitIncomplete, err)
 		}
 	}
-	return verdict(judgedRuns(runs), failures)
+	return verdict(judgedRuns(runs), failures, o.output == "table" && !o.quiet)
 }
 
 // runOne runs sc, streaming its history to the run directory (with --out)
@@ -363,9 +363,17 @@ func judgedRuns(all []judged) []check.Run {
 	return runs
 }
 
-// verdict turns judged runs and runs that could not complete into an exit code.
-func verdict(runs []check.Run, failures []error) error {
+// verdict turns judged runs and runs that could not complete into an exit
+// code. told says the report on stdout said why each run could not run,
+// was cut short or does not count (the table does): stderr does not say it
+// again, so a person at a terminal reads it once.
+func verdict(runs []check.Run, failures []error, told bool) error {
+	valid := true
 	for _, r := range runs {
+		valid = valid && r.Valid()
+		if told {
+			continue
+		}
 		switch {
 		case r.Error != "":
 			failures = append(failures, fmt.Errorf("scenario %s: could not run: %s", r.Scenario, r.Error))
@@ -374,6 +382,9 @@ func verdict(runs []check.Run, failures []error) error {
 		case !r.Valid():
 			failures = append(failures, fmt.Errorf("scenario %s: the experiment is invalid (see INVALID lines)", r.Scenario))
 		}
+	}
+	if len(failures) == 0 && !valid {
+		return withCode(ExitIncomplete, errSilent)
 	}
 	if len(failures) > 0 {
 		// A bug outranks a usage error, which outranks an incomplete run.
