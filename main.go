@@ -34,6 +34,7 @@ func main() {
 		In: os.Stdin, Out: os.Stdout, Err: os.Stderr,
 		Terminal:   isatty.IsTerminal(os.Stderr.Fd()),
 		Width:      terminalWidth(os.Stdout),
+		ErrWidth:   terminalWidth(os.Stderr),
 		NoColor:    os.Getenv("NO_COLOR") != "",
 		Undertaker: cmd.StartUndertaker,
 	})

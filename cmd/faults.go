@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -27,11 +26,11 @@ elsewhere). docs/scenario.md has each fault's section.`,
 		ValidArgsFunction: completeFaultTypes,
 		RunE: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				w := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
+				var rows [][2]string
 				for _, f := range catalog.Faults {
-					fmt.Fprintf(w, "%s\t%s\n", f.Type, f.Doc)
+					rows = append(rows, [2]string{string(f.Type), f.Doc})
 				}
-				return w.Flush()
+				return writeList(s.Out, s.Width, rows)
 			}
 			f, ok := catalog.LookupFault(catalog.FaultType(args[0]))
 			if !ok {
@@ -41,7 +40,7 @@ elsewhere). docs/scenario.md has each fault's section.`,
 				}
 				return withCode(ExitUsage, fmt.Errorf("no fault type %q%s; the fault types: %s", args[0], hint, strings.Join(catalog.FaultType("").Allowed(), ", ")))
 			}
-			describeFault(s.Out, f)
+			describeFault(wrapping(s.Out, s.Width), f)
 			return nil
 		},
 	}

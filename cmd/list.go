@@ -2,10 +2,13 @@ package cmd
 
 import (
 	"fmt"
+	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/dqbench/dqbench/internal/ansi"
 	"github.com/dqbench/dqbench/scenario"
 	"github.com/dqbench/dqbench/scenarios"
 )
@@ -17,7 +20,7 @@ func newListCmd(s Streams) *cobra.Command {
 		Example: "  dqbench list\n  dqbench list faults\n  dqbench list faults ack-lost",
 		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			w := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
+			var rows [][2]string
 			for _, name := range scenarios.Names() {
 				sc, err := scenario.ResolveContext(c.Context(), name)
 				if err != nil && c.Context().Err() != nil {
@@ -26,11 +29,39 @@ func newListCmd(s Streams) *cobra.Command {
 				if err != nil {
 					return withCode(ExitUsage, fmt.Errorf("built-in scenario %s: %w", name, err))
 				}
-				fmt.Fprintf(w, "%s\t%s\n", name, sc.Description)
+				rows = append(rows, [2]string{name, strings.Join(strings.Fields(sc.Description), " ")})
 			}
-			return w.Flush()
+			return writeList(s.Out, s.Width, rows)
 		},
 	}
 	c.AddCommand(newListFaultsCmd(s))
 	return c
+}
+
+// writeList writes rows of a name and what it is: in two columns, one
+// line each; on a terminal of width columns too narrow for that, each name
+// on a line of its own and its description under it, indented and wrapped
+// to fit.
+func writeList(w io.Writer, width int, rows [][2]string) error {
+	var table strings.Builder
+	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if width <= 0 || ansi.Width(table.String()) <= width {
+		_, err := io.WriteString(w, table.String())
+		return err
+	}
+	var out strings.Builder
+	for _, r := range rows {
+		out.WriteString(r[0] + "\n")
+		for _, l := range ansi.Wrap("    "+r[1], width, "    ") {
+			out.WriteString(l + "\n")
+		}
+	}
+	_, err := io.WriteString(w, out.String())
+	return err
 }

@@ -58,6 +58,9 @@ type Streams struct {
 	// Width is the number of columns of the terminal Out writes to; 0
 	// when Out is not a terminal (piped, a file, a test buffer).
 	Width int
+	// ErrWidth is the same for Err: every line written to it (errors,
+	// warnings, notices) wraps to fit.
+	ErrWidth int
 	// NoColor is set when the NO_COLOR environment variable is.
 	NoColor bool
 	// LookupEnv reads the environment (DQBENCH_STORE...); nil reads the
@@ -126,7 +129,7 @@ func execute(ctx context.Context, args []string, s Streams, runF runFunc) (code 
 		}
 	}()
 	out := &written{w: s.Out}
-	s.Out, s.Err = masked(out), masked(s.Err)
+	s.Out, s.Err = masked(out), masked(wrapping(s.Err, s.ErrWidth))
 	root := newRoot(s, runF)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)

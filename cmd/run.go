@@ -420,7 +420,7 @@ func showProgress(s Streams, name string, p *runner.Progress, done <-chan struct
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
 	for {
-		fmt.Fprint(s.Err, "\r\033[K"+progressLine(name, p, s.Width))
+		fmt.Fprint(s.Err, "\r\033[K"+progressLine(name, p, s.ErrWidth))
 		select {
 		case <-done:
 			fmt.Fprint(s.Err, "\r\033[K")
