@@ -49,6 +49,9 @@ func Up(ctx context.Context, starting func()) (c *cluster.Cluster, running bool,
 		if ctx.Err() != nil {
 			return nil, false, fmt.Errorf("start a managed RabbitMQ cluster: %w", ctx.Err())
 		}
+		if errors.Is(err, cluster.ErrNoAccess) {
+			return nil, false, fmt.Errorf("start a managed RabbitMQ cluster: %w", err) // not unreachable: it never started
+		}
 		return nil, false, fmt.Errorf("%w: start a managed RabbitMQ cluster: %v", brokers.ErrUnreachable, err)
 	}
 	return c, false, nil

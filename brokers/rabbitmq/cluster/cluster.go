@@ -136,6 +136,7 @@ type runAs struct {
 	cred *syscall.Credential // nil: the current user
 	uid  int
 	gid  int
+	name string // the user's name, when it is not the current user
 }
 
 func lookupRunAs() (runAs, error) {
@@ -148,7 +149,49 @@ func lookupRunAs() (runAs, error) {
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
-	return runAs{cred: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, uid: uid, gid: gid}, nil
+	return runAs{cred: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, uid: uid, gid: gid, name: u.Username}, nil
+}
+
+// ErrNoAccess: the user the nodes run as cannot reach the cluster's
+// directory.
+var ErrNoAccess = errors.New("the RabbitMQ nodes cannot reach their directory")
+
+// reach says whether the nodes can enter dir: nil when they run as the
+// current user, or when the user they run as may enter dir and every
+// directory above it (by its mode bits; a directory not made yet will be,
+// 0755); else which directory stops them.
+func (as runAs) reach(dir string) error {
+	if as.cred == nil {
+		return nil
+	}
+	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		if st, ok := sysStat(fi, err); ok {
+			bit := os.FileMode(0o001)
+			switch {
+			case int(st.Uid) == as.uid:
+				bit = 0o100
+			case int(st.Gid) == as.gid:
+				bit = 0o010
+			}
+			if fi.Mode().Perm()&bit == 0 {
+				return fmt.Errorf("%w: RabbitMQ refuses to run as root, so dqbench runs its nodes as user %s, who cannot enter %s (mode %04o, owner uid %d)",
+					ErrNoAccess, as.name, p, fi.Mode().Perm(), st.Uid)
+			}
+		}
+		if p == filepath.Dir(p) {
+			return nil
+		}
+	}
+}
+
+// sysStat is a Stat's owner, when it has one.
+func sysStat(fi os.FileInfo, err error) (*syscall.Stat_t, bool) {
+	if err != nil {
+		return nil, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return st, ok
 }
 
 // Options say what cluster to start.
@@ -179,6 +222,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	as, err := lookupRunAs()
 	if err != nil {
 		return nil, err
+	}
+	if err := as.reach(filepath.Dir(opts.Dir)); err != nil { // the directory itself becomes the nodes' (prepare)
+		return nil, fmt.Errorf("%w; point TMPDIR (XDG_RUNTIME_DIR for \"dqbench brokers up\") at a directory that user can enter", err)
 	}
 	size := opts.Size
 	if size <= 0 {

@@ -21,8 +21,25 @@ import (
 // StateDir is the well-known directory of the cluster "dqbench brokers up"
 // starts, found by later runs with mode: managed and by "brokers down":
 // $XDG_RUNTIME_DIR/dqbench-brokers/rabbitmq when set, else under the
-// system's temporary directory.
-func StateDir() string { return brokers.StandingDir(string(catalog.RabbitMQ)) }
+// system's temporary directory. Run by root, the nodes run as the rabbitmq
+// user, who cannot enter root's XDG_RUNTIME_DIR (mode 0700): then it is
+// the one under the temporary directory.
+func StateDir() string {
+	as, err := lookupRunAs()
+	if err != nil {
+		return brokers.StandingDir(string(catalog.RabbitMQ))
+	}
+	return stateDir(as)
+}
+
+func stateDir(as runAs) string {
+	dir := brokers.StandingDir(string(catalog.RabbitMQ))
+	// Up makes dqbench-brokers/rabbitmq enterable: what is above is not its.
+	if as.reach(filepath.Dir(filepath.Dir(dir))) != nil {
+		return filepath.Join(os.TempDir(), "dqbench-brokers", string(catalog.RabbitMQ))
+	}
+	return dir
+}
 
 const stateFile = "state.json"
 
