@@ -68,18 +68,20 @@ drains, audits each variant's store and prints one row per variant with the
 counts, then a verdict line per expectation. On a terminal narrower than the
 table, only the columns that carry the lesson are shown, split into tables one
 under the other if need be, and long lines wrap (--wide for every column);
-piped output keeps every column and whole lines. -o junit writes JUnit XML for CI (one
-testcase per expectation); -o html or --html FILE a self-contained HTML page
-with the counts, a timeline per variant and the stories of duplicated and
-lost intents. --quiet prints only each scenario's verdict line (the word the
-exit code agrees with, the scenario, seed, messages, broker); the other -o
-formats are written whole.
+piped output keeps every column and whole lines. -o junit writes JUnit XML
+for CI (one testcase per expectation); -o html or --html FILE a
+self-contained HTML page with the counts, a timeline per variant and the
+stories of duplicated and lost intents. --quiet prints only each scenario's
+verdict line (the word the exit code agrees with, the scenario, seed,
+messages, broker); the other -o formats are written whole.
 
 --variant runs only the variants named (repeat it or separate with commas),
 in each scenario given.
 
 A run cut short (deadline, Ctrl-C, a drain that gives up) still prints and,
-with --out, saves what it recorded, marked incomplete, and exits 3.
+with --out, saves what it recorded, marked incomplete, and exits 3. An invalid
+scenario or flag (exit 2) still writes the -o json, markdown, junit or html
+report and the --html page, saying INVALID and why.
 
 ` + envHelp() + `
 
