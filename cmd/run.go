@@ -62,7 +62,9 @@ func newRunCmd(s Streams, runF runFunc) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "run SCENARIO...",
 		Short: "Run scenarios and report duplicates and losses per variant",
-		Long: `Run runs each scenario (a file path or a built-in name, see "dqbench list"):
+		Long: `Run runs each scenario (a built-in name, see "dqbench list", or a file path;
+a built-in's name runs the built-in even beside a file of that name: give
+./NAME.yaml for the file):
 it publishes the intents, injects the faults on a schedule fixed by the seed,
 drains, audits each variant's store and prints one row per variant with the
 counts, then a verdict line per expectation. On a terminal narrower than the

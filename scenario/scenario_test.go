@@ -648,6 +648,46 @@ func TestResolve(t *testing.T) {
 	}
 }
 
+// TestResolveBuiltinOverLocalFile: a built-in's name runs the built-in even
+// in a folder holding a file of that name, which could otherwise swap in
+// its own process command; the file is named in a warning and runs when
+// given as a path. A name that is no built-in still reads the file.
+func TestResolveBuiltinOverLocalFile(t *testing.T) {
+	local := "version: 1\nname: local\nbroker: {kind: kafka}\nvariants:\n  - {name: none, strategy: none}\n"
+	t.Chdir(t.TempDir())
+	for _, f := range []string{"quickstart", "quickstart.yaml", "mine"} {
+		if err := os.WriteFile(f, []byte(local), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := Resolve("quickstart")
+	if err != nil || s.File != "builtin:quickstart" {
+		t.Fatalf("Resolve(quickstart) read %s (error %v); want the built-in", fileOf(s), err)
+	}
+	want := []string{
+		"warning: quickstart is the built-in scenario quickstart, not the file quickstart here; to run the file, give its path: ./quickstart",
+		"warning: quickstart is the built-in scenario quickstart, not the file quickstart.yaml here; to run the file, give its path: ./quickstart.yaml",
+	}
+	if !slices.Equal(s.Warnings, want) {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(s.Warnings, "\n"), strings.Join(want, "\n"))
+	}
+	for _, path := range []string{"./quickstart", "./quickstart.yaml", "quickstart.yaml", "mine"} {
+		s, err := Resolve(path)
+		if err != nil || s.Name != "local" {
+			t.Errorf("Resolve(%s) read %s (error %v); want the local file", path, fileOf(s), err)
+		} else if len(s.Warnings) != 0 {
+			t.Errorf("Resolve(%s) warns: %q", path, s.Warnings)
+		}
+	}
+}
+
+func fileOf(s *Scenario) string {
+	if s == nil {
+		return "nothing"
+	}
+	return s.File
+}
+
 // TestResolveContext returns at once when the context ends, even while the
 // file is still being read: here a named pipe nobody writes to.
 func TestResolveContext(t *testing.T) {
