@@ -255,6 +255,15 @@ var fixtures = []fixture{
 		`3:46: broker.replicas: 3 replicas need a JetStream cluster, and the embedded server is one node; use mode: managed`,
 		`5:11: faults[0]: leader-failover cannot act here: it stops a node of the local cluster dqbench manages; use broker kind: rabbitmq, mode: managed, queue_type: quorum, or kind: nats, mode: managed, replicas: 3`,
 	}},
+	{"invalid/nats-duplicate-window.yaml", []string{
+		`3:40: broker.duplicate_window: must be at least 100ms (JetStream refuses a shorter duplicate window), got 50ms`,
+		`5:60: variants[0].nats.duplicate_window: must be at least 100ms (JetStream refuses a shorter duplicate window), got 99ms; leave the key out for the broker's`,
+		`6:63: variants[1].nats.duplicate_window: must be at least 100ms (JetStream refuses a shorter duplicate window), got -1s; leave the key out for the broker's`,
+		`7:59: variants[2].nats.duplicate_window: must be at least 100ms (JetStream refuses a shorter duplicate window), got 0s; leave the key out for the broker's`,
+	}},
+	{"invalid/nats-managed-replicas.yaml", []string{
+		`3:47: broker.replicas: 4 replicas need as many nodes, and the managed JetStream cluster has 3; use replicas: 3 (or 1), or mode: external with a cluster of 4 nodes or more`,
+	}},
 	{"invalid/nats-failover-replicas.yaml", []string{
 		`5:11: faults[0]: leader-failover cannot act here: it fails a stream's leader over to a follower, and a stream needs replicas: 3`,
 	}},

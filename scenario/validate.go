@@ -41,6 +41,7 @@ func (c *checker) check() {
 	c.mqtt()
 	c.nats()
 	c.natsCluster()
+	c.natsDuplicateWindows()
 	c.producerPatterns()
 }
 

@@ -36,7 +36,7 @@ import (
 var ErrNotInstalled = errors.New("nats-server is not installed")
 
 // Size is the number of nodes of a cluster.
-const Size = 3
+const Size = catalog.ManagedNATSNodes
 
 // BinEnv names the environment variable that says where the nats-server
 // binary is, instead of looking on PATH.
