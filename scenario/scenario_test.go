@@ -264,6 +264,12 @@ var fixtures = []fixture{
 	{"invalid/nats-managed-replicas.yaml", []string{
 		`3:47: broker.replicas: 4 replicas need as many nodes, and the managed JetStream cluster has 3; use replicas: 3 (or 1), or mode: external with a cluster of 4 nodes or more`,
 	}},
+	{"invalid/process-nul.yaml", []string{
+		`7:23: variants[0].process.command[1]: "-c\x00x" holds a NUL byte, which no program argument can carry; remove it`,
+		`8:16: variants[0].process.env: the value of "A" holds a NUL byte, which no environment variable can carry; remove it`,
+		`8:32: variants[0].process.env: the name "B\x00C" holds a NUL byte, which no environment variable can carry; remove it`,
+		`8:44: variants[0].process.env: "D=E" is not a variable name: it must not be empty or hold =`,
+	}},
 	{"invalid/nats-failover-replicas.yaml", []string{
 		`5:11: faults[0]: leader-failover cannot act here: it fails a stream's leader over to a follower, and a stream needs replicas: 3`,
 	}},
