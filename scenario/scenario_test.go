@@ -270,6 +270,12 @@ var fixtures = []fixture{
 		`8:32: variants[0].process.env: the name "B\x00C" holds a NUL byte, which no environment variable can carry; remove it`,
 		`8:44: variants[0].process.env: "D=E" is not a variable name: it must not be empty or hold =`,
 	}},
+	{"invalid/ack-faults-with-auto-ack.yaml", []string{
+		`4:17: consumer.ack: ack-lost (faults[0]) cannot act in variant "auto": it drops the consumer's acknowledgement, and with ack: auto the broker takes a message as acked when it delivers it: there is none to lose; use consumer ack: after-process (or before-process)`,
+		`4:17: consumer.ack: slow-processing (faults[1]) cannot act in variant "auto": it holds a delivery unacked past the broker's ack deadline, and with ack: auto the broker takes a message as acked when it delivers it: nothing is held unacked, nothing delivered again; use consumer ack: after-process (or before-process)`,
+		`11:56: variants[2].consumer.ack: ack-lost (faults[0]) cannot act in variant "auto-again"`,
+		`11:56: variants[2].consumer.ack: slow-processing (faults[1]) cannot act in variant "auto-again"`,
+	}},
 	{"invalid/nats-failover-replicas.yaml", []string{
 		`5:11: faults[0]: leader-failover cannot act here: it fails a stream's leader over to a follower, and a stream needs replicas: 3`,
 	}},

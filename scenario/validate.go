@@ -402,12 +402,34 @@ func (c *checker) faultsAvailable() {
 			if where.Acks == "" {
 				where.Acks = catalog.AcksAll
 			}
+			where.ConsumerAck = ""
 			if why := kind.Available(where); why != "" {
 				path := c.acksPath(j)
+				c.errorf(path, "%s: %s (%s) cannot act in variant %s: %s", path, f.Type, fp, echo(v.Name), why)
+				continue
+			}
+			if v.Process != nil {
+				continue // the process is the consumer: no ack mode of dqbench's
+			}
+			where.ConsumerAck = c.s.ConsumerFor(v).Ack
+			if why := kind.Available(where); why != "" {
+				path := c.consumerAckPath(j)
 				c.errorf(path, "%s: %s (%s) cannot act in variant %s: %s", path, f.Type, fp, echo(v.Name), why)
 			}
 		}
 	}
+}
+
+// consumerAckPath is where variant j's effective consumer ack mode is
+// written.
+func (c *checker) consumerAckPath(j int) string {
+	if v := c.s.Variants[j]; v.Consumer != nil && v.Consumer.Ack != "" {
+		return fmt.Sprintf("variants[%d].consumer.ack", j)
+	}
+	if c.d.Has("consumer.ack") {
+		return "consumer.ack"
+	}
+	return fmt.Sprintf("variants[%d]", j)
 }
 
 // acksPath is where variant j's effective acks setting is written.
