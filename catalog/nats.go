@@ -3,7 +3,6 @@ package catalog
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"time"
 )
 
@@ -164,7 +163,10 @@ func setIfZero[T comparable](p *T, v T) {
 // NATSURL checks a nats:// URL with a host and a port (NATS).
 func NATSURL(a string) error {
 	const want = "not a NATS URL (nats://HOST:PORT)"
-	u, err := url.Parse(a)
+	u, err := ParseURL(a)
+	if errors.Is(err, errUserinfo) {
+		return fmt.Errorf("%s: %w", want, err)
+	}
 	if err != nil || u.Scheme != "nats" {
 		return errors.New(want)
 	}

@@ -135,6 +135,7 @@ with --out, saves what it recorded, marked incomplete, and exits 3.
 // named says where a connection setting came from, for messages: "--store
 // VALUE", or "DQBENCH_STORE=VALUE" when the environment gave it.
 func (o runOptions) named(flag, value string) string {
+	value = catalog.MaskURL(value)
 	if env := o.fromEnv[flag]; env != "" {
 		return env + "=" + value
 	}

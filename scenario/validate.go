@@ -291,7 +291,7 @@ func (c *checker) stores() {
 	}
 	if c.d.Has("redis") {
 		if err := catalog.ParseRedis(c.s.Redis); err != nil {
-			c.errorf("redis", "redis: %s: %v", echo(c.s.Redis), err)
+			c.errorf("redis", "redis: %s: %v", echo(catalog.MaskURL(c.s.Redis)), err)
 		}
 	}
 }
@@ -301,7 +301,7 @@ func (c *checker) storeRef(path, ref string) {
 		return
 	}
 	if _, err := catalog.ParseStore(ref); err != nil {
-		c.errorf(path, "%s: %s: %v", path, echo(ref), err)
+		c.errorf(path, "%s: %s: %v", path, echo(catalog.MaskURL(ref)), err)
 	}
 }
 

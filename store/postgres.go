@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/history"
 	"github.com/dqbench/dqbench/leftover"
 )
@@ -87,9 +88,13 @@ func OpenPostgres(ctx context.Context, url, schema string, conns int) (*Postgres
 	if !schemaName.MatchString(schema) {
 		return nil, fmt.Errorf("schema name %q: use lower-case letters, digits and _", schema)
 	}
+	if _, err := catalog.ParseURL(url); err != nil && strings.Contains(url, "://") {
+		return nil, fmt.Errorf("store URL %s: %v", catalog.MaskURL(url), err)
+	}
 	pcfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("store URL: %w", err)
+		// pgx hides a password it can find; a malformed one it may not.
+		return nil, fmt.Errorf("store URL: %s", catalog.MaskURLs(err.Error()))
 	}
 	cfg := pcfg.ConnConfig
 	addr := fmt.Sprintf("%s:%d", cfg.Host, cfg.Port)
@@ -296,7 +301,7 @@ func DropSchema(ctx context.Context, url, schema string) error {
 	}
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
-		return fmt.Errorf("store URL: %w", err)
+		return fmt.Errorf("store URL: %s", catalog.MaskURLs(err.Error()))
 	}
 	cfg.ConnectTimeout = pingTimeout
 	conn, err := pgx.ConnectConfig(ctx, cfg)

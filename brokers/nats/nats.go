@@ -157,7 +157,14 @@ var (
 // producer and the admin connection); a consumer's connection does not, so
 // a broken one ends the consumer instance as a crash would.
 func connect(ctx context.Context, url, name string, reconnect bool, extra ...nats.Option) (*nats.Conn, jetstream.JetStream, error) {
-	masked := catalog.MaskURL(url)
+	masked := catalog.MaskURLs(url) // a list of URLs, each masked
+	// Parsed with the password masked first: nats.go's error would quote
+	// the URL, or a piece of the password as a port.
+	for _, u := range strings.Split(url, ",") {
+		if _, err := catalog.ParseURL(u); err != nil {
+			return nil, nil, fmt.Errorf("NATS URL %s: %v", catalog.MaskURL(u), err)
+		}
+	}
 	opts := append([]nats.Option{nats.Name(name), nats.Timeout(dialTimeout)}, extra...)
 	if strings.Contains(url, ",") {
 		// A managed cluster's URLs, the node leading every stream first:

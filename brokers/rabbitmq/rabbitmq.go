@@ -186,6 +186,11 @@ func dial(ctx context.Context, url, via string, wrap func(net.Conn) net.Conn) (*
 	if strings.HasPrefix(url, "amqps:") {
 		return nil, fmt.Errorf("RabbitMQ at %s: amqps (TLS) is not supported yet; use an amqp:// URL", masked)
 	}
+	// Parsed with the password masked first: amqp091's error would quote
+	// the URL, or a piece of the password as a port.
+	if _, err := catalog.ParseURL(url); err != nil {
+		return nil, fmt.Errorf("RabbitMQ URL %s: %v", masked, err)
+	}
 	deadline := time.Now().Add(dialTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
