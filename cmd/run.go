@@ -309,13 +309,12 @@ func runOne(ctx context.Context, s Streams, o runOptions, sc *scenario.Scenario,
 		}
 		hist = dir.History
 	} else {
-		f, err := os.CreateTemp("", "dqbench-history-*.jsonl")
+		// In the ledger: a killed run's undertaker removes it too.
+		f, err := leftover.CreateTemp("dqbench-history-*.jsonl")
 		if err != nil {
 			return nil, fmt.Errorf("temporary history file: %w", err)
 		}
-		// In the ledger: a killed run's undertaker removes it too.
-		e := leftover.Entry{Kind: leftover.Dir, Name: f.Name()}
-		leftover.Note(e)
+		e := leftover.Entry{Kind: leftover.File, Name: f.Name()}
 		defer func() { os.Remove(f.Name()); leftover.Forget(e) }()
 		hist = f
 	}

@@ -55,11 +55,15 @@ var (
 // digits and _, at most PostgreSQL's 63 bytes.
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
+// schemaPrefix starts every schema dqbench creates; no other schema is
+// ever dropped by a sweep.
+const schemaPrefix = "dqbench_"
+
 // SchemaFor turns a run's variant name into a schema name: "dqbench_" and
 // the name in lower case with every other character as _.
 func SchemaFor(name string) string {
 	var b strings.Builder
-	b.WriteString("dqbench_")
+	b.WriteString(schemaPrefix)
 	for _, r := range strings.ToLower(name) {
 		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
 			b.WriteRune(r)
@@ -296,7 +300,7 @@ func (p *Postgres) CloseBy(ctx context.Context) error {
 // DropSchema drops schema from the database at url: what dqbench clean
 // does with a schema a killed run left.
 func DropSchema(ctx context.Context, url, schema string) error {
-	if !schemaName.MatchString(schema) {
+	if !schemaName.MatchString(schema) || !strings.HasPrefix(schema, schemaPrefix) {
 		return fmt.Errorf("schema name %q: not one dqbench makes", schema)
 	}
 	cfg, err := pgx.ParseConfig(url)
