@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/dqbench/dqbench/internal/private"
 )
 
 // Standing is a broker that "dqbench brokers up KIND" starts and leaves
@@ -84,6 +87,22 @@ func StandingDir(kind string) string {
 		base = os.TempDir()
 	}
 	return filepath.Join(base, "dqbench-brokers", kind)
+}
+
+// CheckStanding says why the standing broker's directory dir (StandingDir)
+// may not be used, when it or the dqbench-brokers directory above it is
+// there and not the user's alone (package private): another local user
+// could have made either first, with a state file naming processes to
+// kill and a directory to remove. also are uids dir may belong to besides
+// the user's (the nodes' own).
+func CheckStanding(dir string, also ...int) error {
+	if err := private.Dir(filepath.Dir(dir)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := private.Dir(dir, also...); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // StandingCalls makes a Standing's Down and Status from a kind's own:

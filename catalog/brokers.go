@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -147,7 +146,10 @@ func HostPort(a string) error {
 // is refused here rather than when the run dials it: dqbench's clients do
 // not speak TLS yet.
 func AMQPURL(a string) error {
-	u, err := url.Parse(a)
+	u, err := ParseURL(a)
+	if errors.Is(err, errUserinfo) {
+		return fmt.Errorf("not an AMQP URL (amqp://USER:PASSWORD@HOST:PORT/VHOST): %w", err)
+	}
 	if err == nil && u.Scheme == "amqps" {
 		return errors.New("amqps:// (TLS), which dqbench does not support yet; use amqp:// to a listener without TLS")
 	}
@@ -162,7 +164,10 @@ func AMQPURL(a string) error {
 
 // MQTTURL checks a tcp:// or mqtt:// URL with a host and a port (MQTT).
 func MQTTURL(a string) error {
-	u, err := url.Parse(a)
+	u, err := ParseURL(a)
+	if errors.Is(err, errUserinfo) {
+		return fmt.Errorf("not an MQTT URL (tcp://HOST:PORT): %w", err)
+	}
 	if err != nil || (u.Scheme != "tcp" && u.Scheme != "mqtt") {
 		return errors.New("not an MQTT URL (tcp://HOST:PORT)")
 	}
@@ -174,7 +179,10 @@ func MQTTURL(a string) error {
 
 // ToxiproxyURL checks the API URL of an external toxiproxy.
 func ToxiproxyURL(a string) error {
-	u, err := url.Parse(a)
+	u, err := ParseURL(a)
+	if errors.Is(err, errUserinfo) {
+		return fmt.Errorf("not a toxiproxy API URL (http://HOST:8474): %w", err)
+	}
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 		return errors.New("not a toxiproxy API URL (http://HOST:8474)")
 	}
@@ -202,25 +210,6 @@ func HostAndPort(u *url.URL, portRequired bool) error {
 	}
 	return nil
 }
-
-// MaskURL hides the password of a URL (amqp://guest:***@host:5672/), for
-// every message and report that shows an address, also when the rest of
-// the URL does not parse. A string without a password comes back as it is.
-func MaskURL(a string) string {
-	return userinfo.ReplaceAllString(a, "${1}***@")
-}
-
-// userinfo matches "scheme://user:password@" up to the last @ before the
-// path.
-var userinfo = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://[^:/@]*:)[^/]*@`)
-
-// MaskURLs hides the password of every URL in a text (a scenario saved
-// with a run).
-func MaskURLs(text string) string {
-	return userinfoInText.ReplaceAllString(text, "${1}***@")
-}
-
-var userinfoInText = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^:/@\s"'\]\[,{}]*:)[^/@\s"'\]\[,{}]*@`)
 
 // ModeOf is the mode a scenario for kind k runs in when it names none.
 func ModeOf(k BrokerKind) Mode {

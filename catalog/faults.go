@@ -55,6 +55,9 @@ type Where struct {
 	Broker BrokerKind
 	Mode   Mode
 	Acks   Acks
+	// ConsumerAck is the variant's consumer ack mode, when known ("" when
+	// not: the fault is asked about the broker alone).
+	ConsumerAck AckMode
 	// Settings are the broker kind's own settings as the scenario gave
 	// them (Broker.NewSettings), when known.
 	Settings any
@@ -519,6 +522,8 @@ func confirmLostWhere(w Where) string {
 // Kafka through its relays, and on MQTT as the MQTT fault does.
 func ackLostWhere(w Where) string {
 	switch {
+	case w.ConsumerAck == AckAuto:
+		return "it drops the consumer's acknowledgement, and with ack: auto the broker takes a message as acked when it delivers it: there is none to lose; use consumer ack: after-process (or before-process)"
 	case w.Broker == RabbitMQ || w.Broker == NATS:
 		return ""
 	case w.Broker == Kafka && w.Mode == Embedded:

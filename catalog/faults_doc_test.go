@@ -22,8 +22,9 @@ const (
 // broker kind and mode, read from each fault's Available: a row per fault
 // (linked to its section), a column per kind and mode this build has.
 // "yes" marks where it acts with the kind's defaults; a footnote says where
-// a producer's acks or the kind's default settings stop it, in the
-// catalog's own words; "–" where it cannot act at all.
+// a producer's acks, the consumer's ack: auto or the kind's default
+// settings stop it, in the catalog's own words; "–" where it cannot act at
+// all.
 func faultTable() string {
 	type column struct {
 		kind catalog.Broker
@@ -69,6 +70,13 @@ func faultTable() string {
 				w.Acks = a
 				if why := f.Available(w); why != "" {
 					cell += note(fmt.Sprintf("not with `acks: %s`: %s", a, why))
+				}
+			}
+			if c.kind.AutoAck {
+				w := where
+				w.ConsumerAck = catalog.AckAuto
+				if why := f.Available(w); why != "" {
+					cell += note(fmt.Sprintf("not with consumer `ack: auto`: %s", why))
 				}
 			}
 			if c.kind.NewSettings != nil {

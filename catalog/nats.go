@@ -3,7 +3,6 @@ package catalog
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"time"
 )
 
@@ -74,7 +73,7 @@ func (NATSAck) Allowed() []string { return Strings(NATSAcks) }
 type NATSSettings struct {
 	Storage         NATSStorage `yaml:"storage" json:"storage,omitempty" jsonschema:"description=Where each variant's stream keeps its messages: file (default) or memory."`
 	Replicas        int         `yaml:"replicas" json:"replicas,omitempty" jsonschema:"minimum=1,maximum=5,description=Replicas of each variant's stream (default 1; more needs a JetStream cluster)."`
-	DuplicateWindow Duration    `yaml:"duplicate_window" json:"duplicate_window,omitempty" jsonschema:"description=How long the stream remembers a Nats-Msg-Id to drop a publish carrying it again (default 2m\\, JetStream's): a broker-side dedup TTL."`
+	DuplicateWindow Duration    `yaml:"duplicate_window" json:"duplicate_window,omitempty" jsonschema:"description=How long the stream remembers a Nats-Msg-Id to drop a publish carrying it again (default 2m\\, JetStream's; at least 100ms): a broker-side dedup TTL."`
 	AckWait         Duration    `yaml:"ack_wait" json:"ack_wait,omitempty" jsonschema:"description=How long the consumer may hold a delivery without acking it before the server delivers it again (default 30s\\, JetStream's). A crashed consumer's unacked messages come back only after it: keep it below the scenario's drain."`
 	MaxDeliver      int         `yaml:"max_deliver" json:"max_deliver,omitempty" jsonschema:"minimum=-1,maximum=1000,description=How many times the server delivers a message before it gives it up (default -1: no limit)."`
 	MaxAckPending   int         `yaml:"max_ack_pending" json:"max_ack_pending,omitempty" jsonschema:"minimum=-1,maximum=1000000,description=Most deliveries the consumer may hold unacked at once (default: the server's\\, 1000; -1: no limit)."`
@@ -86,7 +85,7 @@ type NATSSettings struct {
 // variant), so one run can compare what goes into Nats-Msg-Id and how
 // long the stream remembers it.
 type NATSOverrides struct {
-	DuplicateWindow Duration  `yaml:"duplicate_window" json:"duplicate_window,omitempty" jsonschema:"description=How long this variant's stream remembers a Nats-Msg-Id (overrides the broker's duplicate_window)."`
+	DuplicateWindow Duration  `yaml:"duplicate_window" json:"duplicate_window,omitempty" jsonschema:"description=How long this variant's stream remembers a Nats-Msg-Id (overrides the broker's duplicate_window; at least 100ms)."`
 	MsgID           NATSMsgID `yaml:"msg_id" json:"msg_id,omitempty" jsonschema:"description=What this variant's producer writes into Nats-Msg-Id: business\\, per-send-uuid or none (overrides the broker's msg_id)."`
 	Ack             NATSAck   `yaml:"ack" json:"ack,omitempty" jsonschema:"description=How this variant's consumer sends each ack: sync (double ack) or plain (overrides the broker's ack)."`
 }
@@ -106,6 +105,27 @@ const (
 	DefaultNATSDuplicateWindow = Duration(2 * time.Minute)
 	DefaultNATSAckWait         = Duration(30 * time.Second)
 )
+
+// MinNATSDuplicateWindow is the shortest duplicate_window JetStream takes:
+// a stream with a shorter one is refused when the run creates it.
+const MinNATSDuplicateWindow = Duration(100 * time.Millisecond)
+
+// ManagedNATSNodes is the size of the JetStream cluster dqbench manages
+// (mode: managed), and so the most replicas a stream can have there.
+const ManagedNATSNodes = 3
+
+// ReplicasFit says why a stream of s.Replicas replicas cannot be created
+// on a NATS in mode ("" when it can): the embedded server is one node, the
+// managed cluster ManagedNATSNodes.
+func (s *NATSSettings) ReplicasFit(mode Mode) string {
+	switch {
+	case s.Replicas > 1 && mode == Embedded:
+		return fmt.Sprintf("%d replicas need a JetStream cluster, and the embedded server is one node; use mode: managed (a local %d-node cluster from nats-server) or mode: external with a cluster's addresses", s.Replicas, ManagedNATSNodes)
+	case s.Replicas > ManagedNATSNodes && mode == Managed:
+		return fmt.Sprintf("%d replicas need as many nodes, and the managed JetStream cluster has %d; use replicas: %d (or 1), or mode: external with a cluster of %d nodes or more", s.Replicas, ManagedNATSNodes, ManagedNATSNodes, s.Replicas)
+	}
+	return ""
+}
 
 // PublishDedupWindow is the stream's duplicate_window, when the producer
 // writes the intent's business id into Nats-Msg-Id: a retry within it is
@@ -143,7 +163,10 @@ func setIfZero[T comparable](p *T, v T) {
 // NATSURL checks a nats:// URL with a host and a port (NATS).
 func NATSURL(a string) error {
 	const want = "not a NATS URL (nats://HOST:PORT)"
-	u, err := url.Parse(a)
+	u, err := ParseURL(a)
+	if errors.Is(err, errUserinfo) {
+		return fmt.Errorf("%s: %w", want, err)
+	}
 	if err != nil || u.Scheme != "nats" {
 		return errors.New(want)
 	}

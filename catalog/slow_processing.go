@@ -21,6 +21,9 @@ var slowProcessing = Fault{
 	Injection: "one delivery held past the ack deadline (ack_wait, consumer_timeout) until the broker delivered it again to another instance",
 	NewParams: func() any { return new(SlowProcessingParams) },
 	Available: func(w Where) string {
+		if w.ConsumerAck == AckAuto {
+			return "it holds a delivery unacked past the broker's ack deadline, and with ack: auto the broker takes a message as acked when it delivers it: nothing is held unacked, nothing delivered again; use consumer ack: after-process (or before-process)"
+		}
 		if w.Broker == RabbitMQ && w.Mode == Managed {
 			if s, ok := w.Settings.(*RabbitMQSettings); ok && s.ConsumerTimeout <= 0 {
 				return "it holds a delivery past the broker's consumer_timeout, which is 30 minutes unless set; add consumer_timeout (e.g. 2s) to the broker"

@@ -1,8 +1,8 @@
 package catalog
 
 import (
+	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 )
 
@@ -51,7 +51,13 @@ func ParseStore(v string) (StoreKind, error) {
 	if v == string(SQLite) {
 		return SQLite, nil
 	}
-	u, err := url.Parse(v)
+	if !scheme.MatchString(v) && strings.Contains(v, "=") {
+		return "", fmt.Errorf("a key=value DSN is not taken here; write it as a URL, postgres://USER@HOST:PORT/DATABASE (a password after USER and a colon, percent-encoded)")
+	}
+	u, err := ParseURL(v)
+	if errors.Is(err, errUserinfo) {
+		return "", fmt.Errorf("a PostgreSQL URL: %w", err)
+	}
 	if err != nil || u.Scheme == "" {
 		return "", fmt.Errorf("must be sqlite or a postgres://USER@HOST:PORT/DATABASE URL")
 	}
@@ -67,7 +73,10 @@ func ParseStore(v string) (StoreKind, error) {
 
 // ParseRedis checks a Redis URL: redis://HOST:PORT[/DB].
 func ParseRedis(v string) error {
-	u, err := url.Parse(v)
+	u, err := ParseURL(v)
+	if errors.Is(err, errUserinfo) {
+		return fmt.Errorf("a Redis URL: %w", err)
+	}
 	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
 		return fmt.Errorf("must be a redis://HOST:PORT URL, e.g. %s", DefaultRedis)
 	}

@@ -53,11 +53,12 @@ func sweepBeforeRun(ctx context.Context, w io.Writer) {
 	ctx, cancel := context.WithTimeout(ctx, runSweepBudget)
 	defer cancel()
 	n := sweepWithin(ctx, w, io.Discard)
-	if n == 0 || w == io.Discard {
-		return // nothing to tell, or nobody to tell it to (--quiet)
+	if n == 0 || w == io.Discard || leftover.Check() != nil {
+		return // nothing to tell, nobody to tell it to (--quiet), or told already (a ledger not ours)
 	}
 	left := fmt.Sprint(n)
-	for _, e := range leftover.Orphans() {
+	orphans, _ := leftover.Orphans()
+	for _, e := range orphans {
 		left += "\n" + e.String()
 	}
 	if !toldNew(left) {
@@ -83,7 +84,11 @@ func toldNew(what string) bool {
 // and says what on w; it returns how many it could not remove.
 func sweep(ctx context.Context, w io.Writer, dryRun bool) int {
 	if dryRun {
-		for _, e := range leftover.Orphans() {
+		orphans, err := leftover.Orphans()
+		if err != nil {
+			fmt.Fprintln(w, err)
+		}
+		for _, e := range orphans {
 			fmt.Fprintf(w, "would remove %s (left by a dqbench that was killed)\n", e)
 		}
 		for _, m := range managedSweeps {
@@ -100,8 +105,13 @@ func sweep(ctx context.Context, w io.Writer, dryRun bool) int {
 
 // sweepWithin removes what it can by ctx, saying what on w and what it
 // could not on failed; it returns how many it could not remove.
+// A ledger directory that is not the user's alone is said on w every
+// time: someone else made it.
 func sweepWithin(ctx context.Context, w, failedW io.Writer) int {
-	removed, failed := leftover.Sweep(ctx, removers)
+	removed, failed, err := leftover.Sweep(ctx, removers)
+	if err != nil {
+		fmt.Fprintln(w, err)
+	}
 	for _, e := range removed {
 		fmt.Fprintf(w, "removed %s (left by a dqbench that was killed)\n", e)
 	}
@@ -109,6 +119,9 @@ func sweepWithin(ctx context.Context, w, failedW io.Writer) int {
 		fmt.Fprintf(failedW, "could not remove %v; it stays listed for the next dqbench clean\n", err)
 	}
 	n := len(failed)
+	if err != nil {
+		n++
+	}
 	for _, m := range managedSweeps {
 		clusters, err := m.sweep()
 		for _, dir := range clusters {
@@ -150,14 +163,25 @@ $TMPDIR/dqbench-ledger-UID, readable only by you, or DQBENCH_LEDGER_DIR)
 and deletes the ledger when it has removed everything; a ledger whose
 process is gone is a killed run's. Each run also does this before it
 starts, so clean is for when you want it now. Nothing of a running dqbench
-is touched.`,
+is touched.
+
+Only what is yours alone is trusted: a ledger directory or a managed
+cluster's directory (or its state.json) that another user owns, that
+others may write to, or that is a symbolic link is refused with a message
+and nothing it lists is removed; and only what dqbench made is removed: a
+directory holding its .dqbench-made marker, a dqbench-* file, queues and
+streams named dqbench-*, schemas dqbench_*, keys dqbench:*.`,
 		Example: "  dqbench clean\n  dqbench clean --dry-run\n  dqbench clean --forget   # after it: stop trying what cannot be removed",
 		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			n := sweep(c.Context(), s.Out, dryRun)
 			if n > 0 && forget && !dryRun {
-				for _, e := range leftover.ForgetOrphans() {
+				forgotten, err := leftover.ForgetOrphans()
+				for _, e := range forgotten {
 					fmt.Fprintf(s.Out, "forgot %s: remove it yourself if it still exists\n", e)
+				}
+				if err != nil {
+					return withCode(ExitIncomplete, err)
 				}
 				return nil
 			}

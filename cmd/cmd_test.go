@@ -367,6 +367,30 @@ func TestRunSameScenarioTwice(t *testing.T) {
 	}
 }
 
+// TestRunBuiltinBesideAFileOfItsName: in a folder holding quickstart and
+// quickstart.yaml (whose process command would run), "run quickstart" runs
+// the built-in and says which files it did not read; "run
+// ./quickstart.yaml" runs the file.
+func TestRunBuiltinBesideAFileOfItsName(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, f := range []string{"quickstart", "quickstart.yaml"} {
+		if err := os.WriteFile(f, []byte(cliYAML), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := run(t, nil, "run", "quickstart", "--quiet")
+	if got := r.only(t).s.File; got != "builtin:quickstart" {
+		t.Errorf("run quickstart ran %s, want the built-in", got)
+	}
+	if !strings.Contains(r.err, "warning: quickstart is the built-in scenario quickstart, not the file quickstart.yaml here; to run the file, give its path: ./quickstart.yaml") {
+		t.Errorf("stderr does not name the file it did not read:\n%s", r.err)
+	}
+	r = run(t, nil, "run", "./quickstart.yaml", "--quiet")
+	if got := r.only(t).s.Name; got != "cli" {
+		t.Errorf("run ./quickstart.yaml ran %s, want the file's scenario cli", got)
+	}
+}
+
 func TestRunOutIsAFile(t *testing.T) {
 	cli, _ := scenarioFiles(t)
 	file := filepath.Join(t.TempDir(), "somefile")

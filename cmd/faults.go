@@ -60,9 +60,14 @@ func describeFault(w io.Writer, f catalog.Fault) {
 	fmt.Fprintln(w, "where it acts:")
 	for _, b := range catalog.Brokers {
 		for _, m := range b.Modes {
-			why := f.Available(catalog.Where{Broker: b.Kind, Mode: m, Acks: catalog.AcksAll})
+			where := catalog.Where{Broker: b.Kind, Mode: m, Acks: catalog.AcksAll}
+			why := f.Available(where)
 			if why == "" {
 				why = "yes"
+				where.ConsumerAck = catalog.AckAuto
+				if auto := f.Available(where); b.AutoAck && auto != "" {
+					why += "; not with consumer ack: auto (" + auto + ")"
+				}
 			}
 			fmt.Fprintf(w, "  %s %s: %s\n", b.Kind, m, why)
 		}

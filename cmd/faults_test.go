@@ -18,7 +18,7 @@ func TestListFaults(t *testing.T) {
 		}
 	}
 	one := run(t, nil, "list", "faults", "ack-lost")
-	for _, want := range []string{"ack-lost: an acknowledgement never arrives", "  packet: MQTT", "  rabbitmq managed: yes", "  mqtt managed: it is injected", "docs: docs/scenario.md#ack-lost"} {
+	for _, want := range []string{"ack-lost: an acknowledgement never arrives", "  packet: MQTT", "  rabbitmq managed: yes; not with consumer ack: auto (it drops the consumer's acknowledgement", "  mqtt managed: it is injected", "docs: docs/scenario.md#ack-lost"} {
 		if !strings.Contains(one.out, want) {
 			t.Errorf("list faults ack-lost lacks %q:\n%s", want, one.out)
 		}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dqbench/dqbench/leftover"
 )
 
 // TestMain keeps the tests' ledger entries out of the user's ledger, which
@@ -61,5 +63,66 @@ func TestSweepBeforeRunIsOneLine(t *testing.T) {
 	}
 	if c := run(t, nil, "clean"); c.code != 0 || strings.Contains(c.out, "could not") {
 		t.Errorf("clean after --forget: exit %d\n%s", c.code, c.out)
+	}
+}
+
+// TestCleanRefusesWhatAnotherUserPlanted: a ledger directory writable by
+// others (as another local user would make it, to be swept first) and a
+// killed-looking RabbitMQ cluster whose state names another directory:
+// clean and run say so and remove nothing, not even a directory dqbench
+// marked.
+func TestCleanRefusesWhatAnotherUserPlanted(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	ledger := filepath.Join(tmp, "dqbench-ledger-0")
+	t.Setenv("DQBENCH_LEDGER_DIR", ledger)
+	if err := os.Mkdir(ledger, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	victim := filepath.Join(t.TempDir(), "precious")
+	if err := os.Mkdir(victim, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(victim, leftover.Marker), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	line := `{"op":"+","kind":"dir","name":"` + victim + `"}` + "\n" +
+		`{"op":"+","kind":"queue","where":"amqp://guest:guest@127.0.0.1:1/","name":"orders"}` + "\n"
+	if err := os.WriteFile(filepath.Join(ledger, "1-0.jsonl"), []byte(line), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(ledger, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	cluster := filepath.Join(tmp, "dqbench-rabbitmq-planted")
+	if err := os.Mkdir(cluster, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	state := `{"dir": "` + victim + `", "owner": 1073741824}`
+	if err := os.WriteFile(filepath.Join(cluster, "state.json"), []byte(state), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	c := run(t, nil, "clean")
+	for _, want := range []string{
+		"the cleanup ledger: dqbench will not use " + ledger + ": it is writable by group or others (mode 0777); nothing it lists was removed",
+		"left alone: dqbench will not use " + filepath.Join(cluster, "state.json") + ": it names the directory " + victim + ", not its own",
+	} {
+		if !strings.Contains(c.out, want) {
+			t.Errorf("clean does not say %q:\n%s", want, c.out)
+		}
+	}
+	if c.code != ExitIncomplete || strings.Contains(c.out, "removed dir") || strings.Contains(c.out, "stopped the managed") {
+		t.Errorf("clean: exit %d\n%s", c.code, c.out)
+	}
+	cli, _ := scenarioFiles(t)
+	r := run(t, nil, "run", cli)
+	if !strings.Contains(r.err, "dqbench will not use "+ledger) {
+		t.Errorf("run does not say the ledger is refused:\n%s", r.err)
+	}
+	for _, p := range []string{victim, cluster, filepath.Join(ledger, "1-0.jsonl")} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
 	}
 }

@@ -98,7 +98,7 @@ func judgeHistory(hist io.ReadSeeker, sc *scenario.Scenario, meta check.Meta, au
 	if err != nil {
 		return judged{}, err
 	}
-	y, err := sc.YAML()
+	y, err := sc.SharedYAML()
 	if err != nil {
 		return judged{}, err
 	}

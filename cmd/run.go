@@ -62,7 +62,9 @@ func newRunCmd(s Streams, runF runFunc) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "run SCENARIO...",
 		Short: "Run scenarios and report duplicates and losses per variant",
-		Long: `Run runs each scenario (a file path or a built-in name, see "dqbench list"):
+		Long: `Run runs each scenario (a built-in name, see "dqbench list", or a file path;
+a built-in's name runs the built-in even beside a file of that name: give
+./NAME.yaml for the file):
 it publishes the intents, injects the faults on a schedule fixed by the seed,
 drains, audits each variant's store and prints one row per variant with the
 counts, then a verdict line per expectation. On a terminal narrower than the
@@ -135,6 +137,7 @@ report and the --html page, saying INVALID and why.
 // named says where a connection setting came from, for messages: "--store
 // VALUE", or "DQBENCH_STORE=VALUE" when the environment gave it.
 func (o runOptions) named(flag, value string) string {
+	value = catalog.MaskURL(value)
 	if env := o.fromEnv[flag]; env != "" {
 		return env + "=" + value
 	}
@@ -308,13 +311,12 @@ func runOne(ctx context.Context, s Streams, o runOptions, sc *scenario.Scenario,
 		}
 		hist = dir.History
 	} else {
-		f, err := os.CreateTemp("", "dqbench-history-*.jsonl")
+		// In the ledger: a killed run's undertaker removes it too.
+		f, err := leftover.CreateTemp("dqbench-history-*.jsonl")
 		if err != nil {
 			return nil, fmt.Errorf("temporary history file: %w", err)
 		}
-		// In the ledger: a killed run's undertaker removes it too.
-		e := leftover.Entry{Kind: leftover.Dir, Name: f.Name()}
-		leftover.Note(e)
+		e := leftover.Entry{Kind: leftover.File, Name: f.Name()}
 		defer func() { os.Remove(f.Name()); leftover.Forget(e) }()
 		hist = f
 	}

@@ -8,6 +8,12 @@
 // resource created ("+") and removed ("-"); a process that ends normally
 // removes its file. A file whose process is gone (no such pid, or the pid
 // reused by a process that started at another time) is an orphan's.
+//
+// The ledger directory sits in a shared temporary directory, where another
+// local user could make it first: it is used only when it is the current
+// user's alone (package private), and a sweep removes only what dqbench
+// made: a directory holding its Marker, a file named dqbench-*, and, on a
+// server, names with dqbench's prefix (the removers check those).
 package leftover
 
 import (
@@ -16,6 +22,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -23,6 +30,7 @@ import (
 	"sync"
 
 	"github.com/dqbench/dqbench/catalog"
+	"github.com/dqbench/dqbench/internal/private"
 )
 
 // Kind is what a resource is.
@@ -30,7 +38,8 @@ type Kind string
 
 // The kinds of resource the ledger records.
 const (
-	Dir    Kind = "dir"    // a directory: Name is its path
+	Dir    Kind = "dir"    // a directory made by MkdirTemp: Name is its path
+	File   Kind = "file"   // a file made by CreateTemp: Name is its path
 	Queue  Kind = "queue"  // a RabbitMQ queue: Where is the broker URL, Name the queue
 	Schema Kind = "schema" // a PostgreSQL schema: Where is the database URL, Name the schema
 	Keys   Kind = "keys"   // Redis keys: Where is the Redis URL, Name their common prefix
@@ -68,6 +77,57 @@ func LedgerDir() string {
 	return filepath.Join(os.TempDir(), fmt.Sprintf("dqbench-ledger-%d", os.Getuid()))
 }
 
+// Check says whether the ledger directory may be used: nil when it is the
+// current user's alone or not there yet; else why not, and what to do.
+func Check() error {
+	err := private.Dir(LedgerDir())
+	switch {
+	case err == nil, errors.Is(err, fs.ErrNotExist):
+		return nil
+	case errors.Is(err, private.ErrNotPrivate):
+		return fmt.Errorf("the cleanup ledger: %w; nothing it lists was removed, and runs keep no ledger until it is gone: remove it (as its owner or root) or set DQBENCH_LEDGER_DIR to a directory of your own", err)
+	}
+	return fmt.Errorf("the cleanup ledger: %w", err)
+}
+
+// Marker is the file MkdirTemp leaves in each directory it makes: a sweep
+// removes a directory only when it holds it (and both are the user's).
+const Marker = ".dqbench-made"
+
+// MkdirTemp makes a new directory in the temporary directory (pattern as
+// os.MkdirTemp's), marks it as dqbench's (Marker) and notes it: what a
+// killed run leaves there is found and removed later.
+func MkdirTemp(pattern string) (string, error) {
+	dir, err := os.MkdirTemp("", pattern)
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, Marker), []byte("made by dqbench; removed with its directory by dqbench clean once its run is gone\n"), 0o600); err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	Note(Entry{Kind: Dir, Name: dir})
+	return dir, nil
+}
+
+// CreateTemp creates a new file in the temporary directory, named
+// dqbench-* (pattern, as os.CreateTemp's, must start with it), and notes
+// it.
+func CreateTemp(pattern string) (*os.File, error) {
+	if !strings.HasPrefix(pattern, filePrefix) {
+		return nil, fmt.Errorf("leftover.CreateTemp(%q): the pattern must start with %s", pattern, filePrefix)
+	}
+	f, err := os.CreateTemp("", pattern)
+	if err != nil {
+		return nil, err
+	}
+	Note(Entry{Kind: File, Name: f.Name()})
+	return f, nil
+}
+
+// filePrefix starts the name of every file a sweep may remove.
+const filePrefix = "dqbench-"
+
 var (
 	mu   sync.Mutex
 	file *os.File // this process's ledger, opened at its first entry
@@ -101,8 +161,8 @@ func write(l line) {
 		delete(live, l.Entry)
 	}
 	if file == nil {
-		if err := os.MkdirAll(LedgerDir(), 0o700); err != nil {
-			return
+		if private.MkdirAll(LedgerDir()) != nil {
+			return // not the user's alone: a kill can leave l unfound (Check says why)
 		}
 		f, err := os.OpenFile(Path(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
@@ -134,11 +194,17 @@ func Close() {
 type Remover func(ctx context.Context, e Entry) error
 
 // Sweep removes what the ledgers of dead dqbench processes still hold:
-// directories itself, other kinds with remove[kind]. It returns what it
-// removed and what it could not (with why); a ledger whose every entry
-// is gone is deleted.
-func Sweep(ctx context.Context, remove map[Kind]Remover) (removed []Entry, failed []error) {
-	for _, path := range deadLedgers() {
+// directories and files itself (only what dqbench made: removeDir,
+// removeFile), other kinds with remove[kind]. It returns what it removed
+// and what it could not (with why); a ledger whose every entry is gone is
+// deleted. err, when the ledger directory is not the user's alone (Check),
+// says why nothing was read.
+func Sweep(ctx context.Context, remove map[Kind]Remover) (removed []Entry, failed []error, err error) {
+	ledgers, err := deadLedgers()
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, path := range ledgers {
 		if ctx.Err() != nil {
 			break
 		}
@@ -152,7 +218,9 @@ func Sweep(ctx context.Context, remove map[Kind]Remover) (removed []Entry, faile
 			var err error
 			switch {
 			case e.Kind == Dir:
-				err = os.RemoveAll(e.Name)
+				err = removeDir(e.Name)
+			case e.Kind == File:
+				err = removeFile(e.Name)
 			case remove[e.Kind] != nil:
 				err = remove[e.Kind](ctx, e)
 			default:
@@ -169,36 +237,75 @@ func Sweep(ctx context.Context, remove map[Kind]Remover) (removed []Entry, faile
 			os.Remove(path)
 		}
 	}
-	return removed, failed
+	return removed, failed, nil
+}
+
+// removeDir removes dir, when dqbench made it: a directory of the user's
+// alone (not a symbolic link) holding the user's Marker. One already gone
+// is removed.
+func removeDir(dir string) error {
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err := private.Dir(dir); err != nil {
+		return err
+	}
+	if err := private.File(filepath.Join(dir, Marker)); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("it holds no %s: dqbench did not make it (or an older dqbench did), so it is left alone; remove it yourself if it is a leftover, then dqbench clean --forget", Marker)
+	} else if err != nil {
+		return err
+	}
+	return os.RemoveAll(dir)
+}
+
+// removeFile removes path, when dqbench made it: a regular file of the
+// user's alone named dqbench-*. One already gone is removed.
+func removeFile(path string) error {
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if !strings.HasPrefix(filepath.Base(path), filePrefix) {
+		return fmt.Errorf("not a file dqbench makes (dqbench-*), so it is left alone")
+	}
+	if err := private.File(path); err != nil {
+		return err
+	}
+	return os.Remove(path)
 }
 
 // ForgetOrphans deletes the ledgers of dead dqbench processes, with what
 // they still list: resources the user gave up on (on a server gone for
 // good), which no sweep will try again. It returns what was forgotten.
-func ForgetOrphans() []Entry {
+func ForgetOrphans() ([]Entry, error) {
+	ledgers, err := deadLedgers()
 	var out []Entry
-	for _, path := range deadLedgers() {
+	for _, path := range ledgers {
 		left, _ := read(path)
 		if os.Remove(path) == nil {
 			out = append(out, left...)
 		}
 	}
-	return out
+	return out, err
 }
 
 // Orphans lists what the ledgers of dead dqbench processes still hold,
 // without removing anything.
-func Orphans() []Entry {
+func Orphans() ([]Entry, error) {
+	ledgers, err := deadLedgers()
 	var out []Entry
-	for _, path := range deadLedgers() {
+	for _, path := range ledgers {
 		left, _ := read(path)
 		out = append(out, left...)
 	}
-	return out
+	return out, err
 }
 
-// deadLedgers lists the ledgers of dqbench processes no longer running.
-func deadLedgers() []string {
+// deadLedgers lists the ledgers of dqbench processes no longer running;
+// the error is Check's: then it lists none.
+func deadLedgers() ([]string, error) {
+	if err := Check(); err != nil {
+		return nil, err
+	}
 	files, _ := filepath.Glob(filepath.Join(LedgerDir(), "*.jsonl"))
 	var dead []string
 	for _, path := range files {
@@ -206,11 +313,16 @@ func deadLedgers() []string {
 			dead = append(dead, path)
 		}
 	}
-	return dead
+	return dead, nil
 }
 
-// read replays a ledger: what was created and not removed, in order.
+// read replays a ledger: what was created and not removed, in order. A
+// ledger that is not the user's alone (a link, another user's, writable
+// by others) is not read.
 func read(path string) ([]Entry, error) {
+	if err := private.File(path); err != nil {
+		return nil, err
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err

@@ -32,6 +32,9 @@ func TestSweepAfterKill(t *testing.T) {
 	if err := os.Mkdir(left, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(left, Marker), nil, 0o600); err != nil { // as MkdirTemp makes it
+		t.Fatal(err)
+	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "LEFTOVER_CHILD_DIR="+left)
 	out, _ := cmd.StdoutPipe()
@@ -45,13 +48,13 @@ func TestSweepAfterKill(t *testing.T) {
 
 	// Alive: nothing is an orphan yet.
 	Note(Entry{Kind: Dir, Name: filepath.Join(t.TempDir(), "mine")})
-	if o := Orphans(); len(o) != 0 {
+	if o, _ := Orphans(); len(o) != 0 {
 		t.Fatalf("orphans of live processes: %v", o)
 	}
 
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
-	orphans := Orphans()
+	orphans, _ := Orphans()
 	if len(orphans) != 2 || orphans[0].Kind != Dir || orphans[1].Name != "dqbench-q" {
 		t.Fatalf("orphans = %v, want the directory and the queue still noted", orphans)
 	}
@@ -59,11 +62,11 @@ func TestSweepAfterKill(t *testing.T) {
 		t.Errorf("entry prints its password: %s", s)
 	}
 	var queues []string
-	removed, failed := Sweep(context.Background(), map[Kind]Remover{
+	removed, failed, err := Sweep(context.Background(), map[Kind]Remover{
 		Queue: func(_ context.Context, e Entry) error { queues = append(queues, e.Name+" "+e.Where); return nil },
 	})
-	if len(removed) != 2 || len(failed) != 0 {
-		t.Fatalf("removed %v, failed %v", removed, failed)
+	if len(removed) != 2 || len(failed) != 0 || err != nil {
+		t.Fatalf("removed %v, failed %v, %v", removed, failed, err)
 	}
 	if _, err := os.Stat(left); !os.IsNotExist(err) {
 		t.Errorf("the directory is still there: %v", err)
@@ -71,7 +74,7 @@ func TestSweepAfterKill(t *testing.T) {
 	if len(queues) != 1 || queues[0] != "dqbench-q amqp://guest:secret@127.0.0.1:5672/" {
 		t.Errorf("queue remover got %v", queues)
 	}
-	if o := Orphans(); len(o) != 0 {
+	if o, _ := Orphans(); len(o) != 0 {
 		t.Errorf("after the sweep: %v", o)
 	}
 	files, _ := filepath.Glob(filepath.Join(LedgerDir(), "*.jsonl"))

@@ -30,6 +30,7 @@ import (
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	tpclient "github.com/Shopify/toxiproxy/v2/client"
+	"github.com/dqbench/dqbench/catalog"
 	"github.com/rs/zerolog"
 )
 
@@ -80,16 +81,16 @@ func Connect(url string) (*Layer, error) {
 	if !strings.Contains(url, "://") {
 		url = "http://" + url
 	}
+	masked := catalog.MaskURL(url)
+	u, err := catalog.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("toxiproxy URL %s: %v", masked, err)
+	}
 	c := tpclient.NewClient(url)
 	if _, err := c.Version(); err != nil {
-		return nil, fmt.Errorf("cannot reach toxiproxy at %s: %v; start one with \"docker compose up -d toxiproxy\", or leave --toxiproxy out to use the in-process one", url, err)
+		return nil, fmt.Errorf("cannot reach toxiproxy at %s: %s; start one with \"docker compose up -d toxiproxy\", or leave --toxiproxy out to use the in-process one", masked, catalog.MaskURLs(err.Error()))
 	}
-	host := strings.TrimPrefix(strings.TrimPrefix(url, "http://"), "https://")
-	host, _, _ = strings.Cut(host, "/")
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	return &Layer{client: c, url: url, endpoint: "toxiproxy at " + url, host: host}, nil
+	return &Layer{client: c, url: url, endpoint: "toxiproxy at " + masked, host: u.Hostname()}, nil
 }
 
 // Embedded reports whether the server runs in this process (and so has the

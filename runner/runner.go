@@ -117,11 +117,10 @@ func Run(ctx context.Context, s *scenario.Scenario, opts Options) (*Result, erro
 		return notStarted(s, start, broker, err)
 	}
 	defer b.Close()
-	dir, err := os.MkdirTemp("", "dqbench-stores-")
+	dir, err := leftover.MkdirTemp("dqbench-stores-")
 	if err != nil {
 		return notStarted(s, start, b.Name(), fmt.Errorf("temporary directory for the stores: %w", err))
 	}
-	leftover.Note(leftover.Entry{Kind: leftover.Dir, Name: dir})
 	defer func() {
 		if os.RemoveAll(dir) == nil {
 			leftover.Forget(leftover.Entry{Kind: leftover.Dir, Name: dir})

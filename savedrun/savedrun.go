@@ -85,12 +85,12 @@ func (d *Dir) Finish(s *scenario.Scenario, meta check.Meta, audits map[string]hi
 	if err := d.History.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
 		return err
 	}
-	y, err := s.YAML()
+	// Judging needs no password, and a saved run gets shared.
+	y, err := s.SharedYAML()
 	if err != nil {
 		return err
 	}
-	// Judging needs no password, and a saved run gets shared.
-	y = []byte(catalog.MaskURLs(string(y)))
+	y = []byte(catalog.MaskURLs(string(y))) // and the comment naming the file
 	if err := os.WriteFile(filepath.Join(d.Path, ScenarioFile), y, 0o644); err != nil {
 		return err
 	}

@@ -15,18 +15,30 @@ import (
 	"github.com/dqbench/dqbench/scenarios"
 )
 
-// Resolve finds a scenario by argument: an existing file path, or the name
-// of a built-in scenario.
+// Resolve finds a scenario by argument: the name of a built-in scenario,
+// or a file. A built-in's name always means the built-in, even where a
+// file of that name (or NAME.yaml, NAME.yml) is in the working directory:
+// a folder must not be able to swap in a scenario of its own (its process
+// command would run) for one the user knows. Such a file gets a warning
+// saying how to run it: ./NAME, a path, which never names a built-in.
+// Any other argument is a file path.
 func Resolve(arg string) (*Scenario, error) {
+	if !looksLikePath(arg) {
+		if data, ok := scenarios.Read(arg); ok {
+			s, err := Parse("builtin:"+arg, data)
+			if err != nil {
+				return nil, err
+			}
+			s.Warnings = append(s.Warnings, shadowWarnings(arg)...)
+			return s, nil
+		}
+	}
 	fi, err := os.Stat(arg)
 	if err == nil {
 		if fi.IsDir() {
 			return nil, fmt.Errorf("%s is a directory; give a scenario file (.yaml) or a built-in name (%s)", strictyaml.Clip(arg), strings.Join(scenarios.Names(), ", "))
 		}
 		return Load(arg)
-	}
-	if data, ok := scenarios.Read(arg); ok {
-		return Parse("builtin:"+arg, data)
 	}
 	names := scenarios.Names()
 	builtins := fmt.Sprintf("(built-ins: %s)%s", strings.Join(names, ", "),
@@ -39,6 +51,19 @@ func Resolve(arg string) (*Scenario, error) {
 		return nil, fmt.Errorf("%s: no such file; give an existing scenario file or a built-in name %s", strictyaml.Clip(arg), builtins)
 	}
 	return nil, fmt.Errorf("no scenario file or built-in named %s %s", echo(arg), builtins)
+}
+
+// shadowWarnings says which files in the working directory are named like
+// the built-in name, and so are not what it runs.
+func shadowWarnings(name string) []string {
+	var out []string
+	for _, file := range []string{name, name + ".yaml", name + ".yml"} {
+		if fi, err := os.Lstat(file); err == nil && !fi.IsDir() {
+			out = append(out, fmt.Sprintf("warning: %s is the built-in scenario %s, not the file %s here; to run the file, give its path: ./%s",
+				name, name, file, file))
+		}
+	}
+	return out
 }
 
 // looksLikePath reports whether arg names a file rather than a built-in.

@@ -59,14 +59,34 @@ func (c *checker) natsCluster() {
 		}
 	}
 	settings, ok := c.s.Broker.Settings.(*catalog.NATSSettings)
-	if !ok || c.s.Broker.Kind != catalog.NATS || settings.Replicas <= 1 {
+	if !ok || c.s.Broker.Kind != catalog.NATS {
 		return
 	}
-	mode := c.s.Broker.Mode
-	if mode == "" {
-		mode = catalog.ModeOf(c.s.Broker.Kind)
+	if why := settings.ReplicasFit(modeOf(c.s)); why != "" {
+		c.errorf("broker.replicas", "broker.replicas: %s", why)
 	}
-	if mode == catalog.Embedded {
-		c.errorf("broker.replicas", "broker.replicas: %d replicas need a JetStream cluster, and the embedded server is one node; use mode: managed (a local 3-node cluster from nats-server) or mode: external with a cluster's addresses", settings.Replicas)
+}
+
+// natsDuplicateWindows checks the broker's duplicate_window and each
+// variant's: JetStream refuses a stream whose window is under
+// catalog.MinNATSDuplicateWindow, which the run would find out only when
+// it creates the stream; and a variant's 0s would be no override at all,
+// silently the broker's window.
+func (c *checker) natsDuplicateWindows() {
+	if c.s.Broker.Kind != catalog.NATS {
+		return
+	}
+	check := func(path string, d catalog.Duration, hint string) {
+		if c.d.Has(path) && d < catalog.MinNATSDuplicateWindow {
+			c.errorf(path, "%s: must be at least %s (JetStream refuses a shorter duplicate window), got %s%s", path, catalog.MinNATSDuplicateWindow, d, hint)
+		}
+	}
+	if settings, ok := c.s.Broker.Settings.(*catalog.NATSSettings); ok && settings.DuplicateWindow > 0 {
+		check("broker.duplicate_window", settings.DuplicateWindow, "") // 0s or less: not positive (params)
+	}
+	for i, v := range c.s.Variants {
+		if v.NATS != nil {
+			check(fmt.Sprintf("variants[%d].nats.duplicate_window", i), v.NATS.DuplicateWindow, "; leave the key out for the broker's")
+		}
 	}
 }

@@ -82,6 +82,11 @@ func (s *Scenario) UseMode(mode catalog.Mode) error {
 	if ks, ok := s.Broker.Settings.(*catalog.KafkaSettings); ok && mode == catalog.Managed && ks.Brokers > 1 && ks.Brokers != 3 {
 		problems = append(problems, fmt.Sprintf("brokers: %d: a managed Kafka cluster has 1 or 3 nodes", ks.Brokers))
 	}
+	if ns, ok := s.Broker.Settings.(*catalog.NATSSettings); ok {
+		if why := ns.ReplicasFit(mode); why != "" {
+			problems = append(problems, "replicas: "+why)
+		}
+	}
 	for _, f := range s.Faults {
 		k, ok := catalog.LookupFault(f.Type)
 		if !ok || k.Available == nil {

@@ -1,6 +1,7 @@
 package scenario_test
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -149,6 +150,35 @@ func TestUseMode(t *testing.T) {
 			t.Errorf("%s --broker-mode %s: error %v, want one saying %q", tc.name, tc.mode, err, tc.err)
 		case tc.err != "" && s.Broker.Mode != before:
 			t.Errorf("%s --broker-mode %s: refused, yet the mode changed to %s", tc.name, tc.mode, s.Broker.Mode)
+		}
+	}
+}
+
+// TestUseModeNATSReplicas: --broker-mode refuses what a NATS stream's
+// replicas cannot be created on, as validation does: more than one on the
+// embedded server, more than the managed cluster's three nodes.
+func TestUseModeNATSReplicas(t *testing.T) {
+	for _, tc := range []struct {
+		replicas int
+		mode     catalog.Mode
+		err      string
+	}{
+		{3, catalog.Managed, ""},
+		{4, catalog.Managed, "replicas: 4 replicas need as many nodes, and the managed JetStream cluster has 3"},
+		{3, catalog.Embedded, "replicas: 3 replicas need a JetStream cluster, and the embedded server is one node"},
+	} {
+		s, err := scenario.Parse("nats.yaml", fmt.Appendf(nil, `version: 1
+name: nats
+broker: {kind: nats, mode: external, addresses: ["nats://127.0.0.1:4222"], replicas: %d}
+variants:
+  - {name: none, strategy: none}
+`, tc.replicas))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.UseMode(tc.mode)
+		if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("replicas %d, --broker-mode %s: error %v, want %q", tc.replicas, tc.mode, err, tc.err)
 		}
 	}
 }

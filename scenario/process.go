@@ -94,9 +94,25 @@ func (c *checker) processVariants() {
 		if c.d.Has(pp+".ready") && v.Process.Ready.D() > MaxReady {
 			c.errorf(pp+".ready", "%s.ready: must be at most %s, got %s", pp, MaxReady, v.Process.Ready)
 		}
-		for k := range v.Process.Env {
-			if strings.HasPrefix(k, "DQBENCH_") {
-				c.errorf(pp+".env."+k, "%s.env: %s is set by dqbench (DQBENCH_ variables are the contract; see examples/consumers/README.md)", pp, k)
+		// What exec would refuse when the run starts the process, or
+		// read as another variable.
+		for j, arg := range v.Process.Command {
+			if strings.ContainsRune(arg, 0) {
+				ap := fmt.Sprintf("%s.command[%d]", pp, j)
+				c.errorf(ap, "%s: %s holds a NUL byte, which no program argument can carry; remove it", ap, echo(arg))
+			}
+		}
+		for k, val := range v.Process.Env {
+			kp := pp + ".env." + k
+			switch {
+			case strings.ContainsRune(k, 0):
+				c.errorf(kp, "%s.env: the name %s holds a NUL byte, which no environment variable can carry; remove it", pp, echo(k))
+			case strings.ContainsRune(val, 0):
+				c.errorf(kp, "%s.env: the value of %s holds a NUL byte, which no environment variable can carry; remove it", pp, echo(k))
+			case k == "" || strings.ContainsRune(k, '='):
+				c.errorf(kp, "%s.env: %s is not a variable name: it must not be empty or hold =", pp, echo(k))
+			case strings.HasPrefix(k, "DQBENCH_"):
+				c.errorf(kp, "%s.env: %s is set by dqbench (DQBENCH_ variables are the contract; see examples/consumers/README.md)", pp, k)
 			}
 		}
 		switch {

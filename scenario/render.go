@@ -8,6 +8,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/check"
 )
 
@@ -16,8 +17,17 @@ var scenarioType = reflect.TypeFor[Scenario]()
 // YAML renders s as it runs: defaults applied and command-line overrides
 // (--seed, --messages, --timeout) included, every key in file order, so
 // that the file parses back into the same scenario.
-func (s *Scenario) YAML() ([]byte, error) {
-	body, err := yaml.MarshalWithOptions(render(reflect.ValueOf(s).Elem()), yaml.Flow(false), yaml.UseLiteralStyleIfMultiline(true))
+func (s *Scenario) YAML() ([]byte, error) { return s.yaml(renderer{}) }
+
+// SharedYAML is YAML with every password (of a URL or a DSN) masked,
+// whatever characters it holds: what a saved run or a report shows, which
+// gets shared; judging a run again needs no password.
+func (s *Scenario) SharedYAML() ([]byte, error) {
+	return s.yaml(renderer{text: catalog.MaskURL})
+}
+
+func (s *Scenario) yaml(r renderer) ([]byte, error) {
+	body, err := yaml.MarshalWithOptions(r.render(reflect.ValueOf(s).Elem()), yaml.Flow(false), yaml.UseLiteralStyleIfMultiline(true))
 	if err != nil {
 		return nil, err
 	}
@@ -25,16 +35,20 @@ func (s *Scenario) YAML() ([]byte, error) {
 	return append([]byte(head), body...), nil
 }
 
+// renderer renders a scenario's values; text, when set, rewrites every
+// string value.
+type renderer struct{ text func(string) string }
+
 // render turns v into YAML-ready values: structs become ordered mappings of
 // their non-zero yaml fields, a `yaml:",params"` or `yaml:",inline"` field is
 // inlined.
-func render(v reflect.Value) any {
+func (r renderer) render(v reflect.Value) any {
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
 		if v.IsNil() {
 			return nil
 		}
-		return render(v.Elem())
+		return r.render(v.Elem())
 	case reflect.Struct:
 		if m, ok := v.Interface().(interface{ MarshalText() ([]byte, error) }); ok {
 			b, _ := m.MarshalText()
@@ -50,7 +64,7 @@ func render(v reflect.Value) any {
 			}
 			fv := v.Field(i)
 			if opts == "params" || opts == "inline" {
-				if inner, ok := render(fv).(yaml.MapSlice); ok {
+				if inner, ok := r.render(fv).(yaml.MapSlice); ok {
 					out = append(out, inner...)
 				}
 				continue
@@ -58,13 +72,13 @@ func render(v reflect.Value) any {
 			if fv.IsZero() && !(t == scenarioType && name == "seed") {
 				continue
 			}
-			out = append(out, yaml.MapItem{Key: name, Value: render(fv)})
+			out = append(out, yaml.MapItem{Key: name, Value: r.render(fv)})
 		}
 		return out
 	case reflect.Slice:
 		out := make([]any, v.Len())
 		for i := range v.Len() {
-			out[i] = render(v.Index(i))
+			out[i] = r.render(v.Index(i))
 		}
 		return out
 	case reflect.Map:
@@ -76,10 +90,13 @@ func render(v reflect.Value) any {
 		}
 		// Counts in report order, other keys sorted.
 		for _, k := range sortedKeys(names) {
-			out = append(out, yaml.MapItem{Key: k, Value: render(v.MapIndex(reflect.ValueOf(k).Convert(v.Type().Key())))})
+			out = append(out, yaml.MapItem{Key: k, Value: r.render(v.MapIndex(reflect.ValueOf(k).Convert(v.Type().Key())))})
 		}
 		return out
 	case reflect.String:
+		if r.text != nil {
+			return r.text(v.String())
+		}
 		return v.String()
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		if m, ok := v.Interface().(interface{ MarshalText() ([]byte, error) }); ok {

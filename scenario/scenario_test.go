@@ -255,6 +255,27 @@ var fixtures = []fixture{
 		`3:46: broker.replicas: 3 replicas need a JetStream cluster, and the embedded server is one node; use mode: managed`,
 		`5:11: faults[0]: leader-failover cannot act here: it stops a node of the local cluster dqbench manages; use broker kind: rabbitmq, mode: managed, queue_type: quorum, or kind: nats, mode: managed, replicas: 3`,
 	}},
+	{"invalid/nats-duplicate-window.yaml", []string{
+		`3:40: broker.duplicate_window: must be at least 100ms (JetStream refuses a shorter duplicate window), got 50ms`,
+		`5:60: variants[0].nats.duplicate_window: must be at least 100ms (JetStream refuses a shorter duplicate window), got 99ms; leave the key out for the broker's`,
+		`6:63: variants[1].nats.duplicate_window: must be at least 100ms (JetStream refuses a shorter duplicate window), got -1s; leave the key out for the broker's`,
+		`7:59: variants[2].nats.duplicate_window: must be at least 100ms (JetStream refuses a shorter duplicate window), got 0s; leave the key out for the broker's`,
+	}},
+	{"invalid/nats-managed-replicas.yaml", []string{
+		`3:47: broker.replicas: 4 replicas need as many nodes, and the managed JetStream cluster has 3; use replicas: 3 (or 1), or mode: external with a cluster of 4 nodes or more`,
+	}},
+	{"invalid/process-nul.yaml", []string{
+		`7:23: variants[0].process.command[1]: "-c\x00x" holds a NUL byte, which no program argument can carry; remove it`,
+		`8:16: variants[0].process.env: the value of "A" holds a NUL byte, which no environment variable can carry; remove it`,
+		`8:32: variants[0].process.env: the name "B\x00C" holds a NUL byte, which no environment variable can carry; remove it`,
+		`8:44: variants[0].process.env: "D=E" is not a variable name: it must not be empty or hold =`,
+	}},
+	{"invalid/ack-faults-with-auto-ack.yaml", []string{
+		`4:17: consumer.ack: ack-lost (faults[0]) cannot act in variant "auto": it drops the consumer's acknowledgement, and with ack: auto the broker takes a message as acked when it delivers it: there is none to lose; use consumer ack: after-process (or before-process)`,
+		`4:17: consumer.ack: slow-processing (faults[1]) cannot act in variant "auto": it holds a delivery unacked past the broker's ack deadline, and with ack: auto the broker takes a message as acked when it delivers it: nothing is held unacked, nothing delivered again; use consumer ack: after-process (or before-process)`,
+		`11:56: variants[2].consumer.ack: ack-lost (faults[0]) cannot act in variant "auto-again"`,
+		`11:56: variants[2].consumer.ack: slow-processing (faults[1]) cannot act in variant "auto-again"`,
+	}},
 	{"invalid/nats-failover-replicas.yaml", []string{
 		`5:11: faults[0]: leader-failover cannot act here: it fails a stream's leader over to a follower, and a stream needs replicas: 3`,
 	}},
@@ -646,6 +667,46 @@ func TestResolve(t *testing.T) {
 	if _, err := Load("testdata/no-such-file.yaml"); err == nil || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Load(missing) error = %v", err)
 	}
+}
+
+// TestResolveBuiltinOverLocalFile: a built-in's name runs the built-in even
+// in a folder holding a file of that name, which could otherwise swap in
+// its own process command; the file is named in a warning and runs when
+// given as a path. A name that is no built-in still reads the file.
+func TestResolveBuiltinOverLocalFile(t *testing.T) {
+	local := "version: 1\nname: local\nbroker: {kind: kafka}\nvariants:\n  - {name: none, strategy: none}\n"
+	t.Chdir(t.TempDir())
+	for _, f := range []string{"quickstart", "quickstart.yaml", "mine"} {
+		if err := os.WriteFile(f, []byte(local), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := Resolve("quickstart")
+	if err != nil || s.File != "builtin:quickstart" {
+		t.Fatalf("Resolve(quickstart) read %s (error %v); want the built-in", fileOf(s), err)
+	}
+	want := []string{
+		"warning: quickstart is the built-in scenario quickstart, not the file quickstart here; to run the file, give its path: ./quickstart",
+		"warning: quickstart is the built-in scenario quickstart, not the file quickstart.yaml here; to run the file, give its path: ./quickstart.yaml",
+	}
+	if !slices.Equal(s.Warnings, want) {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(s.Warnings, "\n"), strings.Join(want, "\n"))
+	}
+	for _, path := range []string{"./quickstart", "./quickstart.yaml", "quickstart.yaml", "mine"} {
+		s, err := Resolve(path)
+		if err != nil || s.Name != "local" {
+			t.Errorf("Resolve(%s) read %s (error %v); want the local file", path, fileOf(s), err)
+		} else if len(s.Warnings) != 0 {
+			t.Errorf("Resolve(%s) warns: %q", path, s.Warnings)
+		}
+	}
+}
+
+func fileOf(s *Scenario) string {
+	if s == nil {
+		return "nothing"
+	}
+	return s.File
 }
 
 // TestResolveContext returns at once when the context ends, even while the

@@ -41,6 +41,7 @@ func (c *checker) check() {
 	c.mqtt()
 	c.nats()
 	c.natsCluster()
+	c.natsDuplicateWindows()
 	c.producerPatterns()
 }
 
@@ -290,7 +291,7 @@ func (c *checker) stores() {
 	}
 	if c.d.Has("redis") {
 		if err := catalog.ParseRedis(c.s.Redis); err != nil {
-			c.errorf("redis", "redis: %s: %v", echo(c.s.Redis), err)
+			c.errorf("redis", "redis: %s: %v", echo(catalog.MaskURL(c.s.Redis)), err)
 		}
 	}
 }
@@ -300,7 +301,7 @@ func (c *checker) storeRef(path, ref string) {
 		return
 	}
 	if _, err := catalog.ParseStore(ref); err != nil {
-		c.errorf(path, "%s: %s: %v", path, echo(ref), err)
+		c.errorf(path, "%s: %s: %v", path, echo(catalog.MaskURL(ref)), err)
 	}
 }
 
@@ -401,12 +402,34 @@ func (c *checker) faultsAvailable() {
 			if where.Acks == "" {
 				where.Acks = catalog.AcksAll
 			}
+			where.ConsumerAck = ""
 			if why := kind.Available(where); why != "" {
 				path := c.acksPath(j)
+				c.errorf(path, "%s: %s (%s) cannot act in variant %s: %s", path, f.Type, fp, echo(v.Name), why)
+				continue
+			}
+			if v.Process != nil {
+				continue // the process is the consumer: no ack mode of dqbench's
+			}
+			where.ConsumerAck = c.s.ConsumerFor(v).Ack
+			if why := kind.Available(where); why != "" {
+				path := c.consumerAckPath(j)
 				c.errorf(path, "%s: %s (%s) cannot act in variant %s: %s", path, f.Type, fp, echo(v.Name), why)
 			}
 		}
 	}
+}
+
+// consumerAckPath is where variant j's effective consumer ack mode is
+// written.
+func (c *checker) consumerAckPath(j int) string {
+	if v := c.s.Variants[j]; v.Consumer != nil && v.Consumer.Ack != "" {
+		return fmt.Sprintf("variants[%d].consumer.ack", j)
+	}
+	if c.d.Has("consumer.ack") {
+		return "consumer.ack"
+	}
+	return fmt.Sprintf("variants[%d]", j)
 }
 
 // acksPath is where variant j's effective acks setting is written.

@@ -29,7 +29,7 @@ type Where struct {
 func Open(ctx context.Context, w Where) (Store, error) {
 	kind, err := catalog.ParseStore(w.Ref)
 	if err != nil {
-		return nil, fmt.Errorf("store %q: %w", w.Ref, err)
+		return nil, fmt.Errorf("store %q: %w", catalog.MaskURL(w.Ref), err)
 	}
 	var st Store
 	switch kind {

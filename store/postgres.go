@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/history"
 	"github.com/dqbench/dqbench/leftover"
 )
@@ -54,11 +55,15 @@ var (
 // digits and _, at most PostgreSQL's 63 bytes.
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
+// schemaPrefix starts every schema dqbench creates; no other schema is
+// ever dropped by a sweep.
+const schemaPrefix = "dqbench_"
+
 // SchemaFor turns a run's variant name into a schema name: "dqbench_" and
 // the name in lower case with every other character as _.
 func SchemaFor(name string) string {
 	var b strings.Builder
-	b.WriteString("dqbench_")
+	b.WriteString(schemaPrefix)
 	for _, r := range strings.ToLower(name) {
 		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
 			b.WriteRune(r)
@@ -87,9 +92,13 @@ func OpenPostgres(ctx context.Context, url, schema string, conns int) (*Postgres
 	if !schemaName.MatchString(schema) {
 		return nil, fmt.Errorf("schema name %q: use lower-case letters, digits and _", schema)
 	}
+	if _, err := catalog.ParseURL(url); err != nil && strings.Contains(url, "://") {
+		return nil, fmt.Errorf("store URL %s: %v", catalog.MaskURL(url), err)
+	}
 	pcfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("store URL: %w", err)
+		// pgx hides a password it can find; a malformed one it may not.
+		return nil, fmt.Errorf("store URL: %s", catalog.MaskURLs(err.Error()))
 	}
 	cfg := pcfg.ConnConfig
 	addr := fmt.Sprintf("%s:%d", cfg.Host, cfg.Port)
@@ -291,12 +300,12 @@ func (p *Postgres) CloseBy(ctx context.Context) error {
 // DropSchema drops schema from the database at url: what dqbench clean
 // does with a schema a killed run left.
 func DropSchema(ctx context.Context, url, schema string) error {
-	if !schemaName.MatchString(schema) {
+	if !schemaName.MatchString(schema) || !strings.HasPrefix(schema, schemaPrefix) {
 		return fmt.Errorf("schema name %q: not one dqbench makes", schema)
 	}
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
-		return fmt.Errorf("store URL: %w", err)
+		return fmt.Errorf("store URL: %s", catalog.MaskURLs(err.Error()))
 	}
 	cfg.ConnectTimeout = pingTimeout
 	conn, err := pgx.ConnectConfig(ctx, cfg)

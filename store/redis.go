@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/leftover"
 )
 
@@ -98,9 +99,13 @@ var quietOnce sync.Once
 // under prefix.
 func OpenRedis(ctx context.Context, url, prefix string) (*Redis, error) {
 	quietOnce.Do(func() { redis.SetLogger(quiet{}) })
+	if err := catalog.ParseRedis(url); err != nil {
+		return nil, fmt.Errorf("redis URL %s: %w", catalog.MaskURL(url), err)
+	}
 	opt, err := redis.ParseURL(url)
 	if err != nil {
-		return nil, fmt.Errorf("redis URL %s: %w", url, err)
+		// Its error may quote the URL, password and all.
+		return nil, fmt.Errorf("redis URL %s: %s", catalog.MaskURL(url), catalog.MaskURLs(err.Error()))
 	}
 	opt.DialTimeout = pingTimeout
 	// No retry: a SET NX that timed out may have been applied, and its

@@ -12,6 +12,7 @@ import (
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/brokers/kafka/cluster"
 	"github.com/dqbench/dqbench/catalog"
+	"github.com/dqbench/dqbench/internal/private"
 	"github.com/dqbench/dqbench/leftover"
 )
 
@@ -49,11 +50,10 @@ func acquire(ctx context.Context, opts cluster.Options) (c *cluster.Cluster, own
 		return nil, false, fmt.Errorf("%w: mode: managed starts Apache Kafka from its jars: %v; or use mode: embedded, or mode: external with your cluster's addresses", brokers.ErrUnreachable, err)
 	}
 	_, _ = SweepClusters()
-	dir, err := os.MkdirTemp("", throwawayPrefix)
+	dir, err := leftover.MkdirTemp(throwawayPrefix)
 	if err != nil {
 		return nil, false, fmt.Errorf("managed Kafka: %w", err)
 	}
-	leftover.Note(leftover.Entry{Kind: leftover.Dir, Name: dir})
 	opts.Dir, opts.Owned = dir, true
 	c, err = cluster.Start(ctx, opts)
 	if err != nil {
@@ -139,6 +139,9 @@ func OrphanClusters() []string {
 // true). A cluster there with a dead node is stopped and started afresh.
 func Up(ctx context.Context, starting func()) (c *cluster.Cluster, running bool, err error) {
 	dir := cluster.StateDir()
+	if err := brokers.CheckStanding(dir); err != nil {
+		return nil, false, err
+	}
 	if old, err := cluster.Load(dir); err == nil {
 		if old.Healthy() {
 			return old, true, nil
@@ -152,6 +155,9 @@ func Up(ctx context.Context, starting func()) (c *cluster.Cluster, running bool,
 	}
 	_, _ = SweepClusters()
 	if err := os.RemoveAll(dir); err != nil {
+		return nil, false, err
+	}
+	if err := private.MkdirAll(dir); err != nil {
 		return nil, false, err
 	}
 	starting()

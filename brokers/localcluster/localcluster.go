@@ -25,6 +25,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/dqbench/dqbench/internal/private"
 )
 
 // FreePorts asks the kernel for n free TCP ports on 127.0.0.1.
@@ -202,9 +204,10 @@ func Save(dir string, v any) error {
 }
 
 // Load reads the state file of the cluster in dir into v; the error wraps
-// os.ErrNotExist when there is none.
+// os.ErrNotExist when there is none, and private.ErrNotPrivate when dir or
+// its state file is not the user's alone (see ReadState).
 func Load(dir string, v any) error {
-	b, err := os.ReadFile(filepath.Join(dir, StateFile))
+	b, err := ReadState(dir)
 	if err != nil {
 		return err
 	}
@@ -214,19 +217,50 @@ func Load(dir string, v any) error {
 	return nil
 }
 
+// ReadState reads the state file of the cluster in dir, when dir and the
+// file are the user's alone (package private; dir may also belong to one
+// of the users also, the nodes' own): a state file another user planted
+// would name processes to kill and a directory to remove. A dir that is
+// not there is os.ErrNotExist.
+func ReadState(dir string, also ...int) ([]byte, error) {
+	if err := private.Dir(dir, also...); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, StateFile)
+	if err := private.File(path); err != nil {
+		return nil, err
+	}
+	return os.ReadFile(path)
+}
+
+// InDir checks that a state file read in dir names dir as the cluster's
+// directory (stated): Stop removes the directory the state names, so one
+// that names another is refused.
+func InDir(dir, stated string) error {
+	if filepath.Clean(stated) != filepath.Clean(dir) {
+		return &private.Error{Path: filepath.Join(dir, StateFile), Why: fmt.Sprintf("it names the directory %s, not its own: dqbench writes its own", stated)}
+	}
+	return nil
+}
+
 // Orphans lists the directories matching glob whose cluster belonged to a
 // run that is gone: owner reads a directory's state and returns the pid of
 // the run that owns it (0 for a standing cluster, which is nobody's
-// orphan; ok false when there is no state to read).
-func Orphans(glob string, owner func(dir string) (pid int, ok bool)) []string {
+// orphan), or why it could not. refused says which directories were left
+// alone because they, or their state, are not the user's alone
+// (private.ErrNotPrivate); one with no state to read is no orphan.
+func Orphans(glob string, owner func(dir string) (pid int, err error)) (out []string, refused []error) {
 	dirs, _ := filepath.Glob(glob)
-	var out []string
 	for _, dir := range dirs {
-		if pid, ok := owner(dir); ok && pid > 0 && !Alive(pid) {
+		pid, err := owner(dir)
+		switch {
+		case errors.Is(err, private.ErrNotPrivate):
+			refused = append(refused, fmt.Errorf("left alone: %w", err))
+		case err == nil && pid > 0 && !Alive(pid):
 			out = append(out, dir)
 		}
 	}
-	return out
+	return out, refused
 }
 
 // Alive reports whether process pid runs.

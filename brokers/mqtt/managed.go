@@ -66,11 +66,10 @@ func startMosquitto(ctx context.Context, s catalog.MQTTSettings) (*mosquitto, er
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "dqbench-mosquitto-*")
+	dir, err := leftover.MkdirTemp("dqbench-mosquitto-*")
 	if err != nil {
 		return nil, err
 	}
-	leftover.Note(leftover.Entry{Kind: leftover.Dir, Name: dir})
 	port, err := freePort()
 	if err != nil {
 		os.RemoveAll(dir)

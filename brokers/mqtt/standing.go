@@ -16,6 +16,7 @@ import (
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
+	"github.com/dqbench/dqbench/internal/private"
 )
 
 // StandingPort is where the Mosquitto "dqbench brokers up mqtt" starts
@@ -60,12 +61,23 @@ const standingStateFile = "state.json"
 
 func standingDir() string { return brokers.StandingDir(string(catalog.MQTT)) }
 
+// loadStanding reads the state of the standing Mosquitto in dir, when dir
+// and its state file are the user's alone (brokers.CheckStanding,
+// private.File): stop kills the pid it names and removes dir.
 func loadStanding(dir string) (standingFile, error) {
 	var f standingFile
-	b, err := os.ReadFile(filepath.Join(dir, standingStateFile))
+	path := filepath.Join(dir, standingStateFile)
+	err := brokers.CheckStanding(dir)
+	if err == nil {
+		err = private.File(path)
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return f, brokers.ErrNoStanding
 	}
+	if err != nil {
+		return f, err
+	}
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return f, err
 	}
@@ -115,7 +127,11 @@ func (f standingFile) stop(dir string) error {
 
 func standingUp(ctx context.Context, starting func()) (brokers.StandingState, bool, error) {
 	dir := standingDir()
-	if old, err := loadStanding(dir); err == nil {
+	old, err := loadStanding(dir)
+	if errors.Is(err, private.ErrNotPrivate) {
+		return brokers.StandingState{}, false, err
+	}
+	if err == nil {
 		if st := old.state(dir); st.Running() == len(st.Nodes) {
 			return st, true, nil
 		}
@@ -130,7 +146,7 @@ func standingUp(ctx context.Context, starting func()) (brokers.StandingState, bo
 	if err := os.RemoveAll(dir); err != nil {
 		return brokers.StandingState{}, false, err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := private.MkdirAll(dir); err != nil {
 		return brokers.StandingState{}, false, fmt.Errorf("standing Mosquitto directory: %w", err)
 	}
 	port := StandingPort

@@ -39,11 +39,10 @@ func Acquire(ctx context.Context) (c *cluster.Cluster, owned bool, err error) {
 		return nil, false, ErrNotInstalled
 	}
 	_, _ = SweepClusters()
-	dir, err := os.MkdirTemp("", throwawayPrefix)
+	dir, err := leftover.MkdirTemp(throwawayPrefix)
 	if err != nil {
 		return nil, false, fmt.Errorf("managed NATS cluster: %w", err)
 	}
-	leftover.Note(leftover.Entry{Kind: leftover.Dir, Name: dir})
 	c, err = cluster.Start(ctx, cluster.Options{Dir: dir, Owned: true})
 	if err != nil {
 		if os.RemoveAll(dir) == nil {

@@ -83,11 +83,10 @@ func Open(ctx context.Context, cfg brokers.Config) (brokers.Broker, error) {
 // startEmbedded runs nats-server in-process on a loopback port of its own
 // choosing, with JetStream on a fresh temporary directory.
 func startEmbedded(settings catalog.NATSSettings) (*Broker, error) {
-	dir, err := os.MkdirTemp("", "dqbench-nats-")
+	dir, err := leftover.MkdirTemp("dqbench-nats-")
 	if err != nil {
 		return nil, fmt.Errorf("embedded NATS: store directory: %w", err)
 	}
-	leftover.Note(leftover.Entry{Kind: leftover.Dir, Name: dir})
 	fail := func() {
 		if os.RemoveAll(dir) == nil {
 			leftover.Forget(leftover.Entry{Kind: leftover.Dir, Name: dir})
@@ -157,7 +156,14 @@ var (
 // producer and the admin connection); a consumer's connection does not, so
 // a broken one ends the consumer instance as a crash would.
 func connect(ctx context.Context, url, name string, reconnect bool, extra ...nats.Option) (*nats.Conn, jetstream.JetStream, error) {
-	masked := catalog.MaskURL(url)
+	masked := catalog.MaskURLs(url) // a list of URLs, each masked
+	// Parsed with the password masked first: nats.go's error would quote
+	// the URL, or a piece of the password as a port.
+	for _, u := range strings.Split(url, ",") {
+		if _, err := catalog.ParseURL(u); err != nil {
+			return nil, nil, fmt.Errorf("NATS URL %s: %v", catalog.MaskURL(u), err)
+		}
+	}
 	opts := append([]nats.Option{nats.Name(name), nats.Timeout(dialTimeout)}, extra...)
 	if strings.Contains(url, ",") {
 		// A managed cluster's URLs, the node leading every stream first:
@@ -281,9 +287,17 @@ func (b *Broker) forget(stream string) {
 	}
 }
 
+// streamPrefix starts the name of every stream dqbench creates; no other
+// stream is ever deleted by a sweep.
+const streamPrefix = "dqbench-"
+
 // DeleteStream deletes stream on the NATS server at url: what dqbench
-// clean does with a stream a killed run left.
+// clean does with a stream a killed run left. A name without streamPrefix
+// is refused.
 func DeleteStream(ctx context.Context, url, stream string) error {
+	if !strings.HasPrefix(stream, streamPrefix) {
+		return fmt.Errorf("stream %q: not one dqbench makes (%s*), so it is left alone", stream, streamPrefix)
+	}
 	nc, js, err := connect(ctx, url, "dqbench-clean", false)
 	if err != nil {
 		return err
@@ -320,7 +334,7 @@ func (b *Broker) Open(ctx context.Context, spec brokers.DestinationSpec) (broker
 	name := safe(spec.Name)
 	d := &dest{
 		b: b, spec: spec, settings: settings,
-		stream: "dqbench-" + name, prefix: "dqbench." + name + ".",
+		stream: streamPrefix + name, prefix: "dqbench." + name + ".",
 		ackNone: spec.AutoAck,
 	}
 	storage := jetstream.FileStorage

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/brokers/nats/cluster"
+	"github.com/dqbench/dqbench/internal/private"
 )
 
 // Up starts the managed cluster that runs with mode: managed reuse, in
@@ -17,6 +18,9 @@ import (
 // starting is called before a start.
 func Up(ctx context.Context, starting func()) (c *cluster.Cluster, running bool, err error) {
 	dir := cluster.StateDir()
+	if err := brokers.CheckStanding(dir); err != nil {
+		return nil, false, err
+	}
 	if old, err := cluster.Load(dir); err == nil {
 		if old.Healthy() {
 			return old, true, nil
@@ -30,6 +34,9 @@ func Up(ctx context.Context, starting func()) (c *cluster.Cluster, running bool,
 	}
 	_, _ = SweepClusters()
 	if err := os.RemoveAll(dir); err != nil {
+		return nil, false, err
+	}
+	if err := private.MkdirAll(dir); err != nil {
 		return nil, false, err
 	}
 	starting()

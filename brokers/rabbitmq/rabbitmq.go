@@ -186,6 +186,11 @@ func dial(ctx context.Context, url, via string, wrap func(net.Conn) net.Conn) (*
 	if strings.HasPrefix(url, "amqps:") {
 		return nil, fmt.Errorf("RabbitMQ at %s: amqps (TLS) is not supported yet; use an amqp:// URL", masked)
 	}
+	// Parsed with the password masked first: amqp091's error would quote
+	// the URL, or a piece of the password as a port.
+	if _, err := catalog.ParseURL(url); err != nil {
+		return nil, fmt.Errorf("RabbitMQ URL %s: %v", masked, err)
+	}
 	deadline := time.Now().Add(dialTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
@@ -291,7 +296,7 @@ func (r *RabbitMQ) proxy(name, url string) (*netfault.Proxy, error) {
 
 // Open declares the variant's durable queue.
 func (r *RabbitMQ) Open(ctx context.Context, spec brokers.DestinationSpec) (brokers.Destination, error) {
-	d := &queueDest{r: r, spec: spec, queue: "dqbench-" + spec.Name, queueType: r.queueType}
+	d := &queueDest{r: r, spec: spec, queue: queuePrefix + spec.Name, queueType: r.queueType}
 	var settings catalog.RabbitMQSettings // the variant's: queue type, bounds, delivery limit
 	if s, ok := spec.Settings.(*catalog.RabbitMQSettings); ok && s != nil {
 		settings = *s
@@ -420,9 +425,16 @@ func (r *RabbitMQ) note(queue string) {
 	}
 }
 
+// queuePrefix starts the name of every queue dqbench declares; no other
+// queue is ever deleted by a sweep.
+const queuePrefix = "dqbench-"
+
 // DeleteQueue deletes queue on the RabbitMQ at url: what dqbench clean does
-// with a queue a killed run left.
+// with a queue a killed run left. A name without queuePrefix is refused.
 func DeleteQueue(ctx context.Context, url, queue string) error {
+	if !strings.HasPrefix(queue, queuePrefix) {
+		return fmt.Errorf("queue %q: not one dqbench makes (%s*), so it is left alone", queue, queuePrefix)
+	}
 	conn, err := dial(ctx, url, "", nil)
 	if err != nil {
 		return err

@@ -21,6 +21,9 @@ var ErrNoCluster = errors.New("no managed RabbitMQ cluster is running (start one
 // starting is called before a start.
 func Up(ctx context.Context, starting func()) (c *cluster.Cluster, running bool, err error) {
 	dir := cluster.StateDir()
+	if err := brokers.CheckStanding(dir, cluster.NodesUID()...); err != nil {
+		return nil, false, err
+	}
 	if old, err := cluster.Load(dir); err == nil {
 		if old.Healthy() {
 			return old, true, nil

@@ -396,5 +396,8 @@ func Load(dir string) (*Cluster, error) {
 	if err := localcluster.Load(dir, c); err != nil {
 		return nil, err
 	}
+	if err := localcluster.InDir(dir, c.Dir); err != nil {
+		return nil, err
+	}
 	return c, nil
 }

@@ -36,7 +36,7 @@ import (
 var ErrNotInstalled = errors.New("nats-server is not installed")
 
 // Size is the number of nodes of a cluster.
-const Size = 3
+const Size = catalog.ManagedNATSNodes
 
 // BinEnv names the environment variable that says where the nats-server
 // binary is, instead of looking on PATH.
@@ -382,6 +382,9 @@ func (c *Cluster) save() error {
 func Load(dir string) (*Cluster, error) {
 	c := new(Cluster)
 	if err := localcluster.Load(dir, c); err != nil {
+		return nil, err
+	}
+	if err := localcluster.InDir(dir, c.Dir); err != nil {
 		return nil, err
 	}
 	return c, nil

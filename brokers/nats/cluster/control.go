@@ -117,9 +117,9 @@ func Running(c *Cluster) bool {
 // platform without Pdeathsig, or a node that outlived it), and returns
 // their directories.
 func Sweep(glob string) ([]string, error) {
-	var errs []error
+	orphans, errs := orphans(glob)
 	var stopped []string
-	for _, dir := range Orphans(glob) {
+	for _, dir := range orphans {
 		c, err := Load(dir)
 		if err != nil {
 			continue
@@ -136,11 +136,18 @@ func Sweep(glob string) ([]string, error) {
 // Orphans lists the directories matching glob of throwaway clusters whose
 // owner process is gone: what Sweep would stop.
 func Orphans(glob string) []string {
-	return localcluster.Orphans(glob, func(dir string) (int, bool) {
+	out, _ := orphans(glob)
+	return out
+}
+
+// orphans is Orphans, and the directories left alone because they are
+// not the user's alone, each with why.
+func orphans(glob string) ([]string, []error) {
+	return localcluster.Orphans(glob, func(dir string) (int, error) {
 		c, err := Load(dir)
 		if err != nil {
-			return 0, false
+			return 0, err
 		}
-		return c.Owner, true
+		return c.Owner, nil
 	})
 }

@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/dqbench/dqbench/brokers"
+	"github.com/dqbench/dqbench/brokers/localcluster"
 	"github.com/dqbench/dqbench/catalog"
+	"github.com/dqbench/dqbench/internal/private"
 )
 
 // StateDir is the well-known directory of the cluster "dqbench brokers up"
@@ -59,16 +61,32 @@ func (c *Cluster) save() error {
 	return os.Rename(tmp, filepath.Join(c.Dir, stateFile))
 }
 
+// NodesUID is the uid the nodes run as when it is not the user's (root
+// runs them as rabbitmq, and prepare gives that user the directory), for
+// the checks of who may own a cluster's directory.
+func NodesUID() []int {
+	if as, err := lookupRunAs(); err == nil && as.cred != nil {
+		return []int{as.uid}
+	}
+	return nil
+}
+
 // Load reads the cluster whose state file is in dir; it returns
-// os.ErrNotExist when there is none.
+// os.ErrNotExist when there is none, and an error wrapping
+// private.ErrNotPrivate when dir or its state file is not the user's
+// alone (dir may belong to the user the nodes run as) or the state names
+// another directory.
 func Load(dir string) (*Cluster, error) {
-	b, err := os.ReadFile(filepath.Join(dir, stateFile))
+	b, err := localcluster.ReadState(dir, NodesUID()...)
 	if err != nil {
 		return nil, err
 	}
 	c := new(Cluster)
 	if err := json.Unmarshal(b, c); err != nil {
 		return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, stateFile), err)
+	}
+	if err := localcluster.InDir(dir, c.Dir); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -367,6 +385,10 @@ func Sweep(glob string) ([]string, error) {
 	var stopped []string
 	for _, dir := range dirs {
 		c, err := Load(dir)
+		if errors.Is(err, private.ErrNotPrivate) {
+			errs = append(errs, fmt.Errorf("left alone: %w", err))
+			continue
+		}
 		if err != nil || c.Owner <= 0 || ownerAlive(c.Owner) {
 			continue
 		}
