@@ -246,10 +246,17 @@ func (r *Relay) Reset() { r.closeConns(true) }
 func (r *Relay) closeConns(reset bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for c := range r.conns {
-		if tc, ok := c.(*net.TCPConn); ok && reset {
-			_ = tc.SetLinger(0)
+	if reset {
+		// Every connection first, then the closes: a relayed pair whose
+		// one side is closed first ends the other at once (serve), which
+		// would otherwise close it cleanly before its turn here.
+		for c := range r.conns {
+			if tc, ok := c.(*net.TCPConn); ok {
+				_ = tc.SetLinger(0)
+			}
 		}
+	}
+	for c := range r.conns {
 		c.Close()
 	}
 }
