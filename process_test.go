@@ -155,8 +155,8 @@ func TestProcess(t *testing.T) {
 
 	t.Run("exits-at-once", func(t *testing.T) {
 		code, stdout, stderr := dqbench(context.Background(), "run", writeScenario(t, "false", "SELECT 1, 1"))
-		if code != 3 || !strings.Contains(stderr, `instance 1 (["false"], pid`) || !strings.Contains(stderr, "exited with status 1") ||
-			!strings.Contains(stderr, "within its ready period (5s)") {
+		if code != 3 || !strings.Contains(stdout+stderr, `instance 1 (["false"], pid`) || !strings.Contains(stdout+stderr, "exited with status 1") ||
+			!strings.Contains(stdout+stderr, "within its ready period (5s)") {
 			t.Errorf("exit %d\n%s\n%s", code, stdout, stderr)
 		}
 	})
@@ -164,7 +164,7 @@ func TestProcess(t *testing.T) {
 	t.Run("audit-typo", func(t *testing.T) {
 		typo := strings.Replace(query, "payments", "paymnts", 1)
 		code, stdout, stderr := dqbench(context.Background(), "run", writeScenario(t, naive, typo))
-		if code != 3 || !strings.Contains(stderr, `audit query "`+typo+`"`) || !strings.Contains(stderr, "no such table: paymnts") {
+		if code != 3 || !strings.Contains(stdout+stderr, `audit query "`+typo+`"`) || !strings.Contains(stdout+stderr, "no such table: paymnts") {
 			t.Errorf("exit %d\n%s\n%s", code, stdout, stderr)
 		}
 	})
@@ -363,8 +363,8 @@ func processFailures(t *testing.T, broker, naive string) {
 	const query = "SELECT message_id, COUNT(*) FROM payments GROUP BY message_id"
 	t.Run("exits-at-once", func(t *testing.T) {
 		code, stdout, stderr := dqbench(context.Background(), "run", writeScenarioOn(t, broker, "ack", "false", query))
-		if code != 3 || !strings.Contains(stderr, `instance 1 (["false"], pid`) || !strings.Contains(stderr, "exited with status 1") ||
-			!strings.Contains(stderr, "within its ready period (5s)") || !strings.Contains(stdout, "INCOMPLETE") {
+		if code != 3 || !strings.Contains(stdout+stderr, `instance 1 (["false"], pid`) || !strings.Contains(stdout+stderr, "exited with status 1") ||
+			!strings.Contains(stdout+stderr, "within its ready period (5s)") || !strings.Contains(stdout, "INCOMPLETE") {
 			t.Errorf("exit %d\n%s\n%s", code, stdout, stderr)
 		}
 	})
@@ -372,7 +372,7 @@ func processFailures(t *testing.T, broker, naive string) {
 	t.Run("audit-typo", func(t *testing.T) {
 		typo := strings.Replace(query, "payments", "paymnts", 1)
 		code, stdout, stderr := dqbench(context.Background(), "run", writeScenarioOn(t, broker, "ack", naive, typo))
-		if code != 3 || !strings.Contains(stderr, `audit query "`+typo+`"`) || !strings.Contains(stderr, "no such table: paymnts") || !strings.Contains(stdout, "INCOMPLETE") {
+		if code != 3 || !strings.Contains(stdout+stderr, `audit query "`+typo+`"`) || !strings.Contains(stdout+stderr, "no such table: paymnts") || !strings.Contains(stdout, "INCOMPLETE") {
 			t.Errorf("exit %d\n%s\n%s", code, stdout, stderr)
 		}
 	})

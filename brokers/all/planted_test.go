@@ -16,6 +16,14 @@ import (
 // removed.
 func TestStandingRefusesPlantedDirectories(t *testing.T) {
 	run := t.TempDir()
+	// The RabbitMQ nodes' user (rabbitmq, when dqbench runs as root) must
+	// reach the runtime directory, or the cluster's state moves to the
+	// temporary directory and the planted one is never looked at.
+	for _, d := range []string{run, filepath.Dir(run)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	t.Setenv("XDG_RUNTIME_DIR", run)
 	victim := filepath.Join(t.TempDir(), "precious")
 	if err := os.Mkdir(victim, 0o700); err != nil {
