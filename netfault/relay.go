@@ -21,13 +21,17 @@ type Relay struct {
 	// Addr is the host:port the clients dial.
 	Addr string
 
-	ln       net.Listener
 	upstream string
 	filters  ConnFilters
+	// hold keeps the relay's port bound while its listener is closed
+	// (the upstream is down), so that no other socket takes it.
+	hold io.Closer
 
 	mu     sync.Mutex
+	ln     net.Listener // nil while the upstream is down
 	conns  map[net.Conn]bool
 	closed bool
+	done   chan struct{} // closed by Close: a probe stops
 	wg     sync.WaitGroup
 
 	// The network faults on the relay's connections (Blackhole, Slow):
@@ -60,23 +64,31 @@ type PacedFilter interface {
 // upstreamDialTimeout bounds a relay's dial to its upstream.
 const upstreamDialTimeout = 5 * time.Second
 
+// probeEvery is how often a relay whose upstream is down dials it, to
+// listen again once it answers.
+const probeEvery = 50 * time.Millisecond
+
 // NewRelay listens on a free local port and relays every connection to
 // upstream through the filters newFilters makes for it.
 func NewRelay(upstream string, newFilters ConnFilters) (*Relay, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := listen("127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("start a relay to %s: %w", upstream, err)
 	}
-	r := &Relay{Addr: ln.Addr().String(), ln: ln, upstream: upstream, filters: newFilters, conns: map[net.Conn]bool{}}
+	r := &Relay{Addr: ln.Addr().String(), ln: ln, upstream: upstream, filters: newFilters, conns: map[net.Conn]bool{}, done: make(chan struct{})}
+	if r.hold, err = holdPort(ln.Addr()); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("start a relay to %s: %w", upstream, err)
+	}
 	r.wg.Add(1)
-	go r.accept()
+	go r.accept(ln)
 	return r, nil
 }
 
-func (r *Relay) accept() {
+func (r *Relay) accept(ln net.Listener) {
 	defer r.wg.Done()
 	for {
-		c, err := r.ln.Accept()
+		c, err := ln.Accept()
 		if err != nil {
 			return
 		}
@@ -118,13 +130,15 @@ func (r *Relay) serve(client net.Conn) {
 	}
 	server, err := net.DialTimeout("tcp", r.upstream, upstreamDialTimeout)
 	if err != nil {
-		// The upstream is down: the client sees its connection reset, as
-		// it would see a dial to a dead server refused, rather than
-		// closed as by a server that read nothing (kgo takes an EOF before
-		// the first answer for missing TLS or SASL, and gives up).
+		// The upstream is down. This client's dial was taken already: it
+		// sees its connection reset rather than closed as by a server
+		// that read nothing (kgo takes an EOF before the first answer
+		// for missing TLS or SASL, and gives up). The next dials are
+		// refused, as a dial to the dead server is (down).
 		if tc, ok := client.(*net.TCPConn); ok {
 			_ = tc.SetLinger(0)
 		}
+		r.down()
 		return
 	}
 	if !r.track(server) {
@@ -188,6 +202,60 @@ func (r *Relay) pipe(dst io.Writer, src io.Reader, f Filter) {
 		if err != nil {
 			return
 		}
+	}
+}
+
+// down closes the relay's listener, its upstream having refused a dial,
+// so that the clients' dials are refused too until the upstream answers
+// again (probe). Through a relay that took every dial, a client saw
+// connections reset after they were made, where a dial to the dead
+// server is refused: kgo forgets a dead group coordinator only on a
+// failed dial, and went on sending to it, a consumer that never joined
+// its group again after a node was killed.
+func (r *Relay) down() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed || r.ln == nil {
+		return
+	}
+	r.ln.Close()
+	r.ln = nil
+	r.wg.Add(1)
+	go r.probe()
+}
+
+// probe dials the upstream until it answers, then listens again on the
+// relay's address.
+func (r *Relay) probe() {
+	defer r.wg.Done()
+	tick := time.NewTicker(probeEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.done:
+			return
+		case <-tick.C:
+		}
+		c, err := net.DialTimeout("tcp", r.upstream, probeEvery)
+		if err != nil {
+			continue
+		}
+		c.Close()
+		r.mu.Lock()
+		if r.closed {
+			r.mu.Unlock()
+			return
+		}
+		ln, err := listen(r.Addr)
+		if err != nil {
+			r.mu.Unlock()
+			continue // the port held by another listener a moment longer
+		}
+		r.ln = ln
+		r.wg.Add(1)
+		go r.accept(ln)
+		r.mu.Unlock()
+		return
 	}
 }
 
@@ -270,15 +338,23 @@ func (r *Relay) Close() error {
 	}
 	r.net.Unlock()
 	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
 	r.closed = true
+	close(r.done)
 	for c := range r.conns {
 		c.Close()
 	}
+	var err error
+	if r.ln != nil {
+		err = r.ln.Close()
+	}
 	r.mu.Unlock()
-	err := r.ln.Close()
 	r.wg.Wait()
 	if errors.Is(err, net.ErrClosed) {
 		err = nil
 	}
-	return err
+	return errors.Join(err, r.hold.Close())
 }

@@ -1,8 +1,10 @@
 package netfault
 
 import (
+	"errors"
 	"io"
 	"net"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -87,11 +89,13 @@ func TestRelaySlow(t *testing.T) {
 	}
 }
 
-// TestRelayDeadUpstreamResets: with nothing at the upstream, a client's
-// connection is reset, as a dial to a dead server is refused, not closed
-// cleanly as by a server that read nothing (which kgo takes for a missing
-// TLS or SASL, and gives up on).
-func TestRelayDeadUpstreamResets(t *testing.T) {
+// TestRelayDeadUpstreamRefuses: with nothing at the upstream, the dial a
+// relay took is reset (not closed cleanly as by a server that read
+// nothing, which kgo takes for a missing TLS or SASL and gives up on),
+// and the dials after it are refused, as dials to the dead server are
+// (kgo forgets a dead coordinator on a failed dial only). Once the
+// upstream is back, the relay takes dials and relays them again.
+func TestRelayDeadUpstreamRefuses(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -99,10 +103,18 @@ func TestRelayDeadUpstreamResets(t *testing.T) {
 	dead := ln.Addr().String()
 	ln.Close()
 	r := relayTo(t, dead)
-	for range 20 {
+	refused := false
+	for range 200 {
 		c, err := net.Dial("tcp", r.Addr)
+		if errors.Is(err, syscall.ECONNRESET) {
+			continue // a dial the listener had queued when it closed
+		}
 		if err != nil {
-			continue // reset before the dial returned: as good
+			if !errors.Is(err, syscall.ECONNREFUSED) {
+				t.Fatalf("dial: %v, want refused", err)
+			}
+			refused = true
+			break
 		}
 		// Nothing written first: closed before the client's first
 		// request arrived, the connection read as a clean EOF.
@@ -110,6 +122,37 @@ func TestRelayDeadUpstreamResets(t *testing.T) {
 		c.Close()
 		if len(got) > 0 || err == nil {
 			t.Fatalf("read %q, %v: want nothing and a reset", got, err)
+		}
+	}
+	if !refused {
+		t.Fatal("200 dials to a relay whose upstream is down were all taken: want them refused after the first")
+	}
+	// The upstream comes back, on its address.
+	ln, err = net.Listen("tcp", dead)
+	if err != nil {
+		t.Skipf("the upstream's port was taken meanwhile: %v", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { _, _ = io.Copy(c, c); c.Close() }()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); <-done })
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		c, err := net.Dial("tcp", r.Addr)
+		if err == nil {
+			roundTrip(t, c, "back")
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("10s after the upstream came back, a dial to the relay: %v", err)
 		}
 	}
 }
