@@ -215,9 +215,24 @@ func (p *producer) Publish(ctx context.Context, m brokers.Message, done func(err
 		if err == nil { // confirmed, or with acks none sent
 			p.confirmed(m.Intent)
 		}
+		if errors.Is(err, kgo.ErrRecordRetries) && !g.dead.Load() {
+			relearnLeaders(g.cl)
+		}
 		done(p.outcome(g, err))
 	})
 }
+
+// relearnLeaders has a client that gave a record back, out of retries
+// (the application retries: RecordRetries 0), ask for the partitions'
+// leaders before the application publishes again. kgo looks them up
+// again when it retries a batch itself, not when it fails one: after a
+// leader died, every publish went on dialing it (refused) and failing at
+// once, until kgo's periodic refresh (5 minutes); the acks-all variant of
+// kafka-leader-failover lost all it published after the kill. (franz-go
+// #937 fixed this for NOT_LEADER_OR_FOLLOWER; a failed dial still takes
+// that path in v1.22.3.) Refreshes asked for meanwhile are merged into
+// one.
+func relearnLeaders(cl *kgo.Client) { cl.ForceMetadataRefresh() }
 
 func record(m brokers.Message) *kgo.Record {
 	return &kgo.Record{Key: []byte(m.Key), Value: m.Body}
