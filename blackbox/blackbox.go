@@ -17,18 +17,16 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/faults"
 	"github.com/dqbench/dqbench/history"
+	"github.com/dqbench/dqbench/internal/ansi"
 )
 
 // ErrConsumer marks a consumer process that could not run: it exited or
@@ -586,27 +584,7 @@ func (t *tail) count() int {
 func (t *tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return sanitize(strings.TrimRight(string(t.buf), "\n"))
-}
-
-// sanitize escapes what a terminal would act on: "\x1b[2J" prints as
-// `\x1b[2J`, not as a cleared screen.
-func sanitize(s string) string {
-	var b strings.Builder
-	for i, r := range s {
-		switch {
-		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
-			fmt.Fprintf(&b, "\\x%02x", s[i])
-		case r == '\n' || r == '\t':
-			b.WriteRune(r)
-		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029':
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
+	return ansi.Inert(strings.TrimRight(string(t.buf), "\n"))
 }
 
 // suffix is "; last lines of its stderr:" and them, or "".

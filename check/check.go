@@ -129,6 +129,7 @@ func (t *tally) lossCause(f *facts) (Cause, bool) {
 type tally struct {
 	dense   []facts        // intents 1..len-1
 	sparse  map[int]*facts // intents outside the dense range
+	lookups int            // calls of get, which bound the dense range
 	faults  int
 	fired   map[string]int
 	armed   []string
@@ -179,12 +180,29 @@ func (g *gapTally) see(d time.Duration, intent int) {
 // foreign consumer's garbage) go to a map.
 const denseLimit = 1 << 25
 
+// denseReach is how far past the intents looked up so far (4 per look-up)
+// the dense slice grows for an intent id: a run's ids are about as many as
+// its events, while a saved run from someone else may name intent 10
+// million in its one event, which goes to the map instead. Memory follows
+// the history's size, not what it claims.
+const denseReach = 1024
+
 func (t *tally) get(id int) *facts {
-	if id > 0 && id < denseLimit {
-		if id >= len(t.dense) {
-			n := max(2*len(t.dense), id+1, 1024)
-			n = min(n, denseLimit)
-			t.dense = append(t.dense, make([]facts, n-len(t.dense))...)
+	t.lookups++
+	if id > 0 && id < len(t.dense) {
+		return &t.dense[id]
+	}
+	if id > 0 && id < denseLimit && id <= 4*t.lookups+denseReach {
+		n := max(2*len(t.dense), id+1, 1024)
+		n = min(n, denseLimit, 8*t.lookups+2*denseReach)
+		n = max(n, id+1)
+		old := len(t.dense)
+		t.dense = append(t.dense, make([]facts, n-old)...)
+		for sid, f := range t.sparse { // ids the slice now covers
+			if sid >= old && sid < n {
+				t.dense[sid] = *f
+				delete(t.sparse, sid)
+			}
 		}
 		return &t.dense[id]
 	}

@@ -65,9 +65,9 @@ func Write(w io.Writer, r savedrun.Run, o Options) error {
 	}
 	p := ansi.Paint(o.Color)
 	out := lines{w: w, width: o.Width}
-	out.say("    ", "%s · seed %d · %d messages per variant · %s", p.Bold(r.Meta.Scenario), r.Meta.Seed, r.Meta.Messages, r.Meta.Broker)
+	out.say("    ", "%s · seed %d · %d messages per variant · %s", p.Bold(ansi.Inert(r.Meta.Scenario)), r.Meta.Seed, r.Meta.Messages, ansi.Inert(r.Meta.Broker))
 	if in.Incomplete != "" {
-		out.say("    ", "%s: %s", p.Red("INCOMPLETE"), in.Incomplete)
+		out.say("    ", "%s: %s", p.Red("INCOMPLETE"), ansi.Inert(in.Incomplete))
 	}
 	if o.Intent == 0 {
 		for _, name := range names {
@@ -146,9 +146,9 @@ func writeAnomalies(w lines, p ansi.Paint, in *check.Inspection, name string, li
 		}
 		summary = strings.Join(parts, ", ")
 	}
-	w.say("    ", "%s (%s): %s", p.Bold(name), v.Strategy, summary)
+	w.say("    ", "%s (%s): %s", p.Bold(ansi.Inert(name)), ansi.Inert(v.Strategy), summary)
 	for _, inv := range v.Invalid {
-		w.say("    ", "  %s %s", p.Red("INVALID"), inv)
+		w.say("    ", "  %s %s", p.Red("INVALID"), ansi.Inert(inv))
 	}
 	for _, c := range check.Causes {
 		n := a.ByCause[c]
@@ -214,20 +214,20 @@ func writeStories(w lines, p ansi.Paint, r savedrun.Run, in *check.Inspection, n
 
 func writeStory(w lines, p ansi.Paint, s *story.Story) {
 	fmt.Fprintln(w.w)
-	w.say("    ", "%s · intent %d", p.Bold(s.Variant), s.Intent)
+	w.say("    ", "%s · intent %d", p.Bold(ansi.Inert(s.Variant)), s.Intent)
 	steps := s.Steps()
 	lane := 0
 	for _, st := range steps {
-		lane = max(lane, len(st.Lane))
+		lane = max(lane, len(ansi.Inert(st.Lane)))
 	}
 	for _, st := range steps {
-		text := st.Text
+		text := ansi.Inert(st.Text)
 		switch st.Type {
 		case history.Fault, history.Crash:
 			text = p.Red(text)
 		}
 		// A long step goes on under its text, past the time and lane.
-		w.say(strings.Repeat(" ", 2+len(seconds(st.T))+2+lane+2), "  %s  %-*s  %s", seconds(st.T), lane, st.Lane, text)
+		w.say(strings.Repeat(" ", 2+len(seconds(st.T))+2+lane+2), "  %s  %-*s  %s", seconds(st.T), lane, ansi.Inert(st.Lane), text)
 	}
 	if s.Truncated {
 		w.say("    ", "  … (more events; only the first %d are kept)", story.MaxStoryEvents)

@@ -107,3 +107,43 @@ func TestErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestEscapesFromASavedRunAreInert: a saved run may come from anyone (a
+// CI artifact); text in its history, meta or scenario that a terminal
+// would act on (clear the screen, retitle the window, ring the bell) is
+// printed escaped, never raw.
+func TestEscapesFromASavedRunAreInert(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{savedrun.ScenarioFile, savedrun.HistoryFile, savedrun.AuditFile, savedrun.MetaFile} {
+		b, err := os.ReadFile(filepath.Join("testdata", "quickstart", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch name {
+		case savedrun.HistoryFile:
+			b = bytes.ReplaceAll(b, []byte(`"pos":"0@`), []byte(`"pos":"\u001b[2J\u001b]0;pwned\u0007 0@`))
+		case savedrun.MetaFile:
+			b = bytes.Replace(b, []byte(`"broker": "kafka`), []byte(`"broker": "\u001b[31mkafka`), 1)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := savedrun.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, opts := range []explain.Options{{}, {Variant: "dedup-table-split", Intent: 35}, {Intent: 8}} {
+		var buf bytes.Buffer
+		if err := explain.Write(&buf, r, opts); err != nil {
+			t.Fatal(err)
+		}
+		got := buf.String()
+		if strings.ContainsAny(got, "\x1b\x07") {
+			t.Errorf("%+v: a raw escape reached the output:\n%q", opts, got)
+		}
+		if opts.Intent != 0 && !strings.Contains(got, `\x1b[2J\x1b]0;pwned\a 0@`) {
+			t.Errorf("%+v: the position is not shown escaped:\n%s", opts, got)
+		}
+	}
+}

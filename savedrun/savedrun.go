@@ -20,6 +20,7 @@ import (
 	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/history"
+	"github.com/dqbench/dqbench/internal/ansi"
 	"github.com/dqbench/dqbench/scenario"
 )
 
@@ -184,6 +185,7 @@ func Load(dir string) (Run, error) {
 	if err := readJSON(paths[MetaFile], maxMetaSize, &r.Meta); err != nil {
 		return r, err
 	}
+	inertMeta(&r.Meta)
 	if r.Meta.Messages < 0 || r.Meta.Messages > scenario.MaxMessages {
 		return r, fmt.Errorf("%s: messages %d is outside 1..%d", paths[MetaFile], r.Meta.Messages, scenario.MaxMessages)
 	}
@@ -196,6 +198,12 @@ func Load(dir string) (Run, error) {
 		if p := s.ProducerFor(v).Pattern; p != "" && p != catalog.Direct {
 			limit += intents * producerBytesPerIntent
 		}
+	}
+	// Each intent in the audit was delivered or written, an event of at
+	// least 40 bytes in the history: a saved run that claims
+	// millions of messages in a small history gets no larger allowance.
+	if fi, err := os.Stat(paths[HistoryFile]); err == nil {
+		limit = min(limit, int64(maxMetaSize)+fi.Size()*auditBytesPerHistoryByte)
 	}
 	if err := readJSON(paths[AuditFile], limit, &r.Audits); err != nil {
 		return r, err
@@ -218,12 +226,17 @@ const (
 	// store (producer.pattern dual-write or outbox): an intent's business
 	// row, outbox row and sent mark, a line of about 16 bytes each.
 	producerBytesPerIntent = 64
+	// auditBytesPerHistoryByte bounds the audit by the history: an audit
+	// entry (at most a call's 80 bytes, indented) stands for at least one
+	// event line of the history (40 bytes or more).
+	auditBytesPerHistoryByte = 4
 )
 
-// regular refuses anything but a regular file at path (a symlink to one
-// is fine).
+// regular refuses anything but a regular file at path; a symbolic link
+// too, even to a regular file: a saved scenario.yaml linked to another
+// file of the user's would have parts of that file echoed in the errors.
 func regular(path string) error {
-	fi, err := os.Stat(path)
+	fi, err := os.Lstat(path)
 	if err != nil {
 		return err
 	}
@@ -237,6 +250,8 @@ func fileKind(m os.FileMode) string {
 	switch {
 	case m.IsDir():
 		return "a directory"
+	case m&os.ModeSymlink != 0:
+		return "a symbolic link"
 	case m&os.ModeNamedPipe != 0:
 		return "a named pipe (FIFO)"
 	case m&os.ModeSocket != 0:
@@ -255,10 +270,40 @@ func (r Run) Judge() (check.Run, error) {
 	}
 	defer f.Close()
 	run, err := check.Judge(r.Scenario.Plan(), r.Meta, history.ScanRun(f, r.Meta.Messages), r.Audits)
+	for i := range run.Variants {
+		v := &run.Variants[i]
+		v.Name, v.Strategy = ansi.Inert(v.Name), ansi.Inert(v.Strategy)
+		inertAll(v.Notes)
+		inertAll(v.Invalid)
+	}
 	if err != nil {
 		return run, fmt.Errorf("%s: %w", r.HistoryPath, err)
 	}
 	return run, nil
+}
+
+// inertMeta escapes, in what a saved run's meta.json says, what a
+// terminal would act on (ansi.Inert): a saved run may come from anyone,
+// and its text is printed by check, explain and the reports.
+func inertMeta(m *check.Meta) {
+	for _, s := range []*string{&m.Scenario, &m.Broker, &m.Incomplete, &m.Error} {
+		*s = ansi.Inert(*s)
+	}
+	if p := m.Provenance; p != nil {
+		for _, s := range []*string{&p.DQBench, &p.Go, &p.Broker} {
+			*s = ansi.Inert(*s)
+		}
+		inertAll(p.Clients)
+		inertAll(p.Stores)
+	}
+}
+
+// inertAll escapes each of ss in place (ansi.Inert); the history's text
+// reaches a judged run's notes and reasons.
+func inertAll(ss []string) {
+	for i, s := range ss {
+		ss[i] = ansi.Inert(s)
+	}
 }
 
 // readJSON decodes the file at path into v, reading at most limit bytes.

@@ -2,6 +2,7 @@ package savedrun_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -408,6 +409,7 @@ func TestLoadHostileRun(t *testing.T) {
 		if err := d.Finish(s, check.Meta{Messages: n}, map[string]history.Audit{"none": a}, nil); err != nil {
 			t.Fatal(err)
 		}
+		deliveries(t, d.Path, n, 3) // the audit is bounded by the history too
 		r, err := savedrun.Load(d.Path)
 		if err != nil {
 			t.Fatal(err)
@@ -434,6 +436,7 @@ func TestLoadHostileRun(t *testing.T) {
 		if err := d.Finish(s, check.Meta{Messages: n}, map[string]history.Audit{"none": a}, nil); err != nil {
 			t.Fatal(err)
 		}
+		deliveries(t, d.Path, n, 3) // the audit is bounded by the history too
 		r, err := savedrun.Load(d.Path)
 		if err != nil {
 			t.Fatal(err)
@@ -451,4 +454,70 @@ func TestLoadHostileRun(t *testing.T) {
 			t.Errorf("Load = %v, want the meta refused", err)
 		}
 	})
+}
+
+// TestLoadRefusesLinksAndClaims: a scenario.yaml that links to a regular
+// file elsewhere is refused (its lines would be echoed in errors), and an
+// audit larger than its history can account for is refused although the
+// scenario claims enough messages for it.
+func TestLoadRefusesLinksAndClaims(t *testing.T) {
+	d, err := savedrun.Create(t.TempDir(), "run", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Finish(parse(t), check.Meta{Messages: 10}, map[string]history.Audit{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(t.TempDir(), "secret.yaml")
+	b, err := os.ReadFile(filepath.Join(d.Path, savedrun.ScenarioFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(d.Path, savedrun.ScenarioFile)
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(other, link); err != nil {
+		t.Skip(err)
+	}
+	if _, err := savedrun.Load(d.Path); err == nil || !strings.Contains(err.Error(), "a symbolic link") {
+		t.Errorf("Load = %v, want the linked scenario.yaml refused", err)
+	}
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(link, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// meta claims 10,000,000 messages; the history is empty, the audit 8 MiB.
+	meta := `{"scenario": "s", "seed": 1, "messages": 10000000, "broker": "b"}`
+	if err := os.WriteFile(filepath.Join(d.Path, savedrun.MetaFile), []byte(meta), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	audit := `{"v": {"applied": {"1": 1}}, "pad": "` + strings.Repeat("x", 8<<20) + `"}`
+	if err := os.WriteFile(filepath.Join(d.Path, savedrun.AuditFile), []byte(audit), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := savedrun.Load(d.Path); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("Load = %v, want the audit refused for its size", err)
+	}
+}
+
+// deliveries writes a history in which each of intents 1..n was delivered
+// per times to variant none, as the audit of such a run can hold.
+func deliveries(t *testing.T, dir string, n, per int) {
+	t.Helper()
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, `{"t":1,"variant":"none","type":"publish","intent":%d,"attempt":1}`+"\n", i)
+		for a := 1; a <= per; a++ {
+			fmt.Fprintf(&b, `{"t":2,"variant":"none","type":"deliver","intent":%d,"attempt":%d,"consumer":1,"pos":"0@%d"}`+"\n", i, a, i)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, savedrun.HistoryFile), []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
