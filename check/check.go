@@ -40,6 +40,7 @@ type facts struct {
 	applied      int32  // ledger rows, from the audit
 	pubSeq       uint32 // the first publish's place in the variant's history, 0 if none
 	deliveries   uint16 // saturating
+	ackAttempt   uint16 // the attempt (delivery count) of its last ack, saturating
 }
 
 const (
@@ -69,6 +70,8 @@ const (
 	outOfOrder     // its first effect came after the effect of an intent of its account published later
 	retainedAgain  // delivered from the broker's retained messages to a subscription the consumer made (MQTT RETAIN)
 	dlxPending     // the consumer rejected it to the dead-letter exchange, and no delivery or dead-letter event of it came since
+	looping        // handed back to the broker unsettled (tally.handedBack), and not acked, dead-lettered or rejected to the dead-letter exchange since
+	lastQoS0       // its last delivery arrived at QoS 0: the broker keeps nothing of it to give out again
 )
 
 func (f *facts) has(flag uint32) bool { return f.flags&flag != 0 }
@@ -113,16 +116,32 @@ func (f *facts) refused() bool {
 
 // lossCause says why intent f was lost, and whether it counts as lost: an
 // intent that may still be on the broker when the drain gave up (never
-// delivered) is not a loss the run observed.
+// delivered, or still looping: handed back and not settled since) is not
+// a loss the run observed.
 func (t *tally) lossCause(f *facts) (Cause, bool) {
 	if !f.missing() {
 		return "", false
 	}
 	c := f.lossCause()
-	if (c == LostUndelivered || c == LostUnconfirmed || c == LostDLXDropped) && !t.drained() {
+	if (c == LostUndelivered || c == LostUnconfirmed || c == LostDLXDropped || f.has(looping)) && !t.drained() {
 		return c, false
 	}
 	return c, true
+}
+
+// handedBack notes that a delivery of intent f (its attempt) went back to
+// the broker unsettled: its processing failed (an effect refused, then
+// requeued or rejected, as on_failure says), or a consumer fault hit it
+// (a crash, a failure, a cut connection) before its ack, and the broker
+// gives it out again. The intent loops from then on until an ack, a
+// dead-letter or a reject settles it. A delivery acked before the fault
+// (ack before processing) or one at QoS 0 went back to nothing: the
+// broker had forgotten it already.
+func (f *facts) handedBack(attempt int) {
+	if f.has(lastQoS0) || f.has(acked) && int(f.ackAttempt) == min(attempt, 1<<16-1) {
+		return
+	}
+	f.flags |= looping
 }
 
 // tally is one variant's state while the history is read.
@@ -235,7 +254,9 @@ func (t *tally) add(e *history.Event) {
 			t.get(e.Intent).flags |= nacked
 		}
 	case history.Reject:
-		t.get(e.Intent).flags |= dlxPending
+		f := t.get(e.Intent)
+		f.flags |= dlxPending
+		f.flags &^= looping
 	case history.Deliver:
 		f := t.get(e.Intent)
 		f.flags &^= dlxPending
@@ -249,6 +270,11 @@ func (t *tally) add(e *history.Event) {
 		}
 		if f.has(acked) {
 			f.flags |= afterAck
+		}
+		if e.QoS == "0" {
+			f.flags |= lastQoS0
+		} else {
+			f.flags &^= lastQoS0
 		}
 		if e.Redelivered {
 			f.flags |= flagged
@@ -279,7 +305,9 @@ func (t *tally) add(e *history.Event) {
 		case e.Applied:
 			t.effected(e.Intent, t.get(e.Intent))
 		case e.Rejected:
-			t.get(e.Intent).flags |= rejected
+			f := t.get(e.Intent)
+			f.flags |= rejected
+			f.handedBack(e.Attempt)
 		case !e.Applied:
 			f := t.get(e.Intent)
 			f.flags |= skipped
@@ -288,11 +316,14 @@ func (t *tally) add(e *history.Event) {
 			}
 		}
 	case history.Ack:
-		t.get(e.Intent).flags |= acked
+		f := t.get(e.Intent)
+		f.flags |= acked
+		f.flags &^= looping
+		f.ackAttempt = uint16(min(e.Attempt, 1<<16-1))
 	case history.DeadLetter:
 		f := t.get(e.Intent)
 		f.flags |= deadLettered
-		f.flags &^= dlxPending
+		f.flags &^= dlxPending | looping
 	case history.Armed:
 		t.armed = append(t.armed, e.Fault)
 	case history.Fault:
@@ -315,6 +346,9 @@ func (t *tally) add(e *history.Event) {
 			}
 			if e.Consumer > 0 && e.Attempt == 1 && e.Point != "" {
 				t.get(e.Intent).flags |= cutFirst
+			}
+			if e.Consumer > 0 {
+				t.get(e.Intent).handedBack(e.Attempt)
 			}
 		}
 		if e.Point == "PUBREC/subscriber" && e.Intent > 0 {
@@ -350,6 +384,22 @@ func (t *tally) add(e *history.Event) {
 	if t.stage != nil && e.Type == history.Deliver && e.Position != "" {
 		t.stage.delivered = append(t.stage.delivered, delivered{intent: e.Intent, pos: e.Position})
 	}
+}
+
+// intentList names the lowest intents of ids (sorted), and how many more.
+func intentList(ids []int) string {
+	const named = 10
+	var b strings.Builder
+	for i, id := range ids[:min(len(ids), named)] {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%d", id)
+	}
+	if len(ids) > named {
+		fmt.Fprintf(&b, " and %d more", len(ids)-named)
+	}
+	return b.String()
 }
 
 // effected notes an applied effect of intent f. Its first one is out of
@@ -399,6 +449,7 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	var logCopies, ackedAgain, recDups, relayed, retained int
 	lost := map[Cause]int{}    // counted as lost, by cause
 	waiting := map[Cause]int{} // never delivered when the drain gave up: not counted
+	var stillLooping []int     // delivered, handed back and never settled when the drain gave up: not counted
 	t.each(func(id int, f *facts) {
 		for _, row := range Table {
 			if row.perIntent != nil {
@@ -423,6 +474,8 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 		if cause, ok := t.lossCause(f); ok {
 			lost[cause]++
 			c.Lost++
+		} else if f.missing() && f.has(looping) {
+			stillLooping = append(stillLooping, id)
 		} else if f.missing() {
 			waiting[cause]++
 		}
@@ -502,6 +555,11 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	}
 	if n := waiting[LostUnconfirmed]; n > 0 {
 		notes = append(notes, fmt.Sprintf("%d unconfirmed intents had not been delivered %s: not counted as lost", n, ended))
+	}
+	if len(stillLooping) > 0 {
+		slices.Sort(stillLooping)
+		notes = append(notes, fmt.Sprintf("%d intents were still looping on the broker %s (intents %s): each delivery went back unsettled (its processing failed, or its consumer crashed before the ack) and the broker gives it out again; not counted as lost, nor applied",
+			len(stillLooping), ended, intentList(stillLooping)))
 	}
 	if len(audit.BalanceMismatch) > 0 {
 		notes = append(notes, fmt.Sprintf("%d accounts' balances disagree with their ledger rows", len(audit.BalanceMismatch)))
