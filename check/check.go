@@ -29,6 +29,7 @@ var (
 	ErrCallsDisagree    = errors.New("the external service's effects disagree with its recorded calls")
 	ErrProducerDisagree = errors.New("the producer application's store disagrees with its recorded writes and publishes")
 	ErrIncomplete       = errors.New("the drain gave up before the broker had delivered everything")
+	ErrDrainClaims      = errors.New("the drain's looping list disagrees with the history")
 )
 
 // facts is everything the history and audit say about one intent.
@@ -179,6 +180,9 @@ type tally struct {
 	// redelivery and republish are the largest times between an intent's
 	// first and last delivery, and first and last publish.
 	redelivery, republish gapTally
+	// claims says how the drain's looping list disagrees with what the
+	// history shows at the drain's end, "" when it agrees.
+	claims string
 }
 
 // gapTally is the largest gap seen so far and the intent it was seen on.
@@ -376,6 +380,7 @@ func (t *tally) add(e *history.Event) {
 	case history.Drain:
 		d := *e
 		t.drain = &d
+		t.claims = t.checkClaims(e.Intents)
 	case history.Limits:
 		t.limits = e.Reason
 	case history.StageStart, history.StageWrite, history.StageAbort, history.StageCrash:
@@ -384,6 +389,61 @@ func (t *tally) add(e *history.Event) {
 	if t.stage != nil && e.Type == history.Deliver && e.Position != "" {
 		t.stage.delivered = append(t.stage.delivered, delivered{intent: e.Intent, pos: e.Position})
 	}
+}
+
+// checkClaims compares the looping list of a drain that ends now
+// (claimed) with the intents the history shows looping: each one it lists
+// must be, and when it lists any (it ended on them: what is left loops
+// forever, or starves the rest), it must list every one. It says how they
+// disagree, or "" when they agree.
+func (t *tally) checkClaims(claimed []int) string {
+	listed := make(map[int]bool, len(claimed))
+	settled := map[string][]int{} // listed, not looping: by what the history shows instead
+	for _, id := range claimed {
+		listed[id] = true
+		f := t.get(id)
+		if f.has(looping) {
+			continue
+		}
+		why := "never handed back"
+		switch {
+		case f.has(acked):
+			why = "acked"
+		case f.has(deadLettered):
+			why = "dead-lettered"
+		case f.has(dlxPending):
+			why = "rejected to the dead-letter exchange"
+		case f.deliveries == 0:
+			why = "never delivered"
+		}
+		settled[why] = append(settled[why], id)
+	}
+	var out []string
+	if len(settled) > 0 {
+		var parts []string
+		n := 0
+		for _, why := range []string{"acked", "dead-lettered", "rejected to the dead-letter exchange", "never delivered", "never handed back"} {
+			if ids := settled[why]; len(ids) > 0 {
+				slices.Sort(ids)
+				parts = append(parts, why+": "+intentList(ids))
+				n += len(ids)
+			}
+		}
+		out = append(out, fmt.Sprintf("it lists %d intents as still looping that the history shows not looping at its end (%s)", n, strings.Join(parts, "; ")))
+	}
+	if len(claimed) > 0 {
+		var unlisted []int
+		t.each(func(id int, f *facts) {
+			if f.has(looping) && !listed[id] {
+				unlisted = append(unlisted, id)
+			}
+		})
+		if len(unlisted) > 0 {
+			slices.Sort(unlisted)
+			out = append(out, fmt.Sprintf("it leaves out %d intents the history shows handed back and not settled since (%s)", len(unlisted), intentList(unlisted)))
+		}
+	}
+	return strings.Join(out, ", and ")
 }
 
 // intentList names the lowest intents of ids (sorted), and how many more.
@@ -564,7 +624,9 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	if len(audit.BalanceMismatch) > 0 {
 		notes = append(notes, fmt.Sprintf("%d accounts' balances disagree with their ledger rows", len(audit.BalanceMismatch)))
 	}
-	if (t.drained() || t.starved()) && len(t.drain.Intents) > 0 {
+	if (t.drained() || t.starved()) && len(t.drain.Intents) > 0 && t.claims == "" {
+		// (A list the history disagrees with is for the variant's
+		// invalid line to say, not a note.)
 		notes = append(notes, fmt.Sprintf("%d poison messages were still looping when the drain ended (each failed delivery requeued, no delivery limit): %d failed deliveries in all are counted in faults", len(t.drain.Intents), t.faults))
 	}
 	return c, notes
@@ -906,6 +968,9 @@ func (t *tally) invalid(haveAudit bool, audit history.Audit) []string {
 		if t.fired[name] == 0 {
 			out = append(out, fmt.Sprintf("%v: %s (raise messages or lower every/probability)", ErrFaultNeverFired, name))
 		}
+	}
+	if t.claims != "" {
+		out = append(out, fmt.Sprintf("%v: %s; the drain's end (drained or starved, with what it took for poison messages looping for good) rests on that list, so its counts are not final", ErrDrainClaims, t.claims))
 	}
 	if t.drain != nil && !t.drain.Drained && !t.starved() {
 		why := t.drain.Reason

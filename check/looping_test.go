@@ -32,6 +32,16 @@ func failsOnce(intent, n, consumer int) []history.Event {
 	return one(attempt(delivered(intent, int64(intent)), n, consumer), f)
 }
 
+// poisoned: intent's attempt-th delivery failed as a poison message: an
+// effect refused, requeued.
+func poisoned(intent, n int) []history.Event {
+	f := attempt(ev(history.Fault, intent), n, 1)
+	f.Fault = "poison-message"
+	e := attempt(ev(history.Effect, intent), n, 1)
+	e.Rejected, e.Reason = true, "processing failed (poison message)"
+	return one(attempt(delivered(intent, int64(intent)), n, 1), f, e)
+}
+
 // settles: intent's attempt-th delivery applied and acked.
 func settles(intent, n int) []history.Event {
 	return one(attempt(delivered(intent, int64(intent)), n, 1), attempt(effect(intent, true), n, 1), attempt(ev(history.Ack, intent), n, 1))
@@ -100,5 +110,69 @@ func TestStillLoopingNotLost(t *testing.T) {
 		map[string]history.Audit{"v": applied(map[int]int{1: 1})})
 	if v := run.Variants[0]; run.Valid() || v.Lost != 0 || len(v.Invalid) != 1 || !strings.HasPrefix(v.Invalid[0], check.ErrIncomplete.Error()) {
 		t.Errorf("crash loop: valid %v, lost %d, invalid %q: want invalid for the drain that gave up alone, nothing lost", run.Valid(), v.Lost, v.Invalid)
+	}
+}
+
+// TestDrainClaimsChecked: the drain's looping list is recomputed from the
+// history (an intent loops while its last handback is later than its last
+// settle) and compared: a drain that lists an intent the history shows
+// acked, or leaves out one the history shows looping, makes the variant
+// invalid; one that lists exactly those loops is valid.
+func TestDrainClaimsChecked(t *testing.T) {
+	drain := func(drained, starved bool, backlog int64, intents ...int) []history.Event {
+		e := ev(history.Drain, 0)
+		e.Drained, e.Starved, e.Backlog, e.Intents = drained, starved, backlog, intents
+		e.Reason = "poison messages left looping"
+		return one(e)
+	}
+	for _, tc := range []struct {
+		name    string
+		events  []history.Event
+		applied map[int]int // the audit
+		// invalid: substrings of the one invalid line; none for a valid run.
+		invalid []string
+	}{
+		{"a poison message looping, listed", join(clean(1), published(2), poisoned(2, 1), poisoned(2, 2), drain(true, false, 1, 2)),
+			map[int]int{1: 1}, nil},
+		{"starved behind a listed poison message", join(clean(1), published(2), published(3), poisoned(2, 1), poisoned(2, 2), drain(false, true, 2, 2)),
+			map[int]int{1: 1}, nil},
+		{"nothing looping, nothing listed", join(clean(1), clean(2), drain(true, false, 0)),
+			map[int]int{1: 1, 2: 1}, nil},
+		{"requeued after a transient failure, then acked, listed as looping", join(clean(1), published(2), published(3),
+			failsOnce(2, 1, 1), settles(2, 2), poisoned(3, 1), poisoned(3, 2), drain(true, false, 2, 2, 3)),
+			map[int]int{1: 1, 2: 1},
+			[]string{check.ErrDrainClaims.Error(), "lists 1 intents as still looping that the history shows not looping at its end (acked: 2)"}},
+		{"never delivered, listed as looping", join(clean(1), published(2), drain(true, false, 1, 2)),
+			map[int]int{1: 1},
+			[]string{check.ErrDrainClaims.Error(), "(never delivered: 2)"}},
+		{"a crash loop left out of the list", join(clean(1), published(2), published(3), poisoned(2, 1), poisoned(2, 2),
+			crashes(3, 1, 1), crashes(3, 2, 2), drain(true, false, 2, 2)),
+			map[int]int{1: 1},
+			[]string{check.ErrDrainClaims.Error(), "leaves out 1 intents the history shows handed back and not settled since (3)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := judge(t, check.Plan{Variants: []check.PlanVariant{{Name: "v", Strategy: "none"}}}, check.Meta{},
+				tc.events, map[string]history.Audit{"v": applied(tc.applied)})
+			v := run.Variants[0]
+			if tc.invalid == nil {
+				if !run.Valid() {
+					t.Errorf("invalid %q, want a valid run", v.Invalid)
+				}
+				return
+			}
+			if run.Valid() || len(v.Invalid) != 1 {
+				t.Fatalf("invalid %q, want one line with %q", v.Invalid, tc.invalid)
+			}
+			for _, want := range tc.invalid {
+				if !strings.Contains(v.Invalid[0], want) {
+					t.Errorf("invalid %q, want it to say %q", v.Invalid[0], want)
+				}
+			}
+			for _, n := range v.Notes {
+				if strings.Contains(n, "poison messages were still looping") {
+					t.Errorf("note %q: a list the history disagrees with is not repeated as a finding", n)
+				}
+			}
+		})
 	}
 }
