@@ -29,6 +29,7 @@ var (
 	ErrCallsDisagree    = errors.New("the external service's effects disagree with its recorded calls")
 	ErrProducerDisagree = errors.New("the producer application's store disagrees with its recorded writes and publishes")
 	ErrIncomplete       = errors.New("the drain gave up before the broker had delivered everything")
+	ErrDrainClaims      = errors.New("the drain's looping list disagrees with the history")
 )
 
 // facts is everything the history and audit say about one intent.
@@ -40,6 +41,7 @@ type facts struct {
 	applied      int32  // ledger rows, from the audit
 	pubSeq       uint32 // the first publish's place in the variant's history, 0 if none
 	deliveries   uint16 // saturating
+	ackAttempt   uint16 // the attempt (delivery count) of its last ack, saturating
 }
 
 const (
@@ -69,6 +71,8 @@ const (
 	outOfOrder     // its first effect came after the effect of an intent of its account published later
 	retainedAgain  // delivered from the broker's retained messages to a subscription the consumer made (MQTT RETAIN)
 	dlxPending     // the consumer rejected it to the dead-letter exchange, and no delivery or dead-letter event of it came since
+	looping        // handed back to the broker unsettled (tally.handedBack), and not acked, dead-lettered or rejected to the dead-letter exchange since
+	lastQoS0       // its last delivery arrived at QoS 0: the broker keeps nothing of it to give out again
 )
 
 func (f *facts) has(flag uint32) bool { return f.flags&flag != 0 }
@@ -113,16 +117,32 @@ func (f *facts) refused() bool {
 
 // lossCause says why intent f was lost, and whether it counts as lost: an
 // intent that may still be on the broker when the drain gave up (never
-// delivered) is not a loss the run observed.
+// delivered, or still looping: handed back and not settled since) is not
+// a loss the run observed.
 func (t *tally) lossCause(f *facts) (Cause, bool) {
 	if !f.missing() {
 		return "", false
 	}
 	c := f.lossCause()
-	if (c == LostUndelivered || c == LostUnconfirmed || c == LostDLXDropped) && !t.drained() {
+	if (c == LostUndelivered || c == LostUnconfirmed || c == LostDLXDropped || f.has(looping)) && !t.drained() {
 		return c, false
 	}
 	return c, true
+}
+
+// handedBack notes that a delivery of intent f (its attempt) went back to
+// the broker unsettled: its processing failed (an effect refused, then
+// requeued or rejected, as on_failure says), or a consumer fault hit it
+// (a crash, a failure, a cut connection) before its ack, and the broker
+// gives it out again. The intent loops from then on until an ack, a
+// dead-letter or a reject settles it. A delivery acked before the fault
+// (ack before processing) or one at QoS 0 went back to nothing: the
+// broker had forgotten it already.
+func (f *facts) handedBack(attempt int) {
+	if f.has(lastQoS0) || f.has(acked) && int(f.ackAttempt) == min(attempt, 1<<16-1) {
+		return
+	}
+	f.flags |= looping
 }
 
 // tally is one variant's state while the history is read.
@@ -161,6 +181,9 @@ type tally struct {
 	// redelivery and republish are the largest times between an intent's
 	// first and last delivery, and first and last publish.
 	redelivery, republish gapTally
+	// claims says how the drain's looping list disagrees with what the
+	// history shows at the drain's end, "" when it agrees.
+	claims string
 }
 
 // gapTally is the largest gap seen so far and the intent it was seen on.
@@ -253,7 +276,9 @@ func (t *tally) add(e *history.Event) {
 			t.get(e.Intent).flags |= nacked
 		}
 	case history.Reject:
-		t.get(e.Intent).flags |= dlxPending
+		f := t.get(e.Intent)
+		f.flags |= dlxPending
+		f.flags &^= looping
 	case history.Deliver:
 		f := t.get(e.Intent)
 		f.flags &^= dlxPending
@@ -267,6 +292,11 @@ func (t *tally) add(e *history.Event) {
 		}
 		if f.has(acked) {
 			f.flags |= afterAck
+		}
+		if e.QoS == "0" {
+			f.flags |= lastQoS0
+		} else {
+			f.flags &^= lastQoS0
 		}
 		if e.Redelivered {
 			f.flags |= flagged
@@ -297,7 +327,9 @@ func (t *tally) add(e *history.Event) {
 		case e.Applied:
 			t.effected(e.Intent, t.get(e.Intent))
 		case e.Rejected:
-			t.get(e.Intent).flags |= rejected
+			f := t.get(e.Intent)
+			f.flags |= rejected
+			f.handedBack(e.Attempt)
 		case !e.Applied:
 			f := t.get(e.Intent)
 			f.flags |= skipped
@@ -306,11 +338,14 @@ func (t *tally) add(e *history.Event) {
 			}
 		}
 	case history.Ack:
-		t.get(e.Intent).flags |= acked
+		f := t.get(e.Intent)
+		f.flags |= acked
+		f.flags &^= looping
+		f.ackAttempt = uint16(min(e.Attempt, 1<<16-1))
 	case history.DeadLetter:
 		f := t.get(e.Intent)
 		f.flags |= deadLettered
-		f.flags &^= dlxPending
+		f.flags &^= dlxPending | looping
 	case history.Armed:
 		t.armed = append(t.armed, e.Fault)
 	case history.Fault:
@@ -333,6 +368,9 @@ func (t *tally) add(e *history.Event) {
 			}
 			if e.Consumer > 0 && e.Attempt == 1 && e.Point != "" {
 				t.get(e.Intent).flags |= cutFirst
+			}
+			if e.Consumer > 0 {
+				t.get(e.Intent).handedBack(e.Attempt)
 			}
 		}
 		if e.Point == "PUBREC/subscriber" && e.Intent > 0 {
@@ -360,6 +398,7 @@ func (t *tally) add(e *history.Event) {
 	case history.Drain:
 		d := *e
 		t.drain = &d
+		t.claims = t.checkClaims(e.Intents)
 	case history.Limits:
 		t.limits = e.Reason
 	case history.StageStart, history.StageWrite, history.StageAbort, history.StageCrash:
@@ -368,6 +407,77 @@ func (t *tally) add(e *history.Event) {
 	if t.stage != nil && e.Type == history.Deliver && e.Position != "" {
 		t.stage.delivered = append(t.stage.delivered, delivered{intent: e.Intent, pos: e.Position})
 	}
+}
+
+// checkClaims compares the looping list of a drain that ends now
+// (claimed) with the intents the history shows looping: each one it lists
+// must be, and when it lists any (it ended on them: what is left loops
+// forever, or starves the rest), it must list every one. It says how they
+// disagree, or "" when they agree.
+func (t *tally) checkClaims(claimed []int) string {
+	listed := make(map[int]bool, len(claimed))
+	settled := map[string][]int{} // listed, not looping: by what the history shows instead
+	for _, id := range claimed {
+		listed[id] = true
+		f := t.get(id)
+		if f.has(looping) {
+			continue
+		}
+		why := "never handed back"
+		switch {
+		case f.has(acked):
+			why = "acked"
+		case f.has(deadLettered):
+			why = "dead-lettered"
+		case f.has(dlxPending):
+			why = "rejected to the dead-letter exchange"
+		case f.deliveries == 0:
+			why = "never delivered"
+		}
+		settled[why] = append(settled[why], id)
+	}
+	var out []string
+	if len(settled) > 0 {
+		var parts []string
+		n := 0
+		for _, why := range []string{"acked", "dead-lettered", "rejected to the dead-letter exchange", "never delivered", "never handed back"} {
+			if ids := settled[why]; len(ids) > 0 {
+				slices.Sort(ids)
+				parts = append(parts, why+": "+intentList(ids))
+				n += len(ids)
+			}
+		}
+		out = append(out, fmt.Sprintf("it lists %d intents as still looping that the history shows not looping at its end (%s)", n, strings.Join(parts, "; ")))
+	}
+	if len(claimed) > 0 {
+		var unlisted []int
+		t.each(func(id int, f *facts) {
+			if f.has(looping) && !listed[id] {
+				unlisted = append(unlisted, id)
+			}
+		})
+		if len(unlisted) > 0 {
+			slices.Sort(unlisted)
+			out = append(out, fmt.Sprintf("it leaves out %d intents the history shows handed back and not settled since (%s)", len(unlisted), intentList(unlisted)))
+		}
+	}
+	return strings.Join(out, ", and ")
+}
+
+// intentList names the lowest intents of ids (sorted), and how many more.
+func intentList(ids []int) string {
+	const named = 10
+	var b strings.Builder
+	for i, id := range ids[:min(len(ids), named)] {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%d", id)
+	}
+	if len(ids) > named {
+		fmt.Fprintf(&b, " and %d more", len(ids)-named)
+	}
+	return b.String()
 }
 
 // effected notes an applied effect of intent f. Its first one is out of
@@ -417,6 +527,7 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	var logCopies, ackedAgain, recDups, relayed, retained int
 	lost := map[Cause]int{}    // counted as lost, by cause
 	waiting := map[Cause]int{} // never delivered when the drain gave up: not counted
+	var stillLooping []int     // delivered, handed back and never settled when the drain gave up: not counted
 	t.each(func(id int, f *facts) {
 		for _, row := range Table {
 			if row.perIntent != nil {
@@ -441,6 +552,8 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 		if cause, ok := t.lossCause(f); ok {
 			lost[cause]++
 			c.Lost++
+		} else if f.missing() && f.has(looping) {
+			stillLooping = append(stillLooping, id)
 		} else if f.missing() {
 			waiting[cause]++
 		}
@@ -521,10 +634,17 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	if n := waiting[LostUnconfirmed]; n > 0 {
 		notes = append(notes, fmt.Sprintf("%d unconfirmed intents had not been delivered %s: not counted as lost", n, ended))
 	}
+	if len(stillLooping) > 0 {
+		slices.Sort(stillLooping)
+		notes = append(notes, fmt.Sprintf("%d intents were still looping on the broker %s (intents %s): each delivery went back unsettled (its processing failed, or its consumer crashed before the ack) and the broker gives it out again; not counted as lost, nor applied",
+			len(stillLooping), ended, intentList(stillLooping)))
+	}
 	if len(audit.BalanceMismatch) > 0 {
 		notes = append(notes, fmt.Sprintf("%d accounts' balances disagree with their ledger rows", len(audit.BalanceMismatch)))
 	}
-	if (t.drained() || t.starved()) && len(t.drain.Intents) > 0 {
+	if (t.drained() || t.starved()) && len(t.drain.Intents) > 0 && t.claims == "" {
+		// (A list the history disagrees with is for the variant's
+		// invalid line to say, not a note.)
 		notes = append(notes, fmt.Sprintf("%d poison messages were still looping when the drain ended (each failed delivery requeued, no delivery limit): %d failed deliveries in all are counted in faults", len(t.drain.Intents), t.faults))
 	}
 	return c, notes
@@ -866,6 +986,9 @@ func (t *tally) invalid(haveAudit bool, audit history.Audit) []string {
 		if t.fired[name] == 0 {
 			out = append(out, fmt.Sprintf("%v: %s (raise messages or lower every/probability)", ErrFaultNeverFired, name))
 		}
+	}
+	if t.claims != "" {
+		out = append(out, fmt.Sprintf("%v: %s; the drain's end (drained or starved, with what it took for poison messages looping for good) rests on that list, so its counts are not final", ErrDrainClaims, t.claims))
 	}
 	if t.drain != nil && !t.drain.Drained && !t.starved() {
 		why := t.drain.Reason
