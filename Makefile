@@ -20,7 +20,7 @@ REAL_KAFKA_BENCH_INTENTS ?= 5000
 BENCH_POSTGRES ?= postgres://postgres@127.0.0.1:5432/test
 STRATEGY_INTENTS ?= 5000
 STRATEGY_ROUNDS ?= 3
-# make bench-scale SCALE_SIZES=10000,100000 skips the 1M run (about 6 minutes and 0.9 GiB peak RSS with three variants, as measured in the README)
+# make bench-scale SCALE_SIZES=10000,100000 skips the 1M run (about 6 minutes and 0.9 GiB peak RSS with three variants, as measured in docs/performance.md)
 SCALE_SIZES ?= 10000,100000,1000000
 SCALE_BROKERS ?= kafka,mqtt,rabbitmq
 # Go stamps the VCS revision only where it finds a .git directory: a linked git worktree has a .git
@@ -65,7 +65,7 @@ lint: ## gofmt, go vet
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet $(PKGS)
 
-bench: ## pipeline vs raw kgo loop on SQLite, then on PostgreSQL: median ratio of interleaved pairs, tx and commit bounds; then the transactional stage vs a raw kgo GroupTransactSession loop; then RabbitMQ vs a raw amqp091-go loop when it answers; then MQTT QoS 1 on mochi-mqtt vs a raw paho loop; then NATS JetStream on the embedded nats-server vs a raw nats.go loop; then the cost of one consumer crash on embedded Kafka; then, on a one-node Apache Kafka (make kafka-jars), the pipeline vs a raw kgo loop and the cost of one consumer crash. Each prints a Markdown table (median, min, max, date, load) for the README
+bench: ## pipeline vs raw kgo loop on SQLite, then on PostgreSQL: median ratio of interleaved pairs, tx and commit bounds; then the transactional stage vs a raw kgo GroupTransactSession loop; then RabbitMQ vs a raw amqp091-go loop when it answers; then MQTT QoS 1 on mochi-mqtt vs a raw paho loop; then NATS JetStream on the embedded nats-server vs a raw nats.go loop; then the cost of one consumer crash on embedded Kafka; then, on a one-node Apache Kafka (make kafka-jars), the pipeline vs a raw kgo loop and the cost of one consumer crash. Each prints a Markdown table (median, min, max, date, load) for docs/performance.md
 	$(GO) test -run '^$$' -bench PipelineVsRaw -benchtime 1x -timeout 60m ./bench/ \
 		-args -bench.intents=$(BENCH_INTENTS) -bench.pairs=$(BENCH_PAIRS) -bench.store=sqlite
 	$(GO) test -run '^$$' -bench PipelineVsRaw -benchtime 1x -timeout 60m ./bench/ \
