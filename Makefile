@@ -20,9 +20,16 @@ REAL_KAFKA_BENCH_INTENTS ?= 5000
 BENCH_POSTGRES ?= postgres://postgres@127.0.0.1:5432/test
 STRATEGY_INTENTS ?= 5000
 STRATEGY_ROUNDS ?= 3
-# make bench-scale SCALE_SIZES=10000,100000 skips the 1M run (about 6 minutes and 0.9 GiB peak RSS with three variants, as measured in the README)
+# make bench-scale SCALE_SIZES=10000,100000 skips the 1M run (about 6 minutes and 0.9 GiB peak RSS with three variants, as measured in docs/performance.md)
 SCALE_SIZES ?= 10000,100000,1000000
 SCALE_BROKERS ?= kafka,mqtt,rabbitmq
+# Go stamps the VCS revision only where it finds a .git directory: a linked git worktree has a .git
+# file, so there make build gives the revision, commit time and modified flag by -ldflags instead
+BUILDINFO := github.com/dqbench/dqbench/internal/buildinfo
+VCS_LDFLAGS = $(shell if [ "$$(git rev-parse --git-dir 2>/dev/null)" != "$$(git rev-parse --git-common-dir 2>/dev/null)" ]; then \
+	echo "-X $(BUILDINFO).vcsRevision=$$(git rev-parse HEAD)" \
+	"-X $(BUILDINFO).vcsTime=$$(TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ)" \
+	"-X $(BUILDINFO).vcsModified=$$(test -z "$$(git status --porcelain)" && echo false || echo true)"; fi)
 
 .PHONY: help services services-status services-down kafka-jars kafka-diff build test race lint bench bench-strategies bench-scale demo schema compose-check repeat quorum-evidence qos2-evidence
 
@@ -45,8 +52,8 @@ kafka-diff: kafka-jars ## every Kafka built-in on the embedded broker and on a m
 	@$(GO) test -count=1 -run '^TestKafkaEmbeddedVersusManaged$$' -v -timeout 30m ./runner/ -args -kafkadiff.table 2>&1 \
 		| grep -E '^(\||--- FAIL|FAIL|ok|PASS|\s+kafkadiff_test)'
 
-build: ## build ./dqbench
-	$(GO) build -o dqbench .
+build: ## build ./dqbench, stamped with the commit it is built from (dqbench version, every report's provenance)
+	$(GO) build -buildvcs=true -ldflags "$(VCS_LDFLAGS)" -o dqbench .
 
 test: ## run the tests (what CI runs)
 	$(GO) test $(PKGS)
@@ -58,7 +65,7 @@ lint: ## gofmt, go vet
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet $(PKGS)
 
-bench: ## pipeline vs raw kgo loop on SQLite, then on PostgreSQL: median ratio of interleaved pairs, tx and commit bounds; then the transactional stage vs a raw kgo GroupTransactSession loop; then RabbitMQ vs a raw amqp091-go loop when it answers; then MQTT QoS 1 on mochi-mqtt vs a raw paho loop; then NATS JetStream on the embedded nats-server vs a raw nats.go loop; then the cost of one consumer crash on embedded Kafka; then, on a one-node Apache Kafka (make kafka-jars), the pipeline vs a raw kgo loop and the cost of one consumer crash. Each prints a Markdown table (median, min, max, date, load) for the README
+bench: ## pipeline vs raw kgo loop on SQLite, then on PostgreSQL: median ratio of interleaved pairs, tx and commit bounds; then the transactional stage vs a raw kgo GroupTransactSession loop; then RabbitMQ vs a raw amqp091-go loop when it answers; then MQTT QoS 1 on mochi-mqtt vs a raw paho loop; then NATS JetStream on the embedded nats-server vs a raw nats.go loop; then the cost of one consumer crash on embedded Kafka; then, on a one-node Apache Kafka (make kafka-jars), the pipeline vs a raw kgo loop and the cost of one consumer crash. Each prints a Markdown table (median, min, max, date, load) for docs/performance.md
 	$(GO) test -run '^$$' -bench PipelineVsRaw -benchtime 1x -timeout 60m ./bench/ \
 		-args -bench.intents=$(BENCH_INTENTS) -bench.pairs=$(BENCH_PAIRS) -bench.store=sqlite
 	$(GO) test -run '^$$' -bench PipelineVsRaw -benchtime 1x -timeout 60m ./bench/ \

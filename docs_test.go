@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"go/ast"
 	"go/format"
 	"go/parser"
@@ -14,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/goccy/go-yaml"
 )
@@ -321,9 +323,10 @@ func TestComposeConfigLoopback(t *testing.T) {
 	}
 }
 
-// TestREADMEMakeTargets: every `make TARGET` the README names (in code) is a target
-// of the Makefile that `make help` lists, and the README tells how to check
-// docker-compose.yml the way the Makefile does.
+// TestREADMEMakeTargets: every `make TARGET` the README and the pages moved
+// out of it name (in code) is a target of the Makefile that `make help`
+// lists, and the README tells how to check docker-compose.yml the way the
+// Makefile does.
 func TestREADMEMakeTargets(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
@@ -337,10 +340,16 @@ func TestREADMEMakeTargets(t *testing.T) {
 	for _, m := range regexp.MustCompile(`(?m)^([a-z0-9-]+):.*## `).FindAllStringSubmatch(string(mk), -1) {
 		targets[m[1]] = true
 	}
-	named := regexp.MustCompile("(?m)(?:`|^)make ([a-z][a-z0-9-]*)").FindAllStringSubmatch(string(readme), -1)
-	for _, m := range named {
-		if !targets[m[1]] {
-			t.Errorf("README.md names \"make %s\", which the Makefile has no documented target for", m[1])
+	for _, file := range []string{"README.md", "docs/cli.md", "docs/ci.md", "docs/reports.md", "docs/builtins.md", "docs/brokers.md", "docs/performance.md"} {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		named := regexp.MustCompile("(?m)(?:`|^)make ([a-z][a-z0-9-]*)").FindAllStringSubmatch(string(b), -1)
+		for _, m := range named {
+			if !targets[m[1]] {
+				t.Errorf("%s names \"make %s\", which the Makefile has no documented target for", file, m[1])
+			}
 		}
 	}
 	if !strings.Contains(string(readme), "make compose-check") {
@@ -354,5 +363,145 @@ func TestREADMEMakeTargets(t *testing.T) {
 		if !strings.Contains(string(readme), "`"+c) {
 			t.Errorf("README.md never names %q", c)
 		}
+	}
+}
+
+// TestMarkdownLinks: every relative link in README.md and docs/*.md (and
+// image) points at a file or directory that exists, and a link with an
+// anchor into a Markdown file at a heading (or an <a id>) it has: a
+// section moved between the README and docs/ takes its links along.
+func TestMarkdownLinks(t *testing.T) {
+	files, err := filepath.Glob("docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append([]string{"README.md"}, files...)
+	link := regexp.MustCompile(`!?\[[^\]]*\]\(([^)\s]+)\)`)
+	headings := map[string][]string{} // file → its anchors
+	checked := 0
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n, line := range proseLines(string(b)) {
+			if line == "" {
+				continue
+			}
+			for _, m := range link.FindAllStringSubmatch(stripCodeSpans(line), -1) {
+				target := m[1]
+				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+					continue
+				}
+				path, anchor, _ := strings.Cut(target, "#")
+				resolved := file
+				if path != "" {
+					resolved = filepath.Join(filepath.Dir(file), path)
+					if _, err := os.Stat(resolved); err != nil {
+						t.Errorf("%s:%d: link %s: no file %s", file, n+1, target, resolved)
+						continue
+					}
+				}
+				checked++
+				if anchor == "" || !strings.HasSuffix(resolved, ".md") {
+					continue
+				}
+				if headings[resolved] == nil {
+					doc, err := os.ReadFile(resolved)
+					if err != nil {
+						t.Errorf("%s:%d: link %s: %v", file, n+1, target, err)
+						continue
+					}
+					headings[resolved] = anchors(string(doc))
+				}
+				if !slices.Contains(headings[resolved], anchor) {
+					t.Errorf("%s:%d: link %s: %s has no heading or id %q", file, n+1, target, resolved, anchor)
+				}
+			}
+		}
+	}
+	if checked < 50 {
+		t.Errorf("checked only %d links; the pattern is broken", checked)
+	}
+}
+
+// proseLines is md's lines with those of fenced code blocks blanked, so a
+// line's index stays its number less one.
+func proseLines(md string) []string {
+	lines := strings.Split(md, "\n")
+	fenced := false
+	for i, l := range lines {
+		if strings.HasPrefix(strings.TrimSpace(l), "```") {
+			fenced = !fenced
+			lines[i] = ""
+			continue
+		}
+		if fenced {
+			lines[i] = ""
+		}
+	}
+	return lines
+}
+
+var (
+	codeSpan = regexp.MustCompile("`[^`]*`")
+	anchorID = regexp.MustCompile(`<a id="([^"]+)"`)
+	heading  = regexp.MustCompile(`^#{1,6} (.*)$`)
+)
+
+// stripCodeSpans blanks the `code spans` of a line: a link there is text.
+func stripCodeSpans(line string) string {
+	return codeSpan.ReplaceAllStringFunc(line, func(s string) string {
+		if strings.Contains(s, "](") {
+			return ""
+		}
+		return s
+	})
+}
+
+// anchors lists the anchors GitHub gives md's headings (lower case, no
+// punctuation but - and _, spaces to -, -1, -2 for repeats) and its
+// <a id="..."> tags.
+func anchors(md string) []string {
+	var out []string
+	seen := map[string]int{}
+	for _, l := range proseLines(md) {
+		for _, m := range anchorID.FindAllStringSubmatch(l, -1) {
+			out = append(out, m[1])
+		}
+		h := heading.FindStringSubmatch(l)
+		if h == nil {
+			continue
+		}
+		var slug strings.Builder
+		for _, r := range strings.ToLower(strings.TrimSpace(h[1])) {
+			switch {
+			case r == ' ':
+				slug.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				slug.WriteRune(r)
+			}
+		}
+		s := slug.String()
+		if n := seen[s]; n > 0 {
+			out = append(out, fmt.Sprintf("%s-%d", s, n))
+		} else {
+			out = append(out, s)
+		}
+		seen[s]++
+	}
+	return out
+}
+
+// TestREADMEShort: the README stays what a user reads first (what dqbench
+// does, the two commands, CI, reports, brokers, scenarios, the current
+// numbers), under 500 lines; reference and measurement logs go to docs/.
+func TestREADMEShort(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "\n"); n >= 500 {
+		t.Errorf("README.md has %d lines; keep it under 500 and move reference sections to docs/ (linked)", n)
 	}
 }

@@ -10,8 +10,8 @@ import (
 )
 
 // table is one benchmark's result as Markdown: make bench prints it, and
-// the README's performance section is these tables pasted, so no number
-// there is typed by hand. Each row is a quantity measured once per pair
+// docs/performance.md holds these tables pasted, so no number there is
+// typed by hand. Each row is a quantity measured once per pair
 // (or round); the table gives its median, min and max, and the heading
 // says when, on what and under what load.
 type table struct {

@@ -53,6 +53,14 @@ type Broker struct {
 	// settings (the broker keys besides kind, mode and addresses). A
 	// settings type may have a Defaults() method, called after decoding.
 	NewSettings func() any
+	// StoredTwice says, in the kind's own words, how the broker comes to
+	// store one publish twice: the why of a stored-twice intent, said in
+	// parentheses (so it has none of its own).
+	StoredTwice string
+	// AckedAgain says, in the kind's own words, how the broker comes to
+	// deliver again a message the consumer had acked: the why of an
+	// acked-redelivered intent.
+	AckedAgain string
 }
 
 // VariantSettings is a kind's settings type (Broker.NewSettings) whose
@@ -229,6 +237,8 @@ var Brokers = []Broker{
 		ExampleAddress: "127.0.0.1:9092",
 		ValidAddress:   HostPort,
 		NewSettings:    func() any { return new(KafkaSettings) },
+		StoredTwice:    "a producer's retry after a lost response without producer idempotence, or a restarted producer's resend, which a new producer id hides from the broker",
+		AckedAgain:     "the group had not stored the offset commit that covered it when the partition passed to another consumer (a crash, a rebalance, an expelled member): the new owner reads on from the last commit the group has",
 	},
 	{
 		Kind:           RabbitMQ,
@@ -240,6 +250,8 @@ var Brokers = []Broker{
 		ValidAddress:   AMQPURL,
 		AutoAck:        true,
 		NewSettings:    func() any { return new(RabbitMQSettings) },
+		StoredTwice:    "a republish after a lost publisher confirm: the queue had the message, the producer was not told and published it again, and RabbitMQ keeps every copy it is given",
+		AckedAgain:     "the queue had not applied the ack when the consumer went away (a quorum queue holds a channel's acks back once 32 are pending, and a channel that dies drops them: rabbitmq-server #10327; a classic queue drops the acks still unread in a socket that is reset)",
 		DeadLetter:     true,
 		MaxLength:      true,
 		DeliveryLimit: func(settings any) string {
@@ -256,6 +268,8 @@ var Brokers = []Broker{
 		ExampleAddress: "tcp://127.0.0.1:1883",
 		ValidAddress:   MQTTURL,
 		NewSettings:    func() any { return new(MQTTSettings) },
+		StoredTwice:    "a QoS 1 resend: the publishing client sent the PUBLISH again after its PUBACK was lost or its connection broke, and at QoS 1 the broker takes and forwards every copy",
+		AckedAgain:     "its PUBACK never reached the broker (lost with the connection), and the broker sends a persistent session's unacknowledged messages again when the client reconnects",
 	},
 	{
 		Kind:           NATS,
@@ -270,6 +284,8 @@ var Brokers = []Broker{
 			return "NATS counts deliveries with the broker's max_deliver (the consumer's MaxDeliver); set max_deliver on the broker instead"
 		},
 		NewSettings: func() any { return new(NATSSettings) },
+		StoredTwice: "a republish after a lost publish ack that the stream's duplicate window did not drop: the copy carried a Nats-Msg-Id new to the stream, none at all, or one the duplicate_window had already forgotten",
+		AckedAgain:  "the server never received the ack (a plain ack is not confirmed: it was lost on the way, or with the consumer's connection), so it delivered the message again once ack_wait had passed",
 	},
 }
 

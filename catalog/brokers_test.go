@@ -71,3 +71,17 @@ func TestParseURLHidesThePassword(t *testing.T) {
 		t.Errorf("a DSN store: %v", err)
 	}
 }
+
+// TestBrokerDuplicateWords: every kind says in its own words how it stores
+// a publish twice and delivers an acked message again; the first is said
+// in parentheses, so it has none of its own.
+func TestBrokerDuplicateWords(t *testing.T) {
+	for _, b := range Brokers {
+		if b.StoredTwice == "" || b.AckedAgain == "" {
+			t.Errorf("%s: StoredTwice %q, AckedAgain %q: want both", b.Kind, b.StoredTwice, b.AckedAgain)
+		}
+		if strings.ContainsAny(b.StoredTwice, "()") {
+			t.Errorf("%s: StoredTwice has parentheses: %q", b.Kind, b.StoredTwice)
+		}
+	}
+}

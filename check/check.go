@@ -7,6 +7,7 @@
 package check
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -147,9 +148,10 @@ func (f *facts) handedBack(attempt int) {
 
 // tally is one variant's state while the history is read.
 type tally struct {
-	dense   []facts        // intents 1..len-1
-	sparse  map[int]*facts // intents outside the dense range
-	lookups int            // calls of get, which bound the dense range
+	broker  catalog.BrokerKind // the run's broker, for the notes' words
+	dense   []facts            // intents 1..len-1
+	sparse  map[int]*facts     // intents outside the dense range
+	lookups int                // calls of get, which bound the dense range
 	faults  int
 	fired   map[string]int
 	armed   []string
@@ -564,19 +566,22 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	if logCopies > 0 && t.stage != nil {
 		notes = append(notes, fmt.Sprintf("%d intents were written to the stage's output more than once and read more than once (a stage crash or a rebalance between its write and its offset commit, or an aborted transaction read with read_uncommitted)", logCopies))
 	} else if logCopies > 0 {
-		notes = append(notes, fmt.Sprintf("%d intents were stored more than once by the broker (a producer's retry after a lost response without producer idempotence, or a restarted producer's resend, which a new producer id hides from the broker)", logCopies))
 		if t.onlyQoS2() {
-			notes = append(notes, fmt.Sprintf("%d intents were %s", logCopies, DupQoS2Resent.Doc()))
+			// Not the broker's mechanism (a QoS 1 resend): the client's.
+			notes = append(notes, fmt.Sprintf("%d intents were %s", logCopies, DupQoS2Resent.Doc(t.broker)))
+		} else {
+			b, _ := catalog.LookupBroker(t.broker)
+			notes = append(notes, fmt.Sprintf("%d intents were stored more than once by the broker (%s)", logCopies, cmp.Or(b.StoredTwice, storedTwice)))
 		}
 	}
 	if retained > 0 {
-		notes = append(notes, fmt.Sprintf("%d intents were %s (%s)", retained, DupRetained.Doc(), DupRetained))
+		notes = append(notes, fmt.Sprintf("%d intents were %s (%s)", retained, DupRetained.Doc(t.broker), DupRetained))
 	}
 	if recDups > 0 && t.onlyQoS2() {
-		notes = append(notes, fmt.Sprintf("%d intents were %s", recDups, DupQoS2Redeliver.Doc()))
+		notes = append(notes, fmt.Sprintf("%d intents were %s", recDups, DupQoS2Redeliver.Doc(t.broker)))
 	}
 	if relayed > 0 {
-		notes = append(notes, fmt.Sprintf("%d intents were %s", relayed, DupRelayed.Doc()))
+		notes = append(notes, fmt.Sprintf("%d intents were %s", relayed, DupRelayed.Doc(t.broker)))
 	}
 	notes = append(notes, t.stage.notes()...)
 	if t.crashes > 0 {
@@ -592,7 +597,7 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 		notes = append(notes, fmt.Sprintf("%d intents had their effect applied more than once: the strategy did not recognise the redelivery", c.Duplicates))
 	}
 	if ackedAgain > 0 {
-		notes = append(notes, fmt.Sprintf("%d of them were delivered again after the consumer had acked them (%s): %s", ackedAgain, DupAckedAgain, DupAckedAgain.Doc()))
+		notes = append(notes, fmt.Sprintf("%d of them were delivered again after the consumer had acked them (%s): %s", ackedAgain, DupAckedAgain, DupAckedAgain.Doc(t.broker)))
 	}
 	if c.OutOfOrder > 0 {
 		notes = append(notes, fmt.Sprintf("%d intents had their effect applied after the effect of a later-published intent of the same account: the consumers applied the account's updates out of publication order (partitions read in parallel, a redelivery after the next update); a strategy that needs their order must refuse them (version-cas) or the producer must keep one account's updates on one partition", c.OutOfOrder))
@@ -608,7 +613,7 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 		if n == 0 {
 			continue
 		}
-		note := fmt.Sprintf("%d intents lost %s (%s): %s", n, cause.Where(), cause, cause.Doc())
+		note := fmt.Sprintf("%d intents lost %s (%s): %s", n, cause.Where(), cause, cause.Doc(t.broker))
 		if cause == LostUndelivered && t.limits != "" {
 			note += fmt.Sprintf("; the broker dropped them, silently, past its limits or in a restart of what it does not persist (%s)", t.limits)
 		}
@@ -695,6 +700,9 @@ type Provenance struct {
 // Plan is what the judge needs of a scenario: its variants and their
 // expectations. The scenario package builds it.
 type Plan struct {
+	// Broker is the run's broker kind: the causes of duplicates name its
+	// mechanisms.
+	Broker   catalog.BrokerKind
 	Variants []PlanVariant
 }
 
@@ -928,7 +936,7 @@ func judge(plan Plan, meta Meta, events iter.Seq2[history.Event, error], audits 
 		return Run{Meta: meta}, tallies, nil // nothing ran: nothing to count
 	}
 	for _, v := range plan.Variants {
-		tallies[v.Name] = &tally{}
+		tallies[v.Name] = &tally{broker: plan.Broker}
 	}
 	for e, err := range events {
 		if err != nil {

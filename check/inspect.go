@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/history"
 )
 
@@ -25,7 +26,7 @@ type Cause string
 
 // The causes of duplicates and losses.
 const (
-	DupStoredTwice   Cause = "stored-twice"        // the broker held two copies (producer retry without idempotence)
+	DupStoredTwice   Cause = "stored-twice"        // the broker held two copies (a producer's retry it did not drop)
 	DupQoS2Resent    Cause = "qos2-resent"         // QoS 2: the publishing client re-sent a PUBLISH the broker had taken (MQTT-4.3.3-1)
 	DupQoS2Redeliver Cause = "qos2-redelivered"    // QoS 2: the subscribing client delivered a re-sent PUBLISH again before PUBREL (MQTT-4.3.3-2)
 	DupRedelivered   Cause = "redelivered"         // redelivered, and the strategy applied it again
@@ -67,15 +68,18 @@ func (c Cause) Where() string {
 	return ""
 }
 
-// Doc explains the cause in a sentence.
-func (c Cause) Doc() string {
+// Doc explains the cause in a sentence, in the words of the broker kind
+// the run was on where the mechanism is the broker's own (how a publish
+// is stored twice, how an acked message comes again).
+func (c Cause) Doc(on catalog.BrokerKind) string {
+	b, _ := catalog.LookupBroker(on)
 	switch c {
 	case DupQoS2Resent:
 		return "stored twice although published and delivered at QoS 2: the publishing client sent the PUBLISH again after the broker had taken it (MQTT-4.3.3-1 forbids resending once PUBREC arrived): a client library's violation, on the publisher leg"
 	case DupQoS2Redeliver:
 		return "applied twice after the subscriber's PUBREC was lost at QoS 2: the client had taken the PUBLISH and sent PUBREC, then handed the broker's re-sent PUBLISH to the application again before PUBREL (MQTT-4.3.3-2 forbids it): a client library's violation, on the subscriber leg"
 	case DupStoredTwice:
-		return "the broker stored the intent twice (a producer's retry after a lost response without producer idempotence, or a restarted producer's resend, which a new producer id hides from the broker) and both copies were applied"
+		return "the broker stored the intent twice (" + cmp.Or(b.StoredTwice, storedTwice) + ") and both copies were applied"
 	case DupStageRewrite:
 		return "the consume-transform-produce stage wrote the intent to its output twice (it crashed, or lost the partition in a rebalance, between its write and its offset commit) and both copies were applied"
 	case DupAbortedRead:
@@ -83,7 +87,7 @@ func (c Cause) Doc() string {
 	case DupRedelivered:
 		return "redelivered after the effect had applied, and the strategy did not recognise the redelivery"
 	case DupAckedAgain:
-		return "acked, but the queue had not applied the ack when the consumer went away: the broker delivered the message again and the strategy applied it again (a quorum queue holds a channel's acks back once 32 are pending, and a channel that dies drops them: rabbitmq-server #10327; a classic queue drops the acks still unread in a socket that is reset)"
+		return "acked, but " + cmp.Or(b.AckedAgain, ackedAgain) + "; the broker delivered the message again and the strategy applied it again"
 	case LostSkipped:
 		return "skipped as already processed, but the effect never applied: the dedup marker was committed without the effect"
 	case LostIDShared:
@@ -108,13 +112,20 @@ func (c Cause) Doc() string {
 	return string(c)
 }
 
+// What a stored-twice and an acked-redelivered intent's Doc say when the
+// broker kind is not known.
+const (
+	storedTwice = "a producer's retry or resend of a publish the broker already had"
+	ackedAgain  = "the broker had not applied the ack when the consumer went away"
+)
+
 // Why is Doc, said of one intent: for a loss, where it was lost first
 // ("lost in the consumer: ...").
-func (c Cause) Why() string {
+func (c Cause) Why(on catalog.BrokerKind) string {
 	if w := c.Where(); w != "" {
-		return "lost " + w + ": " + c.Doc()
+		return "lost " + w + ": " + c.Doc(on)
 	}
-	return c.Doc()
+	return c.Doc(on)
 }
 
 // lossCause says why a lost intent was lost.
@@ -152,7 +163,9 @@ type IntentVerdict struct {
 type Inspection struct {
 	Run
 	// End is the offset of the latest event in the history.
-	End     time.Duration
+	End time.Duration
+	// Broker is the run's broker kind, whose words Cause.Doc and Why use.
+	Broker  catalog.BrokerKind
 	tallies map[string]*tally
 }
 
@@ -172,7 +185,7 @@ func Inspect(plan Plan, meta Meta, events iter.Seq2[history.Event, error], audit
 	if err != nil {
 		return nil, err
 	}
-	return &Inspection{Run: run, End: end, tallies: tallies}, nil
+	return &Inspection{Run: run, End: end, Broker: plan.Broker, tallies: tallies}, nil
 }
 
 // Intent judges one intent of variant: the verdict the counts gave it.

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/history"
 )
@@ -123,7 +124,7 @@ func TestInspectAckedRedelivered(t *testing.T) {
 		one(history.Event{Variant: "v", Type: history.Drain, Drained: true}),
 	)
 	audit := applied(map[int]int{1: 2, 2: 2, 3: 2, 4: 1, 5: 2})
-	plan := check.Plan{Variants: []check.PlanVariant{{Name: "v", Strategy: "none"}}}
+	plan := check.Plan{Broker: catalog.RabbitMQ, Variants: []check.PlanVariant{{Name: "v", Strategy: "none"}}}
 	in, err := check.Inspect(plan, check.Meta{}, history.Events(events), map[string]history.Audit{"v": audit})
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +162,7 @@ func TestInspectQoS2Violations(t *testing.T) {
 			history.Event{Variant: "v", Type: history.Fault, Fault: "sub-PUBREC", Point: "PUBREC/subscriber", Intent: 2},
 			d(2, "c1/3"), effect(2, true), d(2, "c1/3"), effect(2, true),
 		))
-		plan := check.Plan{Variants: []check.PlanVariant{{Name: "v", Strategy: "none"}}}
+		plan := check.Plan{Broker: catalog.MQTT, Variants: []check.PlanVariant{{Name: "v", Strategy: "none"}}}
 		in, err := check.Inspect(plan, check.Meta{}, history.Events(events), map[string]history.Audit{"v": {Applied: map[int]int{1: 2, 2: 2}}})
 		if err != nil {
 			t.Fatal(err)
@@ -174,6 +175,11 @@ func TestInspectQoS2Violations(t *testing.T) {
 			if got := in.Intent("v", id); got.Cause != c {
 				t.Errorf("QoS %s, intent %d: cause %s, want %s", qos, id, got.Cause, c)
 			}
+		}
+		// A copy stored twice at QoS 2 is the client's resend, not the
+		// broker's QoS 1 one.
+		if notes := strings.Join(in.Variants[0].Notes, "\n"); strings.Contains(notes, "QoS 1 resend") != (qos == "1") {
+			t.Errorf("QoS %s: notes:\n%s", qos, notes)
 		}
 	}
 }

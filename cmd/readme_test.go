@@ -11,41 +11,44 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// TestREADMERunFlags holds the README's "run flags" section to the run
-// command: every flag (but --help) has a row, every connection flag's
-// row names its environment variable, and the completion command is
-// documented.
+// TestREADMERunFlags holds the "run flags" section of docs/cli.md (moved
+// there from the README, which links to it) to the run command: every
+// flag (but --help) has a row, every connection flag's row names its
+// environment variable, and the completion command is documented.
 func TestREADMERunFlags(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
+	b, err := os.ReadFile("../docs/cli.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme := string(b)
-	start := strings.Index(readme, "### `run` flags")
-	end := strings.Index(readme, "### `explain` flags")
+	doc := string(b)
+	start := strings.Index(doc, "## `run` flags")
+	end := strings.Index(doc, "## `explain` flags")
 	if start < 0 || end < start {
-		t.Fatal("README.md has no \"### `run` flags\" section before \"### `explain` flags\"")
+		t.Fatal("docs/cli.md has no \"## `run` flags\" section before \"## `explain` flags\"")
 	}
-	section := readme[start:end]
+	if l, err := os.ReadFile("../README.md"); err != nil || !strings.Contains(string(l), "(docs/cli.md)") {
+		t.Errorf("README.md does not link to docs/cli.md (%v)", err)
+	}
+	section := doc[start:end]
 	newRunCmd(Streams{}, nil).Flags().VisitAll(func(f *pflag.Flag) {
 		if f.Name == "help" {
 			return
 		}
 		row := regexp.MustCompile("(?m)^\\| `(-[a-z], )?--" + regexp.QuoteMeta(f.Name) + "[ `].*$").FindString(section)
 		if row == "" {
-			t.Errorf("README.md's run flags have no row for --%s", f.Name)
+			t.Errorf("docs/cli.md's run flags have no row for --%s", f.Name)
 			return
 		}
 		if env := envFor(f.Name); env != "" && !strings.Contains(row, "`"+env+"`") {
-			t.Errorf("README.md's row for --%s does not name %s", f.Name, env)
+			t.Errorf("docs/cli.md's row for --%s does not name %s", f.Name, env)
 		}
 		if f.Shorthand != "" && !strings.Contains(row, "-"+f.Shorthand+", --"+f.Name) {
-			t.Errorf("README.md's row for --%s does not name -%s", f.Name, f.Shorthand)
+			t.Errorf("docs/cli.md's row for --%s does not name -%s", f.Name, f.Shorthand)
 		}
 	})
-	for _, want := range []string{"dqbench completion bash", "### Shell completion"} {
-		if !strings.Contains(readme, want) {
-			t.Errorf("README.md does not say %q", want)
+	for _, want := range []string{"dqbench completion bash", "## Shell completion"} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("docs/cli.md does not say %q", want)
 		}
 	}
 }

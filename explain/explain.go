@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/history"
 	"github.com/dqbench/dqbench/internal/ansi"
@@ -160,7 +161,7 @@ func writeAnomalies(w lines, p ansi.Paint, in *check.Inspection, name string, li
 		if where := c.Where(); where != "" {
 			kind += " " + where
 		}
-		w.say("    ", "  %s, %s: %s", kind, plural(n, "intent", "intents"), c.Doc())
+		w.say("    ", "  %s, %s: %s", kind, plural(n, "intent", "intents"), c.Doc(in.Broker))
 		ids := make([]string, len(sample))
 		for i, s := range sample {
 			ids[i] = strconv.Itoa(s.Intent)
@@ -207,12 +208,12 @@ func writeStories(w lines, p ansi.Paint, r savedrun.Run, in *check.Inspection, n
 		return fmt.Errorf("%w: intent %d does not appear in the history of %s (intents are numbered 1 to %d)", ErrUsage, id, r.Meta.Scenario, r.Meta.Messages)
 	}
 	for _, s := range col.Stories {
-		writeStory(w, p, s)
+		writeStory(w, p, s, in.Broker)
 	}
 	return nil
 }
 
-func writeStory(w lines, p ansi.Paint, s *story.Story) {
+func writeStory(w lines, p ansi.Paint, s *story.Story, on catalog.BrokerKind) {
 	fmt.Fprintln(w.w)
 	w.say("    ", "%s · intent %d", p.Bold(ansi.Inert(s.Variant)), s.Intent)
 	steps := s.Steps()
@@ -236,7 +237,7 @@ func writeStory(w lines, p ansi.Paint, s *story.Story) {
 	case check.OK:
 		w.say("    ", "  effect applied %s", plural(s.Applied, "time", "times"))
 	default:
-		w.say("    ", "  why: %s", s.Cause.Why())
+		w.say("    ", "  why: %s", s.Cause.Why(on))
 	}
 	w.say("    ", "  → %s", verdict(p, s.Verdict))
 }

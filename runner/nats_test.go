@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/dqbench/dqbench/history"
@@ -86,6 +87,31 @@ func TestNATSMaxDeliver(t *testing.T) {
 		}
 		if dead == 0 {
 			t.Errorf("%s: no dead letters", variant)
+		}
+	}
+}
+
+// TestNATSDuplicatesInNATSWords: on NATS the notes say how a publish came
+// to be stored twice in NATS's words (the stream's duplicate window,
+// Nats-Msg-Id), not Kafka's producer idempotence and producer id.
+func TestNATSDuplicatesInNATSWords(t *testing.T) {
+	for _, tc := range []struct{ builtin, want string }{
+		{"nats-msg-id-dedup", "Nats-Msg-Id"},
+	} {
+		res := passedBuiltin(t, tc.builtin)
+		said := false
+		for _, v := range res.Run.Variants {
+			for _, n := range v.Notes {
+				said = said || strings.Contains(n, tc.want)
+				for _, w := range []string{"producer id", "idempotence", "quorum queue"} {
+					if strings.Contains(n, w) {
+						t.Errorf("%s/%s: a note on NATS says %q: %s", tc.builtin, v.Name, w, n)
+					}
+				}
+			}
+		}
+		if !said {
+			t.Errorf("%s: no note says %q", tc.builtin, tc.want)
 		}
 	}
 }

@@ -144,7 +144,7 @@ func (Expectation) JSONSchema() *jsonschema.Schema {
 // Plan is what the judge needs of s: each variant's name, strategy and
 // expectations, in report order.
 func (s *Scenario) Plan() check.Plan {
-	var p check.Plan
+	p := check.Plan{Broker: s.Broker.Kind}
 	for _, v := range s.Variants {
 		pv := check.PlanVariant{Name: v.Name, Strategy: string(v.Strategy)}
 		if v.Process != nil {

@@ -8,31 +8,64 @@ import (
 	"strings"
 )
 
-// Version is dqbench's module version and VCS revision: "v1.2.0",
-// "(devel) rev 1a2b3c4d5e6f", "(devel) rev 1a2b3c4d5e6f+modified".
+// The VCS stamp given by -ldflags -X, for a build Go cannot stamp
+// itself: Go looks for a .git directory, and a linked git worktree has a
+// .git file, so "make build" passes these there. When vcsRevision is set
+// they win over the build's own vcs.* settings.
+var (
+	vcsRevision string // the full commit hash
+	vcsTime     string // the commit's time, RFC 3339 in UTC
+	vcsModified string // "true" for uncommitted changes
+)
+
+// Version is dqbench's module version, or for a build from a clone the
+// VCS revision it was built from, with the commit's time and +modified
+// for uncommitted changes: "v1.2.0",
+// "rev 1a2b3c4d5e6f 2026-12-05T23:10:02Z",
+// "rev 1a2b3c4d5e6f+modified 2026-12-05T23:10:02Z", or "(devel)" for a
+// build with no VCS stamp (go build -buildvcs=false).
 func Version() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "unknown"
 	}
-	v := bi.Main.Version
-	if v == "" {
-		v = "(devel)"
+	settings := bi.Settings
+	if vcsRevision != "" {
+		settings = []debug.BuildSetting{{Key: "vcs.revision", Value: vcsRevision}, {Key: "vcs.time", Value: vcsTime}, {Key: "vcs.modified", Value: vcsModified}}
 	}
-	rev, modified := "", false
-	for _, s := range bi.Settings {
+	return format(bi.Main.Version, settings)
+}
+
+// format is Version for a main module's version and its build settings.
+// A version Go made from the revision (a pseudo-version,
+// "v0.0.0-20261205231002-1a2b3c4d5e6f+dirty") says it less readably than
+// the revision itself, so it gives way to it; a release version stays.
+func format(version string, settings []debug.BuildSetting) string {
+	var rev, when string
+	var dirty bool
+	for _, s := range settings {
 		switch s.Key {
 		case "vcs.revision":
 			rev = s.Value
+		case "vcs.time":
+			when = s.Value
 		case "vcs.modified":
-			modified = s.Value == "true"
+			dirty = s.Value == "true"
 		}
 	}
-	if rev != "" && !strings.Contains(v, rev[:min(12, len(rev))]) {
-		v += " rev " + rev[:min(12, len(rev))]
-		if modified {
-			v += "+modified"
+	short := rev[:min(12, len(rev))]
+	if rev == "" || (version != "" && version != "(devel)" && !strings.Contains(version, short)) {
+		if version == "" {
+			return "(devel)"
 		}
+		return version
+	}
+	v := "rev " + short
+	if dirty {
+		v += "+modified"
+	}
+	if when != "" {
+		v += " " + when
 	}
 	return v
 }

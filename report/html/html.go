@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/internal/buildinfo"
 	"github.com/dqbench/dqbench/story"
@@ -32,6 +33,8 @@ type Run struct {
 	Story *story.Collection
 	// Scenario is the scenario as run, as YAML.
 	Scenario string
+	// Broker is the run's broker kind, whose words the stories' why use.
+	Broker catalog.BrokerKind
 }
 
 //go:embed report.html.tmpl
@@ -225,7 +228,7 @@ func newRunView(r Run) runView {
 		rv.Timelines, rv.Axis = timelines(r.Story.Timeline)
 		rv.Bin = r.Story.Timeline.Bin
 		for _, s := range r.Story.Stories {
-			rv.Stories = append(rv.Stories, newStoryView(s))
+			rv.Stories = append(rv.Stories, newStoryView(s, r.Broker))
 		}
 	}
 	for _, a := range r.Anomalies {
@@ -343,8 +346,8 @@ func timelines(tl story.Timeline) ([]timeline, []tick) {
 	return out, axis
 }
 
-func newStoryView(s *story.Story) storyView {
-	sv := storyView{Variant: s.Variant, Intent: s.Intent, Verdict: string(s.Verdict), Cause: s.Cause.Why(), More: s.Truncated}
+func newStoryView(s *story.Story, on catalog.BrokerKind) storyView {
+	sv := storyView{Variant: s.Variant, Intent: s.Intent, Verdict: string(s.Verdict), Cause: s.Cause.Why(on), More: s.Truncated}
 	steps := s.Steps()
 	// Lanes: producer, broker, each consumer in order of appearance, store.
 	lanes := []string{"producer", "broker"}
