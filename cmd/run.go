@@ -21,6 +21,7 @@ import (
 	"github.com/dqbench/dqbench/runner"
 	"github.com/dqbench/dqbench/savedrun"
 	"github.com/dqbench/dqbench/scenario"
+	"github.com/dqbench/dqbench/store"
 )
 
 // runFunc runs one scenario; tests replace runner.Run with a fake.
@@ -448,8 +449,8 @@ func progressLine(name string, p *runner.Progress, width int) string {
 
 // exitCodeFor maps why a run could not be judged or completed to an exit
 // code: a bug in dqbench is 4; a bad --out is 2; a broker that cannot be
-// reached or stopped answering, a deadline, an interruption, a store or
-// cleanup failure are 3.
+// reached or stopped answering, a store that cannot serve the run, a
+// deadline, an interruption, a store or cleanup failure are 3.
 func exitCodeFor(err error) int {
 	var ee *exitError
 	switch {
@@ -457,7 +458,8 @@ func exitCodeFor(err error) int {
 		return ExitInternal
 	case errors.As(err, &ee):
 		return ee.code
-	case errors.Is(err, brokers.ErrUnreachable), errors.Is(err, runner.ErrDeadline), errors.Is(err, runner.ErrInterrupted):
+	case errors.Is(err, brokers.ErrUnreachable), errors.Is(err, store.ErrUnusable),
+		errors.Is(err, runner.ErrDeadline), errors.Is(err, runner.ErrInterrupted):
 		return ExitIncomplete
 	}
 	return ExitIncomplete

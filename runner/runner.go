@@ -18,6 +18,7 @@ import (
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/brokers/all"
+	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/history"
 	"github.com/dqbench/dqbench/leftover"
@@ -106,11 +107,20 @@ func Run(ctx context.Context, s *scenario.Scenario, opts Options) (*Result, erro
 	ctx, cancel := context.WithDeadline(ctx, hard.Add(-shutdownBudget(deadline)))
 	defer cancel()
 
+	// A store that cannot serve the run (its server down, no such
+	// database, a refused login) fails it before any variant starts, as
+	// an unreachable broker does: nothing ran, nothing to count.
+	broker := strings.TrimSpace(fmt.Sprintf("%s %s", s.Broker.Kind, s.Broker.Mode))
+	if err := checkStores(ctx, s); err != nil {
+		if cause := endCause(parent, ctx); cause != nil {
+			return notStarted(s, start, broker, fmt.Errorf("%w (%s): %v", cause, deadline, err))
+		}
+		return notStarted(s, start, broker, err)
+	}
 	b, err := all.Open(ctx, brokers.Config{
 		Kind: s.Broker.Kind, Mode: s.Broker.Mode, Addresses: s.Broker.Addresses, Settings: s.Broker.Settings,
 	})
 	if err != nil {
-		broker := strings.TrimSpace(fmt.Sprintf("%s %s", s.Broker.Kind, s.Broker.Mode))
 		if cause := endCause(parent, ctx); cause != nil {
 			return notStarted(s, start, broker, fmt.Errorf("%w (%s): %v", cause, deadline, err))
 		}
@@ -151,6 +161,28 @@ func Run(ctx context.Context, s *scenario.Scenario, opts Options) (*Result, erro
 		return res, err
 	}
 	return res, nil
+}
+
+// checkStores checks every store the scenario's variants use (each
+// PostgreSQL once, and Redis when a variant's strategy needs it) before
+// any variant starts; the error wraps store.ErrUnusable.
+func checkStores(ctx context.Context, s *scenario.Scenario) error {
+	seen := map[string]bool{}
+	redis := false
+	for _, v := range s.Variants {
+		if ref := s.StoreFor(v); !seen[ref] {
+			seen[ref] = true
+			if err := store.Check(ctx, ref); err != nil {
+				return err
+			}
+		}
+		desc, _ := catalog.LookupStrategy(v.Strategy)
+		redis = redis || desc.NeedsRedis
+	}
+	if redis {
+		return store.CheckRedis(ctx, s.Redis)
+	}
+	return nil
 }
 
 // notStarted is the result of a run that could not start.
