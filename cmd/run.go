@@ -82,9 +82,11 @@ messages, broker); the other -o formats are written whole.
 in each scenario given.
 
 A run cut short (deadline, Ctrl-C, a drain that gives up) still prints and,
-with --out, saves what it recorded, marked incomplete, and exits 3. An invalid
-scenario or flag (exit 2) still writes the -o json, markdown, junit or html
-report and the --html page, saying INVALID and why.
+with --out, saves what it recorded, marked incomplete, and exits 3; after
+Ctrl-C its expectations are not judged (SKIP) and nothing still on its way
+counts as lost. An invalid scenario or flag (exit 2) still writes the -o
+json, markdown, junit or html report and the --html page, saying INVALID
+and why.
 
 ` + envHelp() + `
 

@@ -104,8 +104,10 @@ func Run(ctx context.Context, s *scenario.Scenario, opts Options) (*Result, erro
 	parent := ctx
 	start := time.Now()
 	hard := start.Add(deadline)
-	ctx, cancel := context.WithDeadline(ctx, hard.Add(-shutdownBudget(deadline)))
+	rec := history.NewRecorder(start, opts.History)
+	ctx, cancel, recorded := interruptible(parent, hard.Add(-shutdownBudget(deadline)), rec, s)
 	defer cancel()
+	defer recorded()
 
 	// A store that cannot serve the run (its server down, no such
 	// database, a refused login) fails it before any variant starts, as
@@ -137,10 +139,10 @@ func Run(ctx context.Context, s *scenario.Scenario, opts Options) (*Result, erro
 		}
 	}()
 
-	rec := history.NewRecorder(start, opts.History)
 	progress.Total.Store(int64(s.Messages * len(s.Variants)))
 	base := &variantRun{s: s, broker: b, progress: progress, start: start, storeDir: dir, shutdown: shutdown{hard: hard}}
 	res, errs := runVariants(ctx, cancel, rec, base)
+	recorded() // before the history closes
 	res.Meta = check.Meta{
 		Scenario: s.Name, Seed: s.Seed, Messages: s.Messages,
 		Broker: b.Name(), Duration: time.Since(start), Provenance: provenance(s, b),
@@ -183,6 +185,31 @@ func checkStores(ctx context.Context, s *scenario.Scenario) error {
 		return store.CheckRedis(ctx, s.Redis)
 	}
 	return nil
+}
+
+// interruptible is the run's context, ending at deadline, whose
+// cancellation by the caller (parent: Ctrl-C, SIGTERM) the run sees only
+// once an interrupted event is in every variant's history: it comes
+// before anything the interruption makes a variant record (record first,
+// judge later: the checker, and "dqbench check" on a saved run, read the
+// interruption from the history). cancel ends the context, as one broken
+// variant does; wait returns once an interruption that began is recorded
+// (call it before the history closes; again, it does nothing).
+func interruptible(parent context.Context, deadline time.Time, rec *history.Recorder, s *scenario.Scenario) (_ context.Context, cancel context.CancelFunc, wait func()) {
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(parent), deadline)
+	done := make(chan struct{})
+	stop := context.AfterFunc(parent, func() {
+		defer close(done)
+		for _, v := range s.Variants {
+			rec.Variant(v.Name).Record(history.Event{Type: history.Interrupted, Reason: "the run was stopped (Ctrl-C or SIGTERM)"})
+		}
+		cancel()
+	})
+	return ctx, cancel, sync.OnceFunc(func() {
+		if !stop() {
+			<-done
+		}
+	})
 }
 
 // notStarted is the result of a run that could not start.
