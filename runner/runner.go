@@ -13,7 +13,6 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/dqbench/dqbench/brokers"
@@ -35,35 +34,6 @@ var ErrInterrupted = errors.New("interrupted")
 // ErrInternal marks a bug in dqbench (a panic in a variant), as opposed to
 // a broker or store failure.
 var ErrInternal = errors.New("internal error")
-
-// Progress counts a run's work as it happens, for a progress line.
-type Progress struct {
-	Total     atomic.Int64 // intents to publish, over all variants
-	Published atomic.Int64 // publishes confirmed or failed
-	Consumed  atomic.Int64 // deliveries acked
-	Faults    atomic.Int64 // faults injected
-	// heard is when the broker last answered (a confirm, a delivery, an
-	// ack), in nanoseconds since the run's start.
-	heard atomic.Int64
-	// lastFault is the fault injected last, and when.
-	lastFault atomic.Pointer[firedFault]
-}
-
-// firedFault is a fault injection: the fault's name and when, since the
-// run's start.
-type firedFault struct {
-	name string
-	at   time.Duration
-}
-
-// fired notes that fault name was injected.
-func (p *Progress) fired(start time.Time, name string) {
-	p.Faults.Add(1)
-	p.lastFault.Store(&firedFault{name: name, at: time.Since(start)})
-}
-
-// heardFrom notes that the broker answered.
-func (p *Progress) heardFrom(start time.Time) { p.heard.Store(int64(time.Since(start))) }
 
 // shutdownBudget is the part of a run's deadline kept for stopping the
 // clients, cleaning up on the broker and reading the stores, so that the
@@ -139,7 +109,7 @@ func Run(ctx context.Context, s *scenario.Scenario, opts Options) (*Result, erro
 		}
 	}()
 
-	progress.Total.Store(int64(s.Messages * len(s.Variants)))
+	progress.Begin(s)
 	base := &variantRun{s: s, broker: b, progress: progress, start: start, storeDir: dir, shutdown: shutdown{hard: hard}}
 	res, errs := runVariants(ctx, cancel, rec, base)
 	recorded() // before the history closes
@@ -236,7 +206,7 @@ func runVariants(ctx context.Context, cancel context.CancelFunc, rec *history.Re
 	for i, v := range s.Variants {
 		wg.Go(func() {
 			vr := &variantRun{
-				s: s, v: v, broker: base.broker, rec: rec.Variant(v.Name), progress: base.progress,
+				s: s, v: v, broker: base.broker, rec: rec.Variant(v.Name), progress: base.progress, counts: base.progress.variant(i),
 				start: base.start, shutdown: shutdown{hard: base.shutdown.hard}, line: line,
 				storeDir: base.storeDir,
 				name:     fmt.Sprintf("%s-%d", runID, i),
