@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/mattn/go-isatty"
 	"golang.org/x/term"
@@ -32,11 +33,12 @@ func main() {
 	}()
 	code := cmd.Execute(ctx, os.Args[1:], cmd.Streams{
 		In: os.Stdin, Out: os.Stdout, Err: os.Stderr,
-		Terminal:   isatty.IsTerminal(os.Stderr.Fd()),
-		Width:      terminalWidth(os.Stdout),
-		ErrWidth:   terminalWidth(os.Stderr),
-		NoColor:    os.Getenv("NO_COLOR") != "",
-		Undertaker: cmd.StartUndertaker,
+		Terminal:      isatty.IsTerminal(os.Stderr.Fd()),
+		PipedProgress: 10 * time.Second,
+		Width:         terminalWidth(os.Stdout),
+		ErrWidth:      terminalWidth(os.Stderr),
+		NoColor:       os.Getenv("NO_COLOR") != "",
+		Undertaker:    cmd.StartUndertaker,
 	})
 	close(finished)
 	stop()

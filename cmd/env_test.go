@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	"github.com/dqbench/dqbench/catalog"
-	"github.com/dqbench/dqbench/internal/ansi"
-	"github.com/dqbench/dqbench/runner"
 )
 
 // TestRunConnectionEnv: DQBENCH_ADDRESSES, DQBENCH_STORE, DQBENCH_REDIS
@@ -145,23 +143,5 @@ func writeFile(t *testing.T, path, text string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// TestProgressLineFits: the progress line is cut to the terminal, so that
-// it is overwritten in place and never wraps.
-func TestProgressLineFits(t *testing.T) {
-	p := &runner.Progress{}
-	p.Total.Store(3000000)
-	p.Published.Store(1234567)
-	p.Consumed.Store(1234000)
-	p.Faults.Store(99999)
-	for _, width := range []int{40, 80} {
-		if l := progressLine("rabbitmq-connection-reset", p, width); ansi.Width(l) >= width {
-			t.Errorf("at %d columns the progress line is %d wide: %q", width, ansi.Width(l), l)
-		}
-	}
-	if l := progressLine("quickstart", p, 0); !strings.HasSuffix(l, "faults 99999") {
-		t.Errorf("piped, the line is cut: %q", l)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -53,8 +54,12 @@ var errSilent = errors.New("")
 type Streams struct {
 	In       io.Reader
 	Out, Err io.Writer
-	// Terminal says whether Err is a terminal (progress lines go there).
+	// Terminal says whether Err is a terminal (progress bars go there).
 	Terminal bool
+	// PipedProgress is how often a run's progress is written to Err as
+	// plain lines when Err is not a terminal (a CI log); 0: never (the
+	// binary sets it, in-process tests do not).
+	PipedProgress time.Duration
 	// Width is the number of columns of the terminal Out writes to; 0
 	// when Out is not a terminal (piped, a file, a test buffer).
 	Width int
@@ -70,6 +75,10 @@ type Streams struct {
 	// leftover.StartUndertaker) and returns its stop; the binary sets it,
 	// in-process tests do not.
 	Undertaker func() (stop func())
+
+	// term is Err as given, before its lines are wrapped: the progress
+	// bars redraw themselves there.
+	term io.Writer
 }
 
 // color says whether to colour what goes to Out: a terminal, no NO_COLOR.
@@ -129,6 +138,7 @@ func execute(ctx context.Context, args []string, s Streams, runF runFunc) (code 
 		}
 	}()
 	out := &written{w: s.Out}
+	s.term = s.Err
 	s.Out, s.Err = masked(out), masked(wrapping(s.Err, s.ErrWidth))
 	root := newRoot(s, runF)
 	root.SetArgs(args)

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/clipperhouse/displaywidth"
 	"github.com/spf13/cobra"
 
 	"github.com/dqbench/dqbench/brokers"
@@ -21,6 +20,7 @@ import (
 	"github.com/dqbench/dqbench/runner"
 	"github.com/dqbench/dqbench/savedrun"
 	"github.com/dqbench/dqbench/scenario"
+	"github.com/dqbench/dqbench/store"
 )
 
 // runFunc runs one scenario; tests replace runner.Run with a fake.
@@ -77,13 +77,20 @@ stories of duplicated and lost intents. --quiet prints only each scenario's
 verdict line (the word the exit code agrees with, the scenario, seed,
 messages, broker); the other -o formats are written whole.
 
+Progress goes to stderr: on a terminal, after 2s, a bar per variant (its
+intents published, deliveries acked, acks per second, ETA), erased before
+the report; when stderr is not a terminal, plain lines every 10s. --quiet
+shows none.
+
 --variant runs only the variants named (repeat it or separate with commas),
 in each scenario given.
 
 A run cut short (deadline, Ctrl-C, a drain that gives up) still prints and,
-with --out, saves what it recorded, marked incomplete, and exits 3. An invalid
-scenario or flag (exit 2) still writes the -o json, markdown, junit or html
-report and the --html page, saying INVALID and why.
+with --out, saves what it recorded, marked incomplete, and exits 3; after
+Ctrl-C its expectations are not judged (SKIP) and nothing still on its way
+counts as lost. An invalid scenario or flag (exit 2) still writes the -o
+json, markdown, junit or html report and the --html page, saying INVALID
+and why.
 
 ` + envHelp() + `
 
@@ -323,12 +330,16 @@ func runOne(ctx context.Context, s Streams, o runOptions, sc *scenario.Scenario,
 	defer hist.Close()
 
 	progress := &runner.Progress{}
-	done := make(chan struct{})
-	if s.Terminal && !o.quiet {
-		go showProgress(s, sc.Name, progress, done)
-	}
+	done, shown := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(shown)
+		if !o.quiet {
+			showProgress(s, sc.Name, progress, done)
+		}
+	}()
 	res, runErr := o.run(ctx, sc, runner.Options{History: hist, Progress: progress})
 	close(done)
+	<-shown // the bars are gone before the report
 	if res == nil {
 		if dir != nil {
 			if err := dir.Discard(); err != nil {
@@ -413,43 +424,10 @@ func verdict(runs []check.Run, failures []error, told bool) error {
 	return nil
 }
 
-// showProgress writes a progress line to the terminal for runs longer than
-// a couple of seconds, and clears it when the run ends.
-func showProgress(s Streams, name string, p *runner.Progress, done <-chan struct{}) {
-	select {
-	case <-done:
-		return
-	case <-time.After(2 * time.Second):
-	}
-	t := time.NewTicker(200 * time.Millisecond)
-	defer t.Stop()
-	for {
-		fmt.Fprint(s.Err, "\r\033[K"+progressLine(name, p, s.ErrWidth))
-		select {
-		case <-done:
-			fmt.Fprint(s.Err, "\r\033[K")
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// progressLine is the progress line, cut to a terminal of width columns
-// (0: whole) so that it never wraps: a wrapped line would not be
-// overwritten.
-func progressLine(name string, p *runner.Progress, width int) string {
-	l := fmt.Sprintf("%s: published %d/%d · consumed %d · faults %d",
-		name, p.Published.Load(), p.Total.Load(), p.Consumed.Load(), p.Faults.Load())
-	if width > 1 {
-		l = displaywidth.TruncateString(l, width-1, "…")
-	}
-	return l
-}
-
 // exitCodeFor maps why a run could not be judged or completed to an exit
 // code: a bug in dqbench is 4; a bad --out is 2; a broker that cannot be
-// reached or stopped answering, a deadline, an interruption, a store or
-// cleanup failure are 3.
+// reached or stopped answering, a store that cannot serve the run, a
+// deadline, an interruption, a store or cleanup failure are 3.
 func exitCodeFor(err error) int {
 	var ee *exitError
 	switch {
@@ -457,7 +435,8 @@ func exitCodeFor(err error) int {
 		return ExitInternal
 	case errors.As(err, &ee):
 		return ee.code
-	case errors.Is(err, brokers.ErrUnreachable), errors.Is(err, runner.ErrDeadline), errors.Is(err, runner.ErrInterrupted):
+	case errors.Is(err, brokers.ErrUnreachable), errors.Is(err, store.ErrUnusable),
+		errors.Is(err, runner.ErrDeadline), errors.Is(err, runner.ErrInterrupted):
 		return ExitIncomplete
 	}
 	return ExitIncomplete

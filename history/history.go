@@ -54,6 +54,11 @@ const (
 	// intent's next delivery or dead-letter event shows it arrived; none
 	// after a complete drain, that the broker dropped it.
 	Reject Type = "reject"
+	// Interrupted: the run's caller stopped it here (Ctrl-C, SIGTERM),
+	// recorded in every variant before anything it made the variant do.
+	// What a consumer held then was in flight, not lost, and the
+	// expectations are not judged: the run did not end.
+	Interrupted Type = "interrupted"
 
 	// A consume-transform-produce stage's events (recording.Stage);
 	// Consumer is the stage instance's generation, Txn numbers its batches

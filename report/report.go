@@ -311,6 +311,10 @@ func text(w io.Writer, runs []check.Run, markdown bool, opts Options) error {
 		}
 		for _, v := range r.Variants {
 			for _, e := range v.Expectations {
+				if e.Skipped {
+					line("%s%s %s: %s (got %d; not judged: the run was interrupted)", bullet, p.Yellow(e.Verdict()), v.Name, e.Check, e.Actual)
+					continue
+				}
 				line("%s%s %s: %s (got %d)", bullet, verdict(p, e.Passed), v.Name, e.Check, e.Actual)
 			}
 			for _, inv := range v.Invalid {

@@ -200,8 +200,8 @@ func (r *variantRun) ackBatch(ctx context.Context, c *recording.Consumer, ds []b
 	if err := c.AckBatch(ctx, ds); err != nil {
 		return fmt.Errorf("ack intents %d to %d: %w", ds[0].Intent, ds[len(ds)-1].Intent, err)
 	}
+	r.progress.consumed(r.counts, len(ds))
 	for _, d := range ds {
-		r.progress.Consumed.Add(1)
 		r.flow.reached(d.Intent, doneAck)
 		r.handBack.settled(d.Intent)
 	}

@@ -479,7 +479,7 @@ func (r *variantRun) ack(ctx context.Context, c *recording.Consumer, d brokers.D
 	if err != nil {
 		return fmt.Errorf("ack intent %d: %w", d.Intent, err)
 	}
-	r.progress.Consumed.Add(1)
+	r.progress.consumed(r.counts, 1)
 	r.progress.heardFrom(r.start)
 	r.flow.reached(d.Intent, doneAck)
 	r.handBack.settled(d.Intent)

@@ -228,7 +228,7 @@ func (r *variantRun) relay(ctx context.Context, p *recording.Producer, app *prod
 		after = intent
 		attempts[intent]++
 		err = r.relayPublish(ctx, p, intent, attempts[intent])
-		r.progress.Published.Add(1)
+		r.progress.published(r.counts)
 		if err != nil {
 			continue // unsent: the next pass publishes it again
 		}

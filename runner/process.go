@@ -114,7 +114,7 @@ func (r *variantRun) supervise(command []string, dir string, out *store.Outside,
 			r.flow.reached(intent, doneEffect)
 		},
 		Committed: func(intent int) {
-			r.progress.Consumed.Add(1)
+			r.progress.consumed(r.counts, 1)
 			r.progress.heardFrom(r.start)
 			r.flow.reached(intent, doneAck)
 		},

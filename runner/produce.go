@@ -55,7 +55,7 @@ publish:
 			if err == nil {
 				r.progress.heardFrom(r.start)
 			}
-			r.progress.Published.Add(1)
+			r.progress.published(r.counts)
 			<-sem
 			wg.Done()
 		})

@@ -13,11 +13,11 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/brokers/all"
+	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/history"
 	"github.com/dqbench/dqbench/leftover"
@@ -34,35 +34,6 @@ var ErrInterrupted = errors.New("interrupted")
 // ErrInternal marks a bug in dqbench (a panic in a variant), as opposed to
 // a broker or store failure.
 var ErrInternal = errors.New("internal error")
-
-// Progress counts a run's work as it happens, for a progress line.
-type Progress struct {
-	Total     atomic.Int64 // intents to publish, over all variants
-	Published atomic.Int64 // publishes confirmed or failed
-	Consumed  atomic.Int64 // deliveries acked
-	Faults    atomic.Int64 // faults injected
-	// heard is when the broker last answered (a confirm, a delivery, an
-	// ack), in nanoseconds since the run's start.
-	heard atomic.Int64
-	// lastFault is the fault injected last, and when.
-	lastFault atomic.Pointer[firedFault]
-}
-
-// firedFault is a fault injection: the fault's name and when, since the
-// run's start.
-type firedFault struct {
-	name string
-	at   time.Duration
-}
-
-// fired notes that fault name was injected.
-func (p *Progress) fired(start time.Time, name string) {
-	p.Faults.Add(1)
-	p.lastFault.Store(&firedFault{name: name, at: time.Since(start)})
-}
-
-// heardFrom notes that the broker answered.
-func (p *Progress) heardFrom(start time.Time) { p.heard.Store(int64(time.Since(start))) }
 
 // shutdownBudget is the part of a run's deadline kept for stopping the
 // clients, cleaning up on the broker and reading the stores, so that the
@@ -103,14 +74,25 @@ func Run(ctx context.Context, s *scenario.Scenario, opts Options) (*Result, erro
 	parent := ctx
 	start := time.Now()
 	hard := start.Add(deadline)
-	ctx, cancel := context.WithDeadline(ctx, hard.Add(-shutdownBudget(deadline)))
+	rec := history.NewRecorder(start, opts.History)
+	ctx, cancel, recorded := interruptible(parent, hard.Add(-shutdownBudget(deadline)), rec, s)
 	defer cancel()
+	defer recorded()
 
+	// A store that cannot serve the run (its server down, no such
+	// database, a refused login) fails it before any variant starts, as
+	// an unreachable broker does: nothing ran, nothing to count.
+	broker := strings.TrimSpace(fmt.Sprintf("%s %s", s.Broker.Kind, s.Broker.Mode))
+	if err := checkStores(ctx, s); err != nil {
+		if cause := endCause(parent, ctx); cause != nil {
+			return notStarted(s, start, broker, fmt.Errorf("%w (%s): %v", cause, deadline, err))
+		}
+		return notStarted(s, start, broker, err)
+	}
 	b, err := all.Open(ctx, brokers.Config{
 		Kind: s.Broker.Kind, Mode: s.Broker.Mode, Addresses: s.Broker.Addresses, Settings: s.Broker.Settings,
 	})
 	if err != nil {
-		broker := strings.TrimSpace(fmt.Sprintf("%s %s", s.Broker.Kind, s.Broker.Mode))
 		if cause := endCause(parent, ctx); cause != nil {
 			return notStarted(s, start, broker, fmt.Errorf("%w (%s): %v", cause, deadline, err))
 		}
@@ -127,10 +109,10 @@ func Run(ctx context.Context, s *scenario.Scenario, opts Options) (*Result, erro
 		}
 	}()
 
-	rec := history.NewRecorder(start, opts.History)
-	progress.Total.Store(int64(s.Messages * len(s.Variants)))
+	progress.Begin(s)
 	base := &variantRun{s: s, broker: b, progress: progress, start: start, storeDir: dir, shutdown: shutdown{hard: hard}}
 	res, errs := runVariants(ctx, cancel, rec, base)
+	recorded() // before the history closes
 	res.Meta = check.Meta{
 		Scenario: s.Name, Seed: s.Seed, Messages: s.Messages,
 		Broker: b.Name(), Duration: time.Since(start), Provenance: provenance(s, b),
@@ -151,6 +133,53 @@ func Run(ctx context.Context, s *scenario.Scenario, opts Options) (*Result, erro
 		return res, err
 	}
 	return res, nil
+}
+
+// checkStores checks every store the scenario's variants use (each
+// PostgreSQL once, and Redis when a variant's strategy needs it) before
+// any variant starts; the error wraps store.ErrUnusable.
+func checkStores(ctx context.Context, s *scenario.Scenario) error {
+	seen := map[string]bool{}
+	redis := false
+	for _, v := range s.Variants {
+		if ref := s.StoreFor(v); !seen[ref] {
+			seen[ref] = true
+			if err := store.Check(ctx, ref); err != nil {
+				return err
+			}
+		}
+		desc, _ := catalog.LookupStrategy(v.Strategy)
+		redis = redis || desc.NeedsRedis
+	}
+	if redis {
+		return store.CheckRedis(ctx, s.Redis)
+	}
+	return nil
+}
+
+// interruptible is the run's context, ending at deadline, whose
+// cancellation by the caller (parent: Ctrl-C, SIGTERM) the run sees only
+// once an interrupted event is in every variant's history: it comes
+// before anything the interruption makes a variant record (record first,
+// judge later: the checker, and "dqbench check" on a saved run, read the
+// interruption from the history). cancel ends the context, as one broken
+// variant does; wait returns once an interruption that began is recorded
+// (call it before the history closes; again, it does nothing).
+func interruptible(parent context.Context, deadline time.Time, rec *history.Recorder, s *scenario.Scenario) (_ context.Context, cancel context.CancelFunc, wait func()) {
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(parent), deadline)
+	done := make(chan struct{})
+	stop := context.AfterFunc(parent, func() {
+		defer close(done)
+		for _, v := range s.Variants {
+			rec.Variant(v.Name).Record(history.Event{Type: history.Interrupted, Reason: "the run was stopped (Ctrl-C or SIGTERM)"})
+		}
+		cancel()
+	})
+	return ctx, cancel, sync.OnceFunc(func() {
+		if !stop() {
+			<-done
+		}
+	})
 }
 
 // notStarted is the result of a run that could not start.
@@ -177,7 +206,7 @@ func runVariants(ctx context.Context, cancel context.CancelFunc, rec *history.Re
 	for i, v := range s.Variants {
 		wg.Go(func() {
 			vr := &variantRun{
-				s: s, v: v, broker: base.broker, rec: rec.Variant(v.Name), progress: base.progress,
+				s: s, v: v, broker: base.broker, rec: rec.Variant(v.Name), progress: base.progress, counts: base.progress.variant(i),
 				start: base.start, shutdown: shutdown{hard: base.shutdown.hard}, line: line,
 				storeDir: base.storeDir,
 				name:     fmt.Sprintf("%s-%d", runID, i),

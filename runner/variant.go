@@ -25,11 +25,12 @@ type variantRun struct {
 	broker   brokers.Broker
 	rec      *history.VariantRecorder
 	progress *Progress
-	storeDir string     // for SQLite files
-	name     string     // unique per variant and run
-	start    time.Time  // the run's start
-	shutdown shutdown   // bounds the steps that end the run (drain.go)
-	line     *startLine // shared by the run's variants (startline.go)
+	counts   *VariantProgress // this variant's part of progress
+	storeDir string           // for SQLite files
+	name     string           // unique per variant and run
+	start    time.Time        // the run's start
+	shutdown shutdown         // bounds the steps that end the run (drain.go)
+	line     *startLine       // shared by the run's variants (startline.go)
 	lineOnce sync.Once
 
 	strat strategy.Instance // the variant's (strategy.go)

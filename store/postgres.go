@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"net"
 	"regexp"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
@@ -127,11 +129,14 @@ func OpenPostgres(ctx context.Context, url, schema string, conns int) (*Postgres
 		if ctx.Err() != nil {
 			return nil, ctx.Err() // the run ended (another variant failed): not this server's fault
 		}
-		return nil, Unreachable("PostgreSQL", addr, err, `start one with "docker compose up -d postgres" (or "service postgresql start"), or run on SQLite (store: sqlite)`)
+		return nil, postgresUnusable(cfg, err)
 	}
 	if _, err := db.ExecContext(ctx, `CREATE SCHEMA `+schema); err != nil {
 		db.Close()
 		pool.Close()
+		if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "42501" {
+			return nil, postgresUnusable(cfg, err)
+		}
 		return nil, fmt.Errorf("create schema %s on PostgreSQL at %s: %w", schema, addr, err)
 	}
 	leftover.Note(leftover.Entry{Kind: leftover.Schema, Where: url, Name: schema})
@@ -141,12 +146,16 @@ func OpenPostgres(ctx context.Context, url, schema string, conns int) (*Postgres
 	return p, nil
 }
 
-// Unreachable is the error for a store server that does not answer: what,
-// where, and how to start one.
+// Unreachable is the error for a store server that does not answer
+// (ErrUnreachable and ErrUnusable): what, where, and how to start one.
 func Unreachable(what, addr string, err error, hint string) error {
 	msg := err.Error()
-	if errors.Is(err, context.DeadlineExceeded) {
+	var oe *net.OpError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
 		msg = fmt.Sprintf("no answer within %s", pingTimeout)
+	case errors.As(err, &oe):
+		msg = oe.Error() // "dial tcp ADDR: connect: connection refused"
 	}
 	// pgx lists one line per address it tried; the first says enough.
 	if i := strings.IndexByte(msg, '\n'); i >= 0 {
@@ -154,7 +163,7 @@ func Unreachable(what, addr string, err error, hint string) error {
 			msg = strings.SplitN(rest, "\n", 2)[0]
 		}
 	}
-	return fmt.Errorf("%w: cannot reach %s at %s: %s; %s", ErrUnreachable, what, addr, msg, hint)
+	return &unusableError{msg: fmt.Sprintf("cannot reach %s at %s: %s; %s", what, addr, catalog.MaskURLs(msg), hint), unreachable: true}
 }
 
 // Schema is the schema the store created.

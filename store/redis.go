@@ -133,7 +133,7 @@ func OpenRedis(ctx context.Context, url, prefix string) (*Redis, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err() // the run ended (another variant failed): not this server's fault
 		}
-		return nil, Unreachable("Redis", opt.Addr, err, `start one with "docker compose up -d redis" (or "service redis-server start"), or give another with --redis URL`)
+		return nil, redisUnusable(opt.Addr, err)
 	}
 	r := &Redis{Client: c, prefix: prefix, addr: opt.Addr, url: url}
 	if prefix != "" {

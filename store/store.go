@@ -17,7 +17,8 @@ import (
 )
 
 // ErrUnreachable wraps every failure to reach a store's server (PostgreSQL,
-// Redis), so the CLI can tell "the run could not be completed" (exit 3).
+// Redis), so the CLI can tell "the run could not be completed" (exit 3);
+// such an error is an ErrUnusable too (check.go).
 var ErrUnreachable = errors.New("store unreachable")
 
 // ErrStalled wraps a store call that the run's end (its deadline, Ctrl-C)
