@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -56,7 +57,10 @@ Exit codes (as run's, over every run):
   4  internal error: a bug in dqbench (please report it)`,
 		Example: `  dqbench sweep quickstart --seeds 1..200 --parallel 2
   dqbench sweep mqtt-client-qos2 --seeds 1..100 --repeat 3
-  dqbench sweep my-scenario.yaml --seeds 1..50 --messages 500 --out failing-runs/`,
+  dqbench sweep my-scenario.yaml --seeds 1..50 --messages 500 --out failing-runs/
+  dqbench sweep quickstart --seeds 1..200 -o junit > dqbench-sweep-junit.xml
+  dqbench sweep quickstart --seeds 1..200 -o markdown >> "$GITHUB_STEP_SUMMARY"
+  dqbench sweep quickstart --seeds 1..200 -o json > sweep.json`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeScenarios,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -77,12 +81,16 @@ Exit codes (as run's, over every run):
 	f.StringVar(&o.out, "out", "", "directory to save the failing runs in, each as DIR/<scenario>-seed-S (for \"dqbench check\")")
 	f.BoolVar(&o.keepAll, "keep-all", false, "with --out: save every run, not only the failing ones")
 	f.BoolVar(&o.force, "force", false, "with --out: overwrite saved runs of the same names")
+	f.StringVarP(&o.output, "output", "o", "table", "output format: "+strings.Join(seedsweep.FormatNames(), ", "))
 	addScenarioFlags(f, &o.runOptions)
 	_ = c.RegisterFlagCompletionFunc("variant", completeVariants)
 	return c
 }
 
 func runSweep(ctx context.Context, s Streams, o sweepOptions, arg string, flags *pflag.FlagSet) error {
+	if !slices.Contains(seedsweep.FormatNames(), o.output) {
+		return withCode(ExitUsage, fmt.Errorf("--output %q is not allowed (allowed: %s)", o.output, strings.Join(seedsweep.FormatNames(), ", ")))
+	}
 	seeds, err := seedsweep.ParseSeeds(o.seeds)
 	if err != nil {
 		return withCode(ExitUsage, err)
@@ -136,7 +144,7 @@ func runSweep(ctx context.Context, s Streams, o sweepOptions, arg string, flags 
 	if sum.SchemaVersion == 0 { // nothing ran
 		return withCode(exitCodeFor(runErr), runErr)
 	}
-	if err := seedsweep.Table(s.Out, sum, seedsweep.Options{Width: s.Width}); err != nil {
+	if err := seedsweep.Write(s.Out, o.output, sum, seedsweep.Options{Width: s.Width}); err != nil {
 		return withCode(ExitIncomplete, err)
 	}
 	if runErr != nil {

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/dqbench/dqbench/runner"
 	"github.com/dqbench/dqbench/scenarios"
+	seedsweep "github.com/dqbench/dqbench/sweep"
 )
 
 // sweepCLI runs dqbench with args in-process against the real runner
@@ -127,6 +129,7 @@ func TestSweepFlags(t *testing.T) {
 		{[]string{"sweep", cli, "--messages", "0"}, "--messages 0: must be at least 1"},
 		{[]string{"sweep", "no-such-scenario"}, "no-such-scenario"},
 		{[]string{"sweep", cli, cli}, "accepts 1 arg"},
+		{[]string{"sweep", cli, "-o", "html"}, `--output "html" is not allowed (allowed: table, json, markdown, junit)`},
 	} {
 		r := run(t, nil, tc.args...)
 		if r.code != ExitUsage || len(r.fake.calls) != 0 || !strings.Contains(r.err, tc.err) {
@@ -150,5 +153,14 @@ func TestSweepFlags(t *testing.T) {
 	}
 	if !strings.Contains(r.out, "dqbench run "+failing+" --seed 6 --timeout 1m30s") {
 		t.Errorf("reproducer lacks --timeout:\n%s", r.out)
+	}
+
+	r = run(t, nil, "sweep", failing, "--seeds", "1..2", "-o", "json")
+	var sum seedsweep.Summary
+	if err := json.Unmarshal([]byte(r.out), &sum); err != nil {
+		t.Fatalf("-o json: %v\n%s", err, r.out)
+	}
+	if r.code != ExitFail || sum.SchemaVersion != seedsweep.SchemaVersion || sum.Verdict != "FAIL" || len(sum.Failures) != 2 || sum.Failures[1].Reproduce != "dqbench run "+failing+" --seed 2" {
+		t.Errorf("-o json: exit %d, %+v; want 1, schema %d, FAIL, seeds 1 and 2 failing with their reproducers", r.code, sum, seedsweep.SchemaVersion)
 	}
 }

@@ -1,6 +1,8 @@
 package sweep
 
 import (
+	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"io"
 	"slices"
@@ -70,7 +72,8 @@ func Table(w io.Writer, s Summary, opts Options) error {
 	}
 	if len(s.Moved) > 0 {
 		b.WriteString("\n")
-		line("", "counts that moved between repeats of one seed, not declared in the variant's varies: (a defect to fix, or a count to declare)")
+		line("", "counts that moved between repeats of one seed, not in the variant's varies:")
+		line("", "(each a defect to fix, or a count to declare in varies:)")
 		for _, m := range s.Moved {
 			line("  ", fmt.Sprintf("seed %d: %s %s: %s", m.Seed, m.Variant, m.Count, joinInts(m.Values)))
 		}
@@ -247,4 +250,204 @@ func Sparkline(values [][2]int, bins int) string {
 		out[i] = sparks[(c*len(sparks)-1)/top]
 	}
 	return string(out)
+}
+
+// Format is one output format of a sweep's report (-o).
+type Format struct {
+	Name string
+	Doc  string
+	// Write renders s to w. Only the table reads opts.
+	Write func(w io.Writer, s Summary, opts Options) error
+}
+
+// Formats are the formats -o accepts, the default first.
+var Formats = []Format{
+	{Name: "table", Doc: "a report for people, 80 columns (the default)", Write: Table},
+	{Name: "json", Doc: "for scripts and dqbench merge (schema_version " + fmt.Sprint(SchemaVersion) + ")", Write: func(w io.Writer, s Summary, _ Options) error { return JSON(w, s) }},
+	{Name: "markdown", Doc: "for CI summaries", Write: func(w io.Writer, s Summary, _ Options) error { return Markdown(w, s) }},
+	{Name: "junit", Doc: "JUnit XML: a testcase per variant and expectation", Write: func(w io.Writer, s Summary, _ Options) error { return JUnit(w, s) }},
+}
+
+// FormatNames lists the -o values, the default first.
+func FormatNames() []string {
+	out := make([]string, len(Formats))
+	for i, f := range Formats {
+		out[i] = f.Name
+	}
+	return out
+}
+
+// Write renders s in format.
+func Write(w io.Writer, format string, s Summary, opts Options) error {
+	for _, f := range Formats {
+		if f.Name == format {
+			return f.Write(w, s, opts)
+		}
+	}
+	return fmt.Errorf("unknown output format %q (allowed: %s)", format, strings.Join(FormatNames(), ", "))
+}
+
+// JSON writes the summary as it is: the document merge reads.
+func JSON(w io.Writer, s Summary) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(s)
+}
+
+// markdownFailures is how many failing runs the Markdown report lists.
+const markdownFailures = 100
+
+// Markdown writes the summary for a CI job summary ($GITHUB_STEP_SUMMARY).
+func Markdown(w io.Writer, s Summary) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "### dqbench sweep %s: %s\n\n%s\n\n%s\n", s.Scenario, s.Verdict, header(s), footer(s))
+	for _, v := range s.Variants {
+		fmt.Fprintf(&b, "\n#### %s (strategy %s), %d valid runs\n\n", v.Name, v.Strategy, v.Runs)
+		if rows := shown(v, s.Messages); len(rows) > 0 {
+			b.WriteString("| count | min | median | p99 | max | distribution |\n|---|--:|--:|--:|--:|---|\n")
+			for _, c := range rows {
+				fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | `%s` |\n", column(c.Name), c.Min, c.Median, c.P99, c.Max, Sparkline(c.Values, sparkBins))
+			}
+			b.WriteString("\n")
+		}
+		for _, e := range v.Expectations {
+			fmt.Fprintf(&b, "- %s\n", expectationLine(e))
+		}
+	}
+	if len(s.Failures) > 0 {
+		fmt.Fprintf(&b, "\n#### Runs that did not pass (%d)\n\n", len(s.Failures))
+		for i, f := range s.Failures {
+			if i == markdownFailures {
+				fmt.Fprintf(&b, "- … and %d more (-o json lists them all)\n", len(s.Failures)-markdownFailures)
+				break
+			}
+			fmt.Fprintf(&b, "- %s %s: %s: `%s`\n", f.Verdict, runName(f.RunID, s.Repeat), strings.Join(f.Problems, "; "), f.Reproduce)
+		}
+	}
+	if len(s.Moved) > 0 {
+		b.WriteString("\n#### Counts that moved between repeats of one seed, not declared in varies:\n\n")
+		for _, m := range s.Moved {
+			fmt.Fprintf(&b, "- seed %d: %s %s: %s\n", m.Seed, m.Variant, m.Count, joinInts(m.Values))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// The JUnit XML CI test reporters read: one testsuite for the sweep, a
+// testcase per variant and expectation (a failure when the expectation
+// failed in any run, listing those runs and their reproducers), and one
+// for the runs themselves (an error when a run could not start, was cut
+// short or does not count, or runs are missing).
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Time     string       `xml:"time,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name       string          `xml:"name,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Errors     int             `xml:"errors,attr"`
+	Time       string          `xml:"time,attr"`
+	Properties []junitProperty `xml:"properties>property"`
+	Cases      []junitCase     `xml:"testcase"`
+	SystemOut  string          `xml:"system-out,omitempty"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr"`
+	Failure   *junitProblem `xml:"failure"`
+	Error     *junitProblem `xml:"error"`
+}
+
+type junitProblem struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",chardata"`
+}
+
+// JUnit writes the summary as JUnit XML.
+func JUnit(w io.Writer, s Summary) error {
+	seconds := fmt.Sprintf("%.3f", float64(s.DurationMS)/1000)
+	suite := junitSuite{Name: "sweep " + s.Scenario, Time: seconds, Properties: []junitProperty{
+		{"seeds", s.Seeds}, {"repeat", fmt.Sprint(s.Repeat)}, {"messages", fmt.Sprint(s.Messages)},
+		{"broker", s.Broker}, {"runs", fmt.Sprint(s.Runs)}, {"finished", fmt.Sprint(s.Finished)},
+	}}
+	if s.Shard != "" {
+		suite.Properties = append(suite.Properties, junitProperty{"shard", s.Shard})
+	}
+	failureOf := map[RunID]Failure{}
+	var broken []string
+	for _, f := range s.Failures {
+		failureOf[f.RunID] = f
+		if f.Verdict != check.VerdictFail {
+			broken = append(broken, fmt.Sprintf("%s %s: %s\n  %s", f.Verdict, runName(f.RunID, s.Repeat), strings.Join(f.Problems, "; "), f.Reproduce))
+		}
+	}
+	for _, v := range s.Variants {
+		for _, e := range v.Expectations {
+			c := junitCase{Name: v.Name + ": " + e.Check, Classname: s.Scenario + "." + v.Name, Time: "0"}
+			if e.Failed > 0 {
+				var text []string
+				for _, id := range e.FailedIn {
+					f := failureOf[id]
+					got := ""
+					for _, p := range f.Problems {
+						if strings.HasPrefix(p, v.Name+": "+e.Check+" ") {
+							got = strings.TrimPrefix(p, v.Name+": ")
+						}
+					}
+					text = append(text, fmt.Sprintf("%s: %s\n  %s", runName(id, s.Repeat), got, f.Reproduce))
+				}
+				c.Failure = &junitProblem{
+					Message: fmt.Sprintf("failed in %d of %d runs: %s", e.Failed, e.Held+e.Failed, seedList(e.FailedIn, 10)),
+					Type:    "expectation", Text: strings.Join(text, "\n"),
+				}
+				suite.Failures++
+			}
+			suite.Cases = append(suite.Cases, c)
+		}
+	}
+	runs := junitCase{Name: "every run completed and counts", Classname: s.Scenario, Time: seconds}
+	if missing := s.Runs - s.Finished; missing > 0 || len(broken) > 0 {
+		msg := fmt.Sprintf("%d of %d runs could not start, were cut short or do not count", len(broken), s.Runs)
+		if missing > 0 {
+			msg += fmt.Sprintf("; %d did not run", missing)
+			broken = append(broken, footer(s))
+		}
+		runs.Error = &junitProblem{Message: msg, Type: "invalid", Text: strings.Join(broken, "\n")}
+		suite.Errors++
+	}
+	suite.Cases = append(suite.Cases, runs)
+	suite.Tests = len(suite.Cases)
+	var moved []string
+	for _, m := range s.Moved {
+		moved = append(moved, fmt.Sprintf("moved between repeats, not declared in varies: seed %d: %s %s: %s", m.Seed, m.Variant, m.Count, joinInts(m.Values)))
+	}
+	suite.SystemOut = strings.Join(moved, "\n")
+	all := junitSuites{Name: "dqbench sweep", Tests: suite.Tests, Failures: suite.Failures, Errors: suite.Errors, Time: seconds, Suites: []junitSuite{suite}}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(all); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
 }
