@@ -2,8 +2,12 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -43,6 +47,11 @@ Only these aggregates and the failing runs are kept in memory. --out DIR
 saves the failing runs as "dqbench run --out" does (--keep-all: every run),
 each in DIR/<scenario>-seed-S, for "dqbench check".
 
+--shard I/N runs the I-th of N disjoint slices of the seeds (consecutive
+seeds, every repeat of a seed in its slice): run each on its own machine with
+-o json and "dqbench merge" the files into the report and exit code of the
+whole sweep.
+
 Progress goes to stderr: a line redrawn on a terminal, else a line every
 10 s. Ctrl-C stops every run and still reports the runs that finished
 (exit 3).
@@ -60,7 +69,8 @@ Exit codes (as run's, over every run):
   dqbench sweep my-scenario.yaml --seeds 1..50 --messages 500 --out failing-runs/
   dqbench sweep quickstart --seeds 1..200 -o junit > dqbench-sweep-junit.xml
   dqbench sweep quickstart --seeds 1..200 -o markdown >> "$GITHUB_STEP_SUMMARY"
-  dqbench sweep quickstart --seeds 1..200 -o json > sweep.json`,
+  dqbench sweep quickstart --seeds 1..200 -o json > sweep.json
+  dqbench sweep quickstart --seeds 1..1000 --shard 2/4 -o json > shard-2.json`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeScenarios,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -78,6 +88,7 @@ Exit codes (as run's, over every run):
 	f.StringVar(&o.seeds, "seeds", "1..100", "seeds to run: a range FROM..TO, single seeds, or both separated by commas (1..200, 7, 1..5,9)")
 	f.IntVar(&o.repeat, "repeat", 1, "runs per seed: counts that differ between them and are not in the variant's varies: are reported")
 	f.IntVar(&o.parallel, "parallel", 1, "runs at a time")
+	f.StringVar(&o.shard, "shard", "", "run only the I-th of N disjoint slices of the seeds, I/N (e.g. 2/3 on the second of three CI machines); \"dqbench merge\" adds up their -o json")
 	f.StringVar(&o.out, "out", "", "directory to save the failing runs in, each as DIR/<scenario>-seed-S (for \"dqbench check\")")
 	f.BoolVar(&o.keepAll, "keep-all", false, "with --out: save every run, not only the failing ones")
 	f.BoolVar(&o.force, "force", false, "with --out: overwrite saved runs of the same names")
@@ -195,4 +206,99 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func newMergeCmd(s Streams) *cobra.Command {
+	var output string
+	c := &cobra.Command{
+		Use:   "merge FILE|DIR...",
+		Short: "Add up the JSON of a sweep's shards into the whole sweep's report",
+		Long: `Merge reads the -o json of each shard of one sweep ("dqbench sweep ...
+--shard I/N -o json"; a directory stands for the .json files in it) and
+writes the report the sweep would have written on one machine, in any -o
+format, with its exit code (timing aside: the duration is the slowest
+shard's). A shard not given makes the report INCOMPLETE (exit 3) and is named.
+
+Exit codes: as sweep's.`,
+		Example: `  dqbench merge shard-1.json shard-2.json shard-3.json
+  dqbench merge shards/ -o junit > dqbench-sweep-junit.xml
+  dqbench merge shards/ -o markdown >> "$GITHUB_STEP_SUMMARY"`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			if !slices.Contains(seedsweep.FormatNames(), output) {
+				return withCode(ExitUsage, fmt.Errorf("--output %q is not allowed (allowed: %s)", output, strings.Join(seedsweep.FormatNames(), ", ")))
+			}
+			files, err := summaryFiles(args)
+			if err != nil {
+				return withCode(ExitUsage, err)
+			}
+			var shards []seedsweep.Summary
+			for _, f := range files {
+				sum, err := readSummary(f)
+				if err != nil {
+					return withCode(ExitUsage, err)
+				}
+				shards = append(shards, sum)
+			}
+			sum, err := seedsweep.Merge(shards)
+			if err != nil {
+				return withCode(ExitUsage, fmt.Errorf("%w (files, in order: %s)", err, strings.Join(files, ", ")))
+			}
+			if err := seedsweep.Write(s.Out, output, sum, seedsweep.Options{Width: s.Width}); err != nil {
+				return withCode(ExitIncomplete, err)
+			}
+			return sweepVerdict(sum)
+		},
+	}
+	c.Flags().StringVarP(&output, "output", "o", "table", "output format: "+strings.Join(seedsweep.FormatNames(), ", "))
+	c.ValidArgsFunction = func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return []cobra.Completion{"json"}, cobra.ShellCompDirectiveFilterFileExt
+	}
+	return c
+}
+
+// summaryFiles are the files args name: each file, and the .json files in
+// each directory.
+func summaryFiles(args []string) ([]string, error) {
+	var files []string
+	for _, arg := range args {
+		fi, err := os.Stat(arg)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", arg, errors.Unwrap(err))
+		}
+		if !fi.IsDir() {
+			files = append(files, arg)
+			continue
+		}
+		in, err := filepath.Glob(filepath.Join(arg, "*.json"))
+		if err != nil {
+			return nil, err
+		}
+		if len(in) == 0 {
+			return nil, fmt.Errorf("%s holds no .json file; give the -o json of each shard", arg)
+		}
+		files = append(files, in...)
+	}
+	return files, nil
+}
+
+// maxSummary bounds a summary file read: a shard's summary holds
+// aggregates and failing runs, far below it.
+const maxSummary = 256 << 20
+
+// readSummary reads one shard's -o json.
+func readSummary(path string) (seedsweep.Summary, error) {
+	var sum seedsweep.Summary
+	f, err := os.Open(path)
+	if err != nil {
+		return sum, err
+	}
+	defer f.Close()
+	if err := json.NewDecoder(io.LimitReader(f, maxSummary)).Decode(&sum); err != nil {
+		return sum, fmt.Errorf("%s: not the -o json of a sweep: %v", path, err)
+	}
+	if sum.SchemaVersion == 0 || sum.Scenario == "" {
+		return sum, fmt.Errorf("%s: not the -o json of a sweep (no schema_version or scenario; a run's -o json is another document)", path)
+	}
+	return sum, nil
 }

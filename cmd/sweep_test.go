@@ -164,3 +164,77 @@ func TestSweepFlags(t *testing.T) {
 		t.Errorf("-o json: exit %d, %+v; want 1, schema %d, FAIL, seeds 1 and 2 failing with their reproducers", r.code, sum, seedsweep.SchemaVersion)
 	}
 }
+
+// TestSweepShardsMerge: a sweep sharded 3 ways and merged is the unsharded
+// sweep's JSON, timing aside, with its exit code; merge -o junit and the
+// table say the same.
+func TestSweepShardsMerge(t *testing.T) {
+	tight := tightScenario(t)
+	dir := t.TempDir()
+	args := []string{"sweep", tight, "--seeds", "1..7", "--messages", "100", "-o", "json"}
+	whole := sweepCLI(t, args...)
+	if whole.code != ExitFail {
+		t.Fatalf("unsharded: exit %d, want %d\n%s", whole.code, ExitFail, whole.err)
+	}
+	var files []string
+	for _, shard := range []string{"1/3", "2/3", "3/3"} {
+		r := sweepCLI(t, append(args, "--shard", shard)...)
+		want := ExitFail // 1..2 fails on seed 2, 3..4 on 4, 5..7 on 5
+		if r.code != want {
+			t.Fatalf("shard %s: exit %d, want %d\n%s", shard, r.code, want, r.err)
+		}
+		f := filepath.Join(dir, "shard-"+shard[:1]+".json")
+		if err := os.WriteFile(f, []byte(r.out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	merged := sweepCLI(t, append([]string{"merge", "-o", "json"}, files...)...)
+	if merged.code != whole.code {
+		t.Errorf("merge: exit %d, the unsharded sweep %d\n%s", merged.code, whole.code, merged.err)
+	}
+	if got, want := withoutTiming(t, merged.out), withoutTiming(t, whole.out); got != want {
+		t.Errorf("merged shards differ from the unsharded sweep:\n--- merged\n%s\n--- unsharded\n%s", got, want)
+	}
+	if !strings.Contains(whole.out, `"seed": 5`) || strings.Contains(whole.out, `"seed": 3,`) {
+		t.Errorf("the unsharded sweep does not fail seed 5 alone of 3..5:\n%s", whole.out)
+	}
+
+	// A directory stands for its .json files; a missing shard is named
+	// and makes the merge incomplete.
+	table := sweepCLI(t, "merge", dir)
+	if table.code != ExitFail || !strings.Contains(table.out, "FAIL duplicates <= 3 failed in 3 of 7 runs: seeds 2, 4, 5") {
+		t.Errorf("merge DIR: exit %d\n%s%s", table.code, table.out, table.err)
+	}
+	partial := sweepCLI(t, "merge", files[0], files[2])
+	if partial.code != ExitIncomplete || !strings.Contains(partial.out, "missing shards 2/3") {
+		t.Errorf("two shards of three: exit %d, want %d and the missing shard named\n%s", partial.code, ExitIncomplete, partial.out)
+	}
+	if r := sweepCLI(t, "merge", files[0], files[0]); r.code != ExitUsage || !strings.Contains(r.err, "shard 1/3 is given twice") {
+		t.Errorf("one shard twice: exit %d\n%s", r.code, r.err)
+	}
+	notSweep := filepath.Join(dir, "run.json")
+	if r := sweepCLI(t, "run", tight, "--messages", "100", "-o", "json"); os.WriteFile(notSweep, []byte(r.out), 0o644) != nil {
+		t.Fatal("write run.json")
+	}
+	if r := sweepCLI(t, "merge", notSweep); r.code != ExitUsage || !strings.Contains(r.err, "not the -o json of a sweep") {
+		t.Errorf("a run's JSON: exit %d\n%s", r.code, r.err)
+	}
+}
+
+// withoutTiming is a sweep's -o json without duration_ms and
+// runs_per_second.
+func withoutTiming(t *testing.T, doc string) string {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(doc), &m); err != nil {
+		t.Fatalf("%v\n%s", err, doc)
+	}
+	delete(m, "duration_ms")
+	delete(m, "runs_per_second")
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

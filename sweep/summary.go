@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -429,4 +430,96 @@ func nearestRank(values [][2]int, total, p int) int {
 		}
 	}
 	return values[len(values)-1][0]
+}
+
+// Merge adds up the summaries of a sweep's shards (-o json of each
+// "--shard I/N") into the summary the whole sweep would have written,
+// timing aside (it keeps the slowest shard's duration). The shards must
+// be of one sweep: same scenario, seeds, repeat, messages and variants,
+// each shard once. Shards not given are named in MissingShards and make
+// the summary INCOMPLETE.
+func Merge(shards []Summary) (Summary, error) {
+	if len(shards) == 0 {
+		return Summary{}, errors.New("no summaries to merge")
+	}
+	for i, s := range shards {
+		if s.SchemaVersion != SchemaVersion {
+			return Summary{}, fmt.Errorf("summary %d has schema_version %d; this dqbench reads %d: merge with the dqbench that wrote it", i+1, s.SchemaVersion, SchemaVersion)
+		}
+	}
+	first := shards[0]
+	n := 0
+	seen := map[int]bool{}
+	for i, s := range shards {
+		if s.Scenario != first.Scenario || s.Seeds != first.Seeds || s.Repeat != first.Repeat || s.Messages != first.Messages || !sameVariants(s, first) {
+			return Summary{}, fmt.Errorf("summary %d is of another sweep (%s, seeds %s, repeat %d, %d messages) than summary 1 (%s, seeds %s, repeat %d, %d messages, or other variants)",
+				i+1, s.Scenario, s.Seeds, s.Repeat, s.Messages, first.Scenario, first.Seeds, first.Repeat, first.Messages)
+		}
+		if s.Shard == "" {
+			if len(shards) > 1 {
+				return Summary{}, fmt.Errorf("summary %d is a whole sweep, not a shard: there is nothing to merge it with", i+1)
+			}
+			continue
+		}
+		sh, err := ParseShard(s.Shard)
+		if err != nil {
+			return Summary{}, fmt.Errorf("summary %d: %w", i+1, err)
+		}
+		if n != 0 && sh.N != n {
+			return Summary{}, fmt.Errorf("summary %d is shard %s, summary 1 of %d shards", i+1, s.Shard, n)
+		}
+		n = sh.N
+		if seen[sh.I] {
+			return Summary{}, fmt.Errorf("shard %s is given twice", s.Shard)
+		}
+		seen[sh.I] = true
+	}
+	seeds, err := ParseSeeds(first.Seeds)
+	if err != nil {
+		return Summary{}, fmt.Errorf("summary 1: %w", err)
+	}
+	shards = slices.SortedFunc(slices.Values(shards), func(x, y Summary) int { return cmp.Compare(shardIndex(x), shardIndex(y)) })
+	a := newAggregate(planOf(first), Summary{
+		Scenario: first.Scenario, Seeds: first.Seeds, Repeat: first.Repeat, Messages: first.Messages,
+	})
+	for _, s := range shards {
+		a.absorb(s)
+	}
+	a.sum.Runs = len(seeds) * first.Repeat
+	for i := 1; i <= n; i++ {
+		if !seen[i] {
+			a.sum.MissingShards = append(a.sum.MissingShards, Shard{I: i, N: n}.String())
+		}
+	}
+	return a.finish(0), nil
+}
+
+func shardIndex(s Summary) int {
+	sh, _ := ParseShard(s.Shard)
+	return sh.I
+}
+
+func sameVariants(a, b Summary) bool {
+	return slices.EqualFunc(a.Variants, b.Variants, func(x, y VariantSummary) bool {
+		return x.Name == y.Name && x.Strategy == y.Strategy && slices.Equal(x.Varies, y.Varies) &&
+			slices.EqualFunc(x.Expectations, y.Expectations, func(p, q ExpectationSummary) bool { return p.Check == q.Check })
+	})
+}
+
+// planOf is the plan a summary was made with, as far as aggregating reads
+// it: names, strategies, expectations and varies.
+func planOf(s Summary) check.Plan {
+	var p check.Plan
+	for _, v := range s.Variants {
+		pv := check.PlanVariant{Name: v.Name, Strategy: v.Strategy}
+		for _, e := range v.Expectations {
+			count, text, _ := strings.Cut(e.Check, " ")
+			pv.Expect = append(pv.Expect, check.Expect{Count: count, Text: text})
+		}
+		for _, c := range v.Varies {
+			pv.Varies = append(pv.Varies, check.Varies{Count: c})
+		}
+		p.Variants = append(p.Variants, pv)
+	}
+	return p
 }

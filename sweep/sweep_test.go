@@ -144,6 +144,9 @@ type fakeRun struct {
 	calls atomic.Int64
 	// block, when set, makes every run wait for ctx to end.
 	block bool
+	// bySeed, when set, leaves variant other alone: every count depends on
+	// the seed only, whatever the order of the calls.
+	bySeed bool
 }
 
 func (f *fakeRun) run(ctx context.Context, s *scenario.Scenario, opts runner.Options) (*runner.Result, error) {
@@ -167,10 +170,10 @@ func (f *fakeRun) run(ctx context.Context, s *scenario.Scenario, opts runner.Opt
 			applied[2] = 2
 			events = append(events, history.Event{Variant: v.Name, Type: history.Deliver, Intent: 2, Attempt: 2, Consumer: 2, Position: "0@2", Redelivered: true})
 		}
-		if v.Name == "other" && call%2 == 0 {
+		if v.Name == "other" && !f.bySeed && call%2 == 0 {
 			events = append(events, history.Event{Variant: v.Name, Type: history.Deliver, Intent: 1, Attempt: 2, Consumer: 2, Position: "0@1", Redelivered: true})
 		}
-		if v.Name == "other" && s.Seed == 4 && call%3 == 0 {
+		if v.Name == "other" && !f.bySeed && s.Seed == 4 && call%3 == 0 {
 			applied[3] = 2
 			events = append(events, history.Event{Variant: v.Name, Type: history.Deliver, Intent: 3, Attempt: 2, Consumer: 2, Position: "0@3", Redelivered: true})
 		}
@@ -281,4 +284,70 @@ func TestRunInterrupted(t *testing.T) {
 	if n := f.calls.Load(); n != 2 {
 		t.Errorf("%d runs started, want the 2 in flight only", n)
 	}
+}
+
+// TestShardsMergeToTheWholeSweep: three shards of a sweep, merged, are
+// the whole sweep's summary, timing aside; two of them say which is
+// missing.
+func TestShardsMergeToTheWholeSweep(t *testing.T) {
+	whole, err := Run(t.Context(), fakeConfig(t, &fakeRun{bySeed: true}, "1..10"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shards []Summary
+	for _, i := range []int{3, 1, 2} { // in any order
+		cfg := fakeConfig(t, &fakeRun{bySeed: true}, "1..10")
+		cfg.Shard = Shard{I: i, N: 3}
+		s, err := Run(t.Context(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Shard != cfg.Shard.String() || s.Runs != len(cfg.Shard.Of(cfg.Seeds)) {
+			t.Errorf("shard %s: summary says shard %q, %d runs", cfg.Shard, s.Shard, s.Runs)
+		}
+		shards = append(shards, s)
+	}
+	merged, err := Merge(shards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := timeless(t, merged), timeless(t, whole); got != want {
+		t.Errorf("merged shards differ from the whole sweep:\n--- merged\n%s\n--- whole\n%s", got, want)
+	}
+	if whole.Verdict != check.VerdictFail || len(whole.Failures) != 3 {
+		t.Errorf("whole sweep: %s with %d failures, want FAIL with 3 (seeds 3, 6, 9)", whole.Verdict, len(whole.Failures))
+	}
+
+	partial, err := Merge(shards[:2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if partial.Verdict != check.VerdictIncomplete || !slices.Equal(partial.MissingShards, []string{"2/3"}) || partial.Runs != 10 {
+		t.Errorf("shards 3 and 1 merged: verdict %s, missing %v, runs %d; want INCOMPLETE, 2/3 missing, 10 runs", partial.Verdict, partial.MissingShards, partial.Runs)
+	}
+	for _, bad := range []struct {
+		shards []Summary
+		err    string
+	}{
+		{[]Summary{shards[0], shards[0]}, "shard 3/3 is given twice"},
+		{[]Summary{shards[0], whole}, "is a whole sweep, not a shard"},
+		{[]Summary{shards[0], func() Summary { s := shards[1]; s.Seeds = "1..11"; return s }()}, "is of another sweep"},
+		{[]Summary{shards[0], {SchemaVersion: 99}}, "schema_version 99"},
+		{nil, "no summaries"},
+	} {
+		if _, err := Merge(bad.shards); err == nil || !strings.Contains(err.Error(), bad.err) {
+			t.Errorf("Merge: %v, want an error saying %q", err, bad.err)
+		}
+	}
+}
+
+// timeless is s as JSON without its timing.
+func timeless(t *testing.T, s Summary) string {
+	t.Helper()
+	s.DurationMS, s.RunsPerSecond = 0, 0
+	var b strings.Builder
+	if err := JSON(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }
