@@ -66,7 +66,7 @@ Exit codes (as run's, over every run):
   4  internal error: a bug in dqbench (please report it)`,
 		Example: `  dqbench sweep quickstart --seeds 1..200 --parallel 2
   dqbench sweep mqtt-client-qos2 --seeds 1..100 --repeat 3
-  dqbench sweep my-scenario.yaml --seeds 1..50 --messages 500 --out failing-runs/
+  dqbench sweep my-scenario.yaml --seeds 1..50 --messages 500 --out runs/
   dqbench sweep quickstart --seeds 1..200 -o junit > dqbench-sweep-junit.xml
   dqbench sweep quickstart --seeds 1..200 -o markdown >> "$GITHUB_STEP_SUMMARY"
   dqbench sweep quickstart --seeds 1..200 -o json > sweep.json
