@@ -173,6 +173,10 @@ type outcome struct {
 // --keep-all), saves it.
 func runOne(ctx context.Context, cfg Config, id RunID) (o outcome) {
 	sc, err := cfg.Scenario(id.Seed)
+	if err != nil && ctx.Err() != nil {
+		o.interrupted = true // stopped while reading the scenario
+		return o
+	}
 	if err != nil {
 		o.run = check.Run{Meta: check.Meta{Seed: id.Seed, Error: err.Error()}}
 		return o
