@@ -116,7 +116,7 @@ without each consumer idempotency strategy.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return withCode(ExitUsage, fmt.Errorf("%v\nSee '%s --help'.", err, c.CommandPath()))
 	})
-	root.AddCommand(newRunCmd(s, runF), newListCmd(s), newValidateCmd(s), newCheckCmd(s), newExplainCmd(s), newSchemaCmd(s))
+	root.AddCommand(newRunCmd(s, runF), newSweepCmd(s, runF), newMergeCmd(s), newListCmd(s), newValidateCmd(s), newCheckCmd(s), newExplainCmd(s), newSchemaCmd(s))
 	root.AddCommand(newBrokersCmd(s), newVersionCmd(s), newCleanCmd(s), newUndertakerCmd(s))
 	return root
 }

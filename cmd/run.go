@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
@@ -124,10 +125,24 @@ and why.
 	}
 	f := c.Flags()
 	f.Int64Var(&o.seed, "seed", 0, "seed of the fault schedule and amounts (default: the scenario's seed)")
-	f.IntVar(&o.messages, "messages", 0, "intents to publish per variant (default: the scenario's messages)")
 	addOutputFlags(f, &o.outputOptions)
 	f.StringVar(&o.out, "out", "", "directory to save each run in, as DIR/<scenario>/ (for \"dqbench check\")")
 	f.BoolVar(&o.force, "force", false, "with --out: overwrite a saved run of the same name")
+	addScenarioFlags(f, &o)
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "print only each scenario's verdict line (PASS, FAIL, INVALID, INCOMPLETE or ERROR, with the scenario's name), no table and no notices")
+	_ = c.RegisterFlagCompletionFunc("output", completeFormats)
+	_ = c.RegisterFlagCompletionFunc("variant", completeVariants)
+	return c
+}
+
+// scenarioFlags are the flags that change the scenario a run runs, in the
+// order a reproducing command line gives them (see sweep).
+var scenarioFlags = []string{"messages", "timeout", "variant", "broker-mode", "addresses", "toxiproxy", "store", "redis"}
+
+// addScenarioFlags registers the flags run and sweep share that change the
+// scenario: scenarioFlags.
+func addScenarioFlags(f *pflag.FlagSet, o *runOptions) {
+	f.IntVar(&o.messages, "messages", 0, "intents to publish per variant (default: the scenario's messages)")
 	f.DurationVar(&o.timeout, "timeout", 0, "deadline of each run, e.g. 90s (default: the scenario's deadline)")
 	f.StringVar(&o.store, "store", "", "business store of every variant: sqlite or postgres://USER@HOST:PORT/DATABASE (default: the scenario's store; env DQBENCH_STORE)")
 	f.StringVar(&o.redis, "redis", "", "Redis for strategies that need one, e.g. redis://127.0.0.1:6379 (default: the scenario's redis; env DQBENCH_REDIS)")
@@ -135,10 +150,6 @@ and why.
 	f.StringSliceVar(&o.addresses, "addresses", nil, "run against an external broker of the scenario's kind at these addresses (comma-separated; host:port for Kafka, amqp:// URLs for RabbitMQ, tcp://HOST:PORT for MQTT, nats://HOST:PORT for NATS), instead of the scenario's broker (env DQBENCH_ADDRESSES)")
 	f.StringVar(&o.brokerMode, "broker-mode", "", "run every scenario on a broker of its kind in this mode: embedded, managed (a broker dqbench starts from the installed server; for Kafka a real Apache Kafka from its jars, see \"dqbench brokers fetch kafka\") or external (with --addresses), instead of the scenario's mode (env DQBENCH_BROKER_MODE)")
 	f.StringSliceVar(&o.variants, "variant", nil, "run only these variants of each scenario (repeat the flag or separate with commas)")
-	f.BoolVarP(&o.quiet, "quiet", "q", false, "print only each scenario's verdict line (PASS, FAIL, INVALID, INCOMPLETE or ERROR, with the scenario's name), no table and no notices")
-	_ = c.RegisterFlagCompletionFunc("output", completeFormats)
-	_ = c.RegisterFlagCompletionFunc("variant", completeVariants)
-	return c
 }
 
 // named says where a connection setting came from, for messages: "--store
@@ -159,10 +170,8 @@ func (o runOptions) flagName(flag string) string {
 	return "--" + flag
 }
 
-func runScenarios(ctx context.Context, s Streams, o runOptions, args []string) error {
-	if err := o.outputOptions.check(); err != nil {
-		return err
-	}
+// checkFlags rejects flag values that are wrong whatever the scenario.
+func (o runOptions) checkFlags() error {
 	if o.messagesSet && o.messages <= 0 {
 		return withCode(ExitUsage, fmt.Errorf("--messages %d: must be at least 1 (leave the flag out for the scenario's messages)", o.messages))
 	}
@@ -190,65 +199,31 @@ func runScenarios(ctx context.Context, s Streams, o runOptions, args []string) e
 			return withCode(ExitUsage, fmt.Errorf("%s: %w", o.named("redis", o.redis), err))
 		}
 	}
-	// Every scenario must be valid before anything runs.
+	return nil
+}
+
+// prepare checks the flags, resolves every scenario with the flags applied
+// (all must be valid before anything runs), prints their warnings and
+// checks --out.
+func (o runOptions) prepare(ctx context.Context, s Streams, args []string) ([]*scenario.Scenario, error) {
+	if err := o.checkFlags(); err != nil {
+		return nil, err
+	}
 	var scs []*scenario.Scenario
 	var problems []string
 	for _, arg := range args {
-		sc, err := scenario.ResolveContext(ctx, arg)
+		sc, err := o.resolve(ctx, arg)
 		if err != nil && ctx.Err() != nil {
-			return withCode(ExitIncomplete, fmt.Errorf("interrupted: %w", ctx.Err()))
+			return nil, withCode(ExitIncomplete, fmt.Errorf("interrupted: %w", ctx.Err()))
 		}
 		if err != nil {
 			problems = append(problems, err.Error())
 			continue
 		}
-		if len(o.variants) > 0 {
-			if err := sc.OnlyVariants(o.variants); err != nil {
-				problems = append(problems, fmt.Sprintf("%s: --variant: %v", sc.File, err))
-				continue
-			}
-		}
-		if o.seedSet {
-			sc.Seed = o.seed
-		}
-		if o.messages > 0 {
-			if err := sc.CheckEvery(o.messages); err != nil {
-				problems = append(problems, fmt.Sprintf("--messages %d: %v", o.messages, err))
-				continue
-			}
-			sc.Messages = o.messages
-		}
-		if o.brokerMode != "" && !(o.brokerMode == string(catalog.External) && len(o.addresses) > 0) {
-			if err := sc.UseMode(catalog.Mode(o.brokerMode)); err != nil {
-				problems = append(problems, fmt.Sprintf("%s: %s: %v", sc.File, o.flagName("broker-mode"), err))
-				continue
-			}
-		}
-		if len(o.addresses) > 0 {
-			if err := sc.UseExternalBroker(o.addresses); err != nil {
-				problems = append(problems, fmt.Sprintf("%s: %s: %v", sc.File, o.flagName("addresses"), err))
-				continue
-			}
-		}
-		if o.toxiproxy != "" {
-			if err := sc.UseToxiproxy(o.toxiproxy); err != nil {
-				problems = append(problems, fmt.Sprintf("%s: %s: %v", sc.File, o.flagName("toxiproxy"), err))
-				continue
-			}
-		}
-		if o.timeout > 0 {
-			sc.Deadline = scenario.Duration(o.timeout)
-		}
-		if o.store != "" {
-			sc.SetStore(o.store)
-		}
-		if o.redis != "" {
-			sc.Redis = o.redis
-		}
 		scs = append(scs, sc)
 	}
 	if len(problems) > 0 {
-		return withCode(ExitUsage, errors.New(strings.Join(problems, "\n")))
+		return nil, withCode(ExitUsage, errors.New(strings.Join(problems, "\n")))
 	}
 	for _, sc := range scs {
 		for _, w := range sc.Warnings {
@@ -257,8 +232,67 @@ func runScenarios(ctx context.Context, s Streams, o runOptions, args []string) e
 	}
 	if o.out != "" {
 		if err := savedrun.CheckOut(o.out); err != nil {
-			return withCode(ExitUsage, err)
+			return nil, withCode(ExitUsage, err)
 		}
+	}
+	return scs, nil
+}
+
+// resolve reads the scenario arg names (a built-in or a file) and applies
+// the flags to it. A sweep calls it once per run, for a scenario of its own.
+func (o runOptions) resolve(ctx context.Context, arg string) (*scenario.Scenario, error) {
+	sc, err := scenario.ResolveContext(ctx, arg)
+	if err != nil {
+		return nil, err
+	}
+	if len(o.variants) > 0 {
+		if err := sc.OnlyVariants(o.variants); err != nil {
+			return nil, fmt.Errorf("%s: --variant: %v", sc.File, err)
+		}
+	}
+	if o.seedSet {
+		sc.Seed = o.seed
+	}
+	if o.messages > 0 {
+		if err := sc.CheckEvery(o.messages); err != nil {
+			return nil, fmt.Errorf("--messages %d: %v", o.messages, err)
+		}
+		sc.Messages = o.messages
+	}
+	if o.brokerMode != "" && !(o.brokerMode == string(catalog.External) && len(o.addresses) > 0) {
+		if err := sc.UseMode(catalog.Mode(o.brokerMode)); err != nil {
+			return nil, fmt.Errorf("%s: %s: %v", sc.File, o.flagName("broker-mode"), err)
+		}
+	}
+	if len(o.addresses) > 0 {
+		if err := sc.UseExternalBroker(o.addresses); err != nil {
+			return nil, fmt.Errorf("%s: %s: %v", sc.File, o.flagName("addresses"), err)
+		}
+	}
+	if o.toxiproxy != "" {
+		if err := sc.UseToxiproxy(o.toxiproxy); err != nil {
+			return nil, fmt.Errorf("%s: %s: %v", sc.File, o.flagName("toxiproxy"), err)
+		}
+	}
+	if o.timeout > 0 {
+		sc.Deadline = scenario.Duration(o.timeout)
+	}
+	if o.store != "" {
+		sc.SetStore(o.store)
+	}
+	if o.redis != "" {
+		sc.Redis = o.redis
+	}
+	return sc, nil
+}
+
+func runScenarios(ctx context.Context, s Streams, o runOptions, args []string) error {
+	if err := o.outputOptions.check(); err != nil {
+		return err
+	}
+	scs, err := o.prepare(ctx, s, args)
+	if err != nil {
+		return err
 	}
 
 	// What killed runs left is removed before this one adds its own, and

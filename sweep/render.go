@@ -1,0 +1,453 @@
+package sweep
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/dqbench/dqbench/check"
+	"github.com/dqbench/dqbench/internal/ansi"
+)
+
+// Options say where a report is shown.
+type Options struct {
+	// Width is the terminal's width in columns; 0 when the output is not
+	// a terminal: lines wrap at 80 columns then. Commands to copy stay
+	// whole.
+	Width int
+}
+
+// tableFailures is how many failing runs the table lists; -o json lists
+// them all.
+const tableFailures = 20
+
+// sparkBins is the width of a distribution's sparkline.
+const sparkBins = 8
+
+// Table writes the summary for people, in 80 columns: per variant the
+// distribution of the counts that tell something, how often each
+// expectation held, then the failing runs with their reproducers and the
+// counts that moved between repeats.
+func Table(w io.Writer, s Summary, opts Options) error {
+	var b strings.Builder
+	width := opts.Width
+	if width <= 0 {
+		width = 80
+	}
+	line := func(indent, text string) {
+		for _, l := range ansi.Wrap(indent+text, width, indent+"    ") {
+			b.WriteString(l + "\n")
+		}
+	}
+	line("", header(s))
+	for _, v := range s.Variants {
+		b.WriteString("\n")
+		line("", fmt.Sprintf("variant %s · strategy %s · %d valid runs", v.Name, v.Strategy, v.Runs))
+		if rows := shown(v, s.Messages); len(rows) > 0 {
+			b.WriteString(countRows(rows))
+		}
+		for _, e := range v.Expectations {
+			line("  ", expectationLine(e))
+		}
+	}
+	if len(s.Failures) > 0 {
+		b.WriteString("\n")
+		line("", fmt.Sprintf("runs that did not pass: %d", len(s.Failures)))
+		for i, f := range s.Failures {
+			if i == tableFailures {
+				line("  ", fmt.Sprintf("… and %d more (-o json lists them all)", len(s.Failures)-tableFailures))
+				break
+			}
+			line("  ", fmt.Sprintf("%s %s: %s", f.Verdict, runName(f.RunID, s.Repeat), strings.Join(f.Problems, "; ")))
+			// Commands stay whole, to be copied.
+			b.WriteString("    " + f.Reproduce + "\n")
+			if f.Saved != "" {
+				b.WriteString("    dqbench check " + f.Saved + "\n")
+			}
+		}
+	}
+	if len(s.Moved) > 0 {
+		b.WriteString("\n")
+		line("", "counts that moved between repeats of one seed, not in the variant's varies:")
+		line("", "(each a defect to fix, or a count to declare in varies:)")
+		for _, m := range s.Moved {
+			line("  ", fmt.Sprintf("seed %d: %s %s: %s", m.Seed, m.Variant, m.Count, joinInts(m.Values)))
+		}
+	}
+	b.WriteString("\n")
+	line("", footer(s))
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// countRows are the distribution rows of a variant, under a header: the
+// count's name left, its numbers right, each column as wide as its widest.
+func countRows(rows []CountSummary) string {
+	cells := [][]string{{"count", "min", "median", "p99", "max", "distribution"}}
+	for _, c := range rows {
+		cells = append(cells, []string{column(c.Name), fmt.Sprint(c.Min), fmt.Sprint(c.Median), fmt.Sprint(c.P99), fmt.Sprint(c.Max), Sparkline(c.Values, sparkBins)})
+	}
+	widths := make([]int, len(cells[0]))
+	for _, row := range cells {
+		for i, cell := range row {
+			widths[i] = max(widths[i], ansi.Width(cell))
+		}
+	}
+	var b strings.Builder
+	for _, row := range cells {
+		b.WriteString("  " + row[0] + strings.Repeat(" ", widths[0]-ansi.Width(row[0])))
+		for i := 1; i < len(row)-1; i++ {
+			b.WriteString(strings.Repeat(" ", 2+widths[i]-ansi.Width(row[i])) + row[i])
+		}
+		b.WriteString("  " + row[len(row)-1] + "\n")
+	}
+	return b.String()
+}
+
+// header is the sweep's first line.
+func header(s Summary) string {
+	h := fmt.Sprintf("sweep %s · seeds %s", s.Scenario, s.Seeds)
+	if s.Repeat > 1 {
+		h += fmt.Sprintf(" × %d", s.Repeat)
+	}
+	if s.Shard != "" {
+		h += " · shard " + s.Shard
+	}
+	h += fmt.Sprintf(" · %d messages", s.Messages)
+	if s.Broker != "" {
+		h += " · " + s.Broker
+	}
+	return h
+}
+
+// footer is the verdict line: the word the exit code agrees with, how many
+// runs finished and how they ended, the rate.
+func footer(s Summary) string {
+	parts := []string{fmt.Sprintf("%d/%d runs", s.Finished, s.Runs)}
+	for _, v := range slices.Backward(check.Verdicts) {
+		if n := s.Verdicts[v]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, v))
+		}
+	}
+	if s.Interrupted {
+		parts = append(parts, "interrupted")
+	}
+	if len(s.MissingShards) > 0 {
+		parts = append(parts, "missing shards "+strings.Join(s.MissingShards, ", "))
+	}
+	if s.DurationMS > 0 {
+		parts = append(parts, fmt.Sprintf("%.2f runs/s", s.RunsPerSecond),
+			(time.Duration(s.DurationMS) * time.Millisecond).Round(100*time.Millisecond).String())
+	}
+	return s.Verdict + "  " + strings.Join(parts, " · ")
+}
+
+// shown are the counts worth a row: those an expectation reads, and those
+// that are not the same in every run, or are neither 0 nor every intent.
+func shown(v VariantSummary, messages int) []CountSummary {
+	var out []CountSummary
+	for _, c := range v.Counts {
+		expected := slices.ContainsFunc(v.Expectations, func(e ExpectationSummary) bool {
+			return strings.HasPrefix(e.Check, c.Name+" ")
+		})
+		switch {
+		case len(c.Values) == 0:
+		case expected, c.Min != c.Max, c.Min != 0 && c.Min != messages:
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// column is the report's header for a count ("faults" for
+// faults_injected).
+func column(name string) string {
+	if c, ok := check.LookupCount(name); ok {
+		return c.Column
+	}
+	return name
+}
+
+// expectationLine is "PASS duplicates > 0 in 200 of 200 runs" or "FAIL
+// lost == 0 failed in 3 of 200 runs: seeds 4, 17, 99".
+func expectationLine(e ExpectationSummary) string {
+	n := e.Held + e.Failed
+	if e.Failed == 0 {
+		return fmt.Sprintf("PASS %s in %d of %d runs", e.Check, n, n)
+	}
+	return fmt.Sprintf("FAIL %s failed in %d of %d runs: %s", e.Check, e.Failed, n, seedList(e.FailedIn, 10))
+}
+
+// seedList is "seeds 4, 17, 99" (each seed once), the first limit of them.
+func seedList(ids []RunID, limit int) string {
+	var seeds []int64
+	for _, id := range ids {
+		if !slices.Contains(seeds, id.Seed) {
+			seeds = append(seeds, id.Seed)
+		}
+	}
+	word := "seeds"
+	if len(seeds) == 1 {
+		word = "seed"
+	}
+	var parts []string
+	for i, s := range seeds {
+		if i == limit {
+			parts = append(parts, fmt.Sprintf("… (%d seeds)", len(seeds)))
+			break
+		}
+		parts = append(parts, fmt.Sprint(s))
+	}
+	return word + " " + strings.Join(parts, ", ")
+}
+
+// runName is "seed 4", or "seed 4 repeat 2" in a sweep with repeats.
+func runName(id RunID, repeat int) string {
+	if repeat > 1 {
+		return fmt.Sprintf("seed %d repeat %d", id.Seed, id.Repeat)
+	}
+	return fmt.Sprintf("seed %d", id.Seed)
+}
+
+func joinInts(xs []int) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprint(x)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// sparks are the bar heights of a sparkline, lowest first.
+var sparks = []rune("▁▂▃▄▅▆▇█")
+
+// Sparkline draws how many runs had each value, [value, runs] by value,
+// in at most bins characters from the smallest value to the largest: one
+// character per value when they fit, else per equal range of values; a
+// blank where no run fell.
+func Sparkline(values [][2]int, bins int) string {
+	if len(values) == 0 {
+		return ""
+	}
+	lo, hi := values[0][0], values[len(values)-1][0]
+	span := hi - lo + 1
+	per := (span + bins - 1) / bins // values per character
+	n := (span + per - 1) / per
+	counts := make([]int, n)
+	for _, vr := range values {
+		counts[(vr[0]-lo)/per] += vr[1]
+	}
+	top := slices.Max(counts)
+	out := make([]rune, n)
+	for i, c := range counts {
+		if c == 0 {
+			out[i] = ' '
+			continue
+		}
+		out[i] = sparks[(c*len(sparks)-1)/top]
+	}
+	return string(out)
+}
+
+// Format is one output format of a sweep's report (-o).
+type Format struct {
+	Name string
+	Doc  string
+	// Write renders s to w. Only the table reads opts.
+	Write func(w io.Writer, s Summary, opts Options) error
+}
+
+// Formats are the formats -o accepts, the default first.
+var Formats = []Format{
+	{Name: "table", Doc: "a report for people, 80 columns (the default)", Write: Table},
+	{Name: "json", Doc: "for scripts and dqbench merge (schema_version " + fmt.Sprint(SchemaVersion) + ")", Write: func(w io.Writer, s Summary, _ Options) error { return JSON(w, s) }},
+	{Name: "markdown", Doc: "for CI summaries", Write: func(w io.Writer, s Summary, _ Options) error { return Markdown(w, s) }},
+	{Name: "junit", Doc: "JUnit XML: a testcase per variant and expectation", Write: func(w io.Writer, s Summary, _ Options) error { return JUnit(w, s) }},
+}
+
+// FormatNames lists the -o values, the default first.
+func FormatNames() []string {
+	out := make([]string, len(Formats))
+	for i, f := range Formats {
+		out[i] = f.Name
+	}
+	return out
+}
+
+// Write renders s in format.
+func Write(w io.Writer, format string, s Summary, opts Options) error {
+	for _, f := range Formats {
+		if f.Name == format {
+			return f.Write(w, s, opts)
+		}
+	}
+	return fmt.Errorf("unknown output format %q (allowed: %s)", format, strings.Join(FormatNames(), ", "))
+}
+
+// JSON writes the summary as it is: the document merge reads.
+func JSON(w io.Writer, s Summary) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(s)
+}
+
+// markdownFailures is how many failing runs the Markdown report lists.
+const markdownFailures = 100
+
+// Markdown writes the summary for a CI job summary ($GITHUB_STEP_SUMMARY).
+func Markdown(w io.Writer, s Summary) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "### dqbench sweep %s: %s\n\n%s\n\n%s\n", s.Scenario, s.Verdict, header(s), footer(s))
+	for _, v := range s.Variants {
+		fmt.Fprintf(&b, "\n#### %s (strategy %s), %d valid runs\n\n", v.Name, v.Strategy, v.Runs)
+		if rows := shown(v, s.Messages); len(rows) > 0 {
+			b.WriteString("| count | min | median | p99 | max | distribution |\n|---|--:|--:|--:|--:|---|\n")
+			for _, c := range rows {
+				fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | `%s` |\n", column(c.Name), c.Min, c.Median, c.P99, c.Max, Sparkline(c.Values, sparkBins))
+			}
+			b.WriteString("\n")
+		}
+		for _, e := range v.Expectations {
+			fmt.Fprintf(&b, "- %s\n", expectationLine(e))
+		}
+	}
+	if len(s.Failures) > 0 {
+		fmt.Fprintf(&b, "\n#### Runs that did not pass (%d)\n\n", len(s.Failures))
+		for i, f := range s.Failures {
+			if i == markdownFailures {
+				fmt.Fprintf(&b, "- … and %d more (-o json lists them all)\n", len(s.Failures)-markdownFailures)
+				break
+			}
+			fmt.Fprintf(&b, "- %s %s: %s: `%s`\n", f.Verdict, runName(f.RunID, s.Repeat), strings.Join(f.Problems, "; "), f.Reproduce)
+		}
+	}
+	if len(s.Moved) > 0 {
+		b.WriteString("\n#### Counts that moved between repeats of one seed, not declared in varies:\n\n")
+		for _, m := range s.Moved {
+			fmt.Fprintf(&b, "- seed %d: %s %s: %s\n", m.Seed, m.Variant, m.Count, joinInts(m.Values))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// The JUnit XML CI test reporters read: one testsuite for the sweep, a
+// testcase per variant and expectation (a failure when the expectation
+// failed in any run, listing those runs and their reproducers), and one
+// for the runs themselves (an error when a run could not start, was cut
+// short or does not count, or runs are missing).
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Time     string       `xml:"time,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name       string          `xml:"name,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Errors     int             `xml:"errors,attr"`
+	Time       string          `xml:"time,attr"`
+	Properties []junitProperty `xml:"properties>property"`
+	Cases      []junitCase     `xml:"testcase"`
+	SystemOut  string          `xml:"system-out,omitempty"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr"`
+	Failure   *junitProblem `xml:"failure"`
+	Error     *junitProblem `xml:"error"`
+}
+
+type junitProblem struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",chardata"`
+}
+
+// JUnit writes the summary as JUnit XML.
+func JUnit(w io.Writer, s Summary) error {
+	seconds := fmt.Sprintf("%.3f", float64(s.DurationMS)/1000)
+	suite := junitSuite{Name: "sweep " + s.Scenario, Time: seconds, Properties: []junitProperty{
+		{"seeds", s.Seeds}, {"repeat", fmt.Sprint(s.Repeat)}, {"messages", fmt.Sprint(s.Messages)},
+		{"broker", s.Broker}, {"runs", fmt.Sprint(s.Runs)}, {"finished", fmt.Sprint(s.Finished)},
+	}}
+	if s.Shard != "" {
+		suite.Properties = append(suite.Properties, junitProperty{"shard", s.Shard})
+	}
+	failureOf := map[RunID]Failure{}
+	var broken []string
+	for _, f := range s.Failures {
+		failureOf[f.RunID] = f
+		if f.Verdict != check.VerdictFail {
+			broken = append(broken, fmt.Sprintf("%s %s: %s\n  %s", f.Verdict, runName(f.RunID, s.Repeat), strings.Join(f.Problems, "; "), f.Reproduce))
+		}
+	}
+	for _, v := range s.Variants {
+		for _, e := range v.Expectations {
+			c := junitCase{Name: v.Name + ": " + e.Check, Classname: s.Scenario + "." + v.Name, Time: "0"}
+			if e.Failed > 0 {
+				var text []string
+				for _, id := range e.FailedIn {
+					f := failureOf[id]
+					got := ""
+					for _, p := range f.Problems {
+						if strings.HasPrefix(p, v.Name+": "+e.Check+" ") {
+							got = strings.TrimPrefix(p, v.Name+": ")
+						}
+					}
+					text = append(text, fmt.Sprintf("%s: %s\n  %s", runName(id, s.Repeat), got, f.Reproduce))
+				}
+				c.Failure = &junitProblem{
+					Message: fmt.Sprintf("failed in %d of %d runs: %s", e.Failed, e.Held+e.Failed, seedList(e.FailedIn, 10)),
+					Type:    "expectation", Text: strings.Join(text, "\n"),
+				}
+				suite.Failures++
+			}
+			suite.Cases = append(suite.Cases, c)
+		}
+	}
+	runs := junitCase{Name: "every run completed and counts", Classname: s.Scenario, Time: seconds}
+	if missing := s.Runs - s.Finished; missing > 0 || len(broken) > 0 {
+		msg := fmt.Sprintf("%d of %d runs could not start, were cut short or do not count", len(broken), s.Runs)
+		if missing > 0 {
+			msg += fmt.Sprintf("; %d did not run", missing)
+			broken = append(broken, footer(s))
+		}
+		runs.Error = &junitProblem{Message: msg, Type: "invalid", Text: strings.Join(broken, "\n")}
+		suite.Errors++
+	}
+	suite.Cases = append(suite.Cases, runs)
+	suite.Tests = len(suite.Cases)
+	var moved []string
+	for _, m := range s.Moved {
+		moved = append(moved, fmt.Sprintf("moved between repeats, not declared in varies: seed %d: %s %s: %s", m.Seed, m.Variant, m.Count, joinInts(m.Values)))
+	}
+	suite.SystemOut = strings.Join(moved, "\n")
+	all := junitSuites{Name: "dqbench sweep", Tests: suite.Tests, Failures: suite.Failures, Errors: suite.Errors, Time: seconds, Suites: []junitSuite{suite}}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(all); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}

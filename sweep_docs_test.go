@@ -1,0 +1,89 @@
+package main
+
+import (
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/dqbench/dqbench/cmd"
+)
+
+// TestREADMESweepWorkflow holds the README's GitHub Actions sweep to what
+// it must do: valid YAML, a matrix of shards 1..N each running --shard
+// I/N of one sweep, and a merge job after them that runs whatever they
+// ended in; every dqbench command in it parses.
+func TestREADMESweepWorkflow(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	start := strings.Index(readme, "### Sweeps in CI")
+	if start < 0 {
+		t.Fatal(`README.md has no "### Sweeps in CI"`)
+	}
+	block := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindStringSubmatch(readme[start:])
+	if block == nil {
+		t.Fatal(`"### Sweeps in CI" has no yaml block`)
+	}
+	var wf struct {
+		Jobs map[string]struct {
+			Needs    any    `yaml:"needs"`
+			If       string `yaml:"if"`
+			Strategy struct {
+				Matrix struct {
+					Shard []int `yaml:"shard"`
+				} `yaml:"matrix"`
+			} `yaml:"strategy"`
+			Steps []struct {
+				Run string `yaml:"run"`
+			} `yaml:"steps"`
+		} `yaml:"jobs"`
+	}
+	if err := yaml.Unmarshal([]byte(block[1]), &wf); err != nil {
+		t.Fatalf("the workflow is not valid YAML: %v", err)
+	}
+	sweepJob, mergeJob := wf.Jobs["sweep"], wf.Jobs["merge"]
+	shards := sweepJob.Strategy.Matrix.Shard
+	for i, s := range shards {
+		if s != i+1 {
+			t.Errorf("matrix.shard is %v, want 1..N", shards)
+		}
+	}
+	if mergeJob.Needs != "sweep" || mergeJob.If != "always()" {
+		t.Errorf("merge job: needs %v, if %q; want needs sweep, if always() (a failing shard must still be merged)", mergeJob.Needs, mergeJob.If)
+	}
+	var commands []string
+	for _, job := range []string{"sweep", "merge"} {
+		for _, st := range wf.Jobs[job].Steps {
+			if strings.HasPrefix(st.Run, "dqbench ") {
+				commands = append(commands, st.Run)
+			}
+		}
+	}
+	want := []string{"--shard ${{ matrix.shard }}/" + strconv.Itoa(len(shards)), "dqbench merge shards/"}
+	for _, w := range want {
+		if !strings.Contains(strings.Join(commands, "\n"), w) {
+			t.Errorf("the workflow's commands do not say %q:\n%s", w, strings.Join(commands, "\n"))
+		}
+	}
+	for _, c := range commands {
+		line, _, _ := strings.Cut(c, " >")
+		line, _, _ = strings.Cut(line, " #")
+		line = strings.ReplaceAll(line, "${{ matrix.shard }}", "1")
+		args := strings.Fields(line)[1:]
+		root := cmd.NewRoot(cmd.Streams{Out: io.Discard, Err: io.Discard})
+		sub, rest, err := root.Find(args)
+		if err == nil {
+			err = sub.ParseFlags(rest)
+		}
+		if err != nil || sub == root {
+			t.Errorf("%s: %v", line, err)
+		}
+	}
+}
