@@ -79,23 +79,9 @@ func Run(ctx context.Context, s *scenario.Scenario, opts Options) (*Result, erro
 	defer cancel()
 	defer recorded()
 
-	// A store that cannot serve the run (its server down, no such
-	// database, a refused login) fails it before any variant starts, as
-	// an unreachable broker does: nothing ran, nothing to count.
-	broker := strings.TrimSpace(fmt.Sprintf("%s %s", s.Broker.Kind, s.Broker.Mode))
-	if err := checkStores(ctx, s); err != nil {
-		if cause := endCause(parent, ctx); cause != nil {
-			return notStarted(s, start, broker, fmt.Errorf("%w (%s): %v", cause, deadline, err))
-		}
-		return notStarted(s, start, broker, err)
-	}
-	b, err := all.Open(ctx, brokers.Config{
-		Kind: s.Broker.Kind, Mode: s.Broker.Mode, Addresses: s.Broker.Addresses, Settings: s.Broker.Settings,
-	})
+	b, err := openBroker(parent, ctx, s)
 	if err != nil {
-		if cause := endCause(parent, ctx); cause != nil {
-			return notStarted(s, start, broker, fmt.Errorf("%w (%s): %v", cause, deadline, err))
-		}
+		broker := strings.TrimSpace(fmt.Sprintf("%s %s", s.Broker.Kind, s.Broker.Mode))
 		return notStarted(s, start, broker, err)
 	}
 	defer b.Close()
@@ -133,6 +119,30 @@ func Run(ctx context.Context, s *scenario.Scenario, opts Options) (*Result, erro
 		return res, err
 	}
 	return res, nil
+}
+
+// openBroker checks the run's stores, then opens its broker. A store that
+// cannot serve the run (its server down, no such database, a refused
+// login) fails it before any variant starts, as an unreachable broker
+// does: nothing ran, nothing to count. An error that came with the run's
+// end (deadline, interrupt) says so.
+func openBroker(parent, ctx context.Context, s *scenario.Scenario) (brokers.Broker, error) {
+	ended := func(err error) error {
+		if cause := endCause(parent, ctx); cause != nil {
+			return fmt.Errorf("%w (%s): %v", cause, s.Deadline.D(), err)
+		}
+		return err
+	}
+	if err := checkStores(ctx, s); err != nil {
+		return nil, ended(err)
+	}
+	b, err := all.Open(ctx, brokers.Config{
+		Kind: s.Broker.Kind, Mode: s.Broker.Mode, Addresses: s.Broker.Addresses, Settings: s.Broker.Settings,
+	})
+	if err != nil {
+		return nil, ended(err)
+	}
+	return b, nil
 }
 
 // checkStores checks every store the scenario's variants use (each
