@@ -166,6 +166,7 @@ type tally struct {
 	dense   []facts            // intents 1..len-1
 	sparse  map[int]*facts     // intents outside the dense range
 	lookups int                // calls of get, which bound the dense range
+	noAudit bool               // the variant has no store audit: its delivered intents' effects are unknown
 	faults  int
 	fired   map[string]int
 	armed   []string
@@ -594,7 +595,7 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	t.stage.mark(t)
 	var c Counts
 	c.FaultsInjected = t.faults
-	var logCopies, ackedAgain, recDups, relayed, retained, interrupted int
+	var logCopies, ackedAgain, recDups, relayed, retained, interrupted, unaudited int
 	lost := map[Cause]int{}    // counted as lost, by cause
 	waiting := map[Cause]int{} // never delivered when the drain gave up: not counted
 	var stillLooping []int     // delivered, handed back and never settled when the drain gave up: not counted
@@ -619,7 +620,9 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 		if t.recLost[id] && f.applied > 1 && !f.has(copies) && (f.has(sameCopy) || f.has(flagged)) {
 			recDups++
 		}
-		if cause, ok := t.lossCause(f); ok {
+		if cause, ok := t.lossCause(f); ok && t.noAudit && f.deliveries > 0 {
+			unaudited++ // delivered: whether it was applied is the store's to say
+		} else if ok {
 			lost[cause]++
 			c.Lost++
 		} else if f.missing() && t.interrupted && t.heldAtInterrupt(f, cause) {
@@ -633,6 +636,9 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	t.lostBy = lost
 
 	notes := t.faultNotes()
+	if unaudited > 0 {
+		notes = append(notes, fmt.Sprintf("%d delivered intents are counted neither applied nor lost: no store audit was recorded, and only the store can say whether their effects were applied", unaudited))
+	}
 	if logCopies > 0 && t.stage != nil {
 		notes = append(notes, fmt.Sprintf("%d intents were written to the stage's output more than once and read more than once (a stage crash or a rebalance between its write and its offset commit, or an aborted transaction read with read_uncommitted)", logCopies))
 	} else if logCopies > 0 {
@@ -1045,6 +1051,7 @@ func judge(plan Plan, meta Meta, events iter.Seq2[history.Event, error], audits 
 	for _, v := range plan.Variants {
 		t := tallies[v.Name]
 		audit, haveAudit := audits[v.Name]
+		t.noAudit = !haveAudit
 		counts, notes := t.counts(audit)
 		res := Variant{Name: v.Name, Strategy: v.Strategy, Passed: true, Counts: counts, Notes: notes, KilledPIDs: t.killed,
 			DeliveredQoS: t.deliveredQoS(), Legs: t.legs(), LostByCause: t.lostByCause(), Varies: v.Varies,

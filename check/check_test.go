@@ -576,6 +576,11 @@ func TestJudge(t *testing.T) {
 		if len(run.Variants[1].Invalid) != 0 {
 			t.Errorf("split invalid = %q, want none", run.Variants[1].Invalid)
 		}
+		// Its delivered intents are not lost for want of an audit (an
+		// INVALID variant reported lost 864 from an empty one).
+		if naiveRes.Lost != 0 || !strings.Contains(strings.Join(naiveRes.Notes, "\n"), "counted neither applied nor lost: no store audit") {
+			t.Errorf("naive lost %d, notes %q: want 0 and a note that the store's audit is missing", naiveRes.Lost, naiveRes.Notes)
+		}
 	})
 
 	t.Run("an inconsistent store makes the variant invalid", func(t *testing.T) {
