@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/dqbench/dqbench/brokers/kafka/cluster"
 	"github.com/dqbench/dqbench/brokers/mqtt"
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/cmd"
@@ -48,10 +50,15 @@ func TestScripts(t *testing.T) {
 			"samecounts": cmdSameCounts,
 			"waitfor":    cmdWaitFor,
 			"waitgone":   cmdWaitGone,
+			"procgone":   cmdProcGone,
 		},
 		Condition: func(cond string) (bool, error) {
 			if cond == "mosquitto" { // the mosquitto binary is installed
 				err := mqtt.Installed()
+				return err == nil, nil
+			}
+			if cond == "kafkajars" { // Apache Kafka's jars and a Java runtime
+				_, err := cluster.FindInstall()
 				return err == nil, nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
@@ -60,6 +67,8 @@ func TestScripts(t *testing.T) {
 			// A standing broker a failed script left ("dqbench brokers up
 			// mosquitto" outlives the command) is stopped with the script.
 			env.Setenv("XDG_RUNTIME_DIR", filepath.Join(env.WorkDir, "run"))
+			// The Kafka jars stay in the user's cache (HOME is not set here).
+			env.Setenv(cluster.CacheEnv, cluster.CacheDir())
 			env.Defer(func() { stopStanding(filepath.Join(env.WorkDir, "run", "dqbench-brokers", "mqtt", "state.json")) })
 			return nil
 		},
@@ -181,6 +190,33 @@ func cmdWaitGone(ts *testscript.TestScript, neg bool, args []string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	ts.Fatalf("files matching %s are still there after a minute", args[0])
+}
+
+// procgone TEXT: wait (up to a minute) until no process's command line
+// holds TEXT (a path of the script's work directory, so that only its own
+// processes are looked at).
+func cmdProcGone(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: procgone TEXT")
+	}
+	text := []byte(args[0])
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var left []string
+		lines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+		for _, f := range lines {
+			if b, err := os.ReadFile(f); err == nil && bytes.Contains(b, text) {
+				left = append(left, filepath.Base(filepath.Dir(f)))
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("processes %v still run with %s in their command line after a minute", left, text)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func cmdWaitFor(ts *testscript.TestScript, neg bool, args []string) {
