@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	_ "embed"
 	"errors"
@@ -143,8 +144,12 @@ func Fetch(ctx context.Context, out io.Writer) (dir string, took time.Duration, 
 	cmd := exec.CommandContext(ctx, mvn, "-q", "-B", "-f", filepath.Join(dir, "pom.xml"),
 		"dependency:copy-dependencies", "-DincludeScope=runtime", "-DoutputDirectory="+tmp)
 	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = out, out
+	// Maven 3.8 writes colour resets even with -q -B: what it says is
+	// shown only when it fails.
+	var said bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &said, &said
 	if err := cmd.Run(); err != nil {
+		_, _ = out.Write(said.Bytes())
 		return dir, 0, fmt.Errorf("fetch Apache Kafka %s with Maven (%s): %w", Version, cmd.String(), err)
 	}
 	libs := filepath.Join(dir, "libs")
