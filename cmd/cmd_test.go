@@ -277,7 +277,16 @@ func TestRunFlags(t *testing.T) {
 				t.Errorf("runs %d, stderr %q: want no run and the 24h limit named", len(r.fake.calls), r.err)
 			}
 		}},
-		{name: "unknown flag", args: []string{"run", cli, "--sede", "1"}, code: ExitUsage},
+		{name: "unknown flag", args: []string{"run", cli, "--sede", "1"}, code: ExitUsage, test: func(t *testing.T, r result) {
+			if !strings.Contains(r.err, `unknown flag: --sede (did you mean "--seed"?)`) {
+				t.Errorf("stderr %q: want the nearest flag suggested", r.err)
+			}
+		}},
+		{name: "unknown flag far from any", args: []string{"run", cli, "--zzzzzz"}, code: ExitUsage, test: func(t *testing.T, r result) {
+			if strings.Contains(r.err, "did you mean") {
+				t.Errorf("stderr %q: want no suggestion", r.err)
+			}
+		}},
 		{name: "unknown scenario", args: []string{"run", "no-such-scenario"}, code: ExitUsage, test: func(t *testing.T, r result) {
 			if len(r.fake.calls) != 0 {
 				t.Error("the runner ran without a valid scenario")

@@ -183,7 +183,7 @@ func TestReportOfNoRun(t *testing.T) {
 			}
 		}},
 		{"unknown flag after -o", []string{"run", cli, "-o", "junit", "--sede", "1"}, func(t *testing.T, r result) {
-			if msg := junitError(t, r.out); msg != "unknown flag: --sede" {
+			if msg := junitError(t, r.out); msg != `unknown flag: --sede (did you mean "--seed"?)` {
 				t.Errorf("<error message=%q>", msg)
 			}
 		}},

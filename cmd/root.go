@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/dqbench/dqbench/internal/strictyaml"
 	"github.com/dqbench/dqbench/leftover"
 	"github.com/dqbench/dqbench/runner"
 )
@@ -114,7 +117,7 @@ without each consumer idempotency strategy.
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return withCode(ExitUsage, fmt.Errorf("%v\nSee '%s --help'.", err, c.CommandPath()))
+		return withCode(ExitUsage, fmt.Errorf("%v%s\nSee '%s --help'.", err, flagHint(c, err), c.CommandPath()))
 	})
 	root.AddCommand(newRunCmd(s, runF), newSweepCmd(s, runF), newMergeCmd(s), newListCmd(s), newValidateCmd(s), newCheckCmd(s), newExplainCmd(s), newSchemaCmd(s))
 	root.AddCommand(newBrokersCmd(s), newVersionCmd(s), newCleanCmd(s), newUndertakerCmd(s))
@@ -158,4 +161,24 @@ func execute(ctx context.Context, args []string, s Streams, runF runFunc) (code 
 		}
 	}
 	return code
+}
+
+// flagHint is ` (did you mean "--seed"?)` for an unknown flag close to one
+// of c's, as a mistyped YAML key or built-in name gets; "" otherwise.
+func flagHint(c *cobra.Command, err error) string {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return ""
+	}
+	name, _, _ = strings.Cut(name, "=")
+	var names []string
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			names = append(names, f.Name)
+		}
+	})
+	if near, ok := strictyaml.Suggest(name, names); ok {
+		return fmt.Sprintf(" (did you mean \"--%s\"?)", near)
+	}
+	return ""
 }
