@@ -17,6 +17,9 @@ import (
 type Producer struct {
 	brokers.Producer
 	rec *history.VariantRecorder
+
+	mu     sync.Mutex
+	gaveUp map[[2]int]bool // attempts (intent, attempt) the application gave up, awaiting the client's answer
 }
 
 // NewProducer wraps p.
@@ -29,14 +32,45 @@ func NewProducer(p brokers.Producer, rec *history.VariantRecorder) *Producer {
 func (p *Producer) Publish(ctx context.Context, m brokers.Message, done func(error)) {
 	p.rec.Record(history.Event{Type: history.Publish, Intent: m.Intent, Attempt: m.Attempt})
 	p.Producer.Publish(ctx, m, func(err error) {
-		if err != nil {
+		// A definite refusal is recorded even after a give-up: the
+		// broker said it does not have it.
+		refused := errors.Is(err, brokers.ErrRefused)
+		if gaveUp := p.answered(m.Intent, m.Attempt); err != nil && (!gaveUp || refused) {
 			p.rec.Record(history.Event{Type: history.PubFailed, Intent: m.Intent, Attempt: m.Attempt, Reason: err.Error(),
-				Refused: errors.Is(err, brokers.ErrRefused)})
-		} else {
+				Refused: refused})
+		} else if err == nil {
 			p.rec.Record(history.Event{Type: history.Confirm, Intent: m.Intent, Attempt: m.Attempt})
 		}
 		done(err)
 	})
+}
+
+// GaveUp records that the application gave intent's attempt up before the
+// client answered (producer.confirm_timeout): a pub-failed with reason.
+// The client's own failure of that attempt, when it comes, is not
+// recorded again (the attempt failed once); a late confirm or a refusal
+// is, so that the history shows what the broker did with it after all.
+func (p *Producer) GaveUp(intent, attempt int, reason string) {
+	p.mu.Lock()
+	if p.gaveUp == nil {
+		p.gaveUp = map[[2]int]bool{}
+	}
+	p.gaveUp[[2]int{intent, attempt}] = true
+	p.mu.Unlock()
+	p.rec.Record(history.Event{Type: history.PubFailed, Intent: intent, Attempt: attempt, Reason: reason})
+}
+
+// answered notes the client's answer to intent's attempt, and says
+// whether the application had given that attempt up.
+func (p *Producer) answered(intent, attempt int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := [2]int{intent, attempt}
+	if !p.gaveUp[k] {
+		return false
+	}
+	delete(p.gaveUp, k)
+	return true
 }
 
 // Deliveries numbers the deliveries of each intent across all of a

@@ -113,7 +113,7 @@ func (r *variantRun) send(ctx context.Context, p *recording.Producer, intent int
 		decide := func(err error, timedOut bool) {
 			once.Do(func() {
 				if timedOut {
-					r.rec.Record(history.Event{Type: history.PubFailed, Intent: intent, Attempt: attempt, Reason: err.Error()})
+					p.GaveUp(intent, attempt, err.Error())
 					if giveUp != nil {
 						giveUp.GiveUp(intent, attempt)
 					}
