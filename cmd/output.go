@@ -39,7 +39,7 @@ type outputOptions struct {
 func addOutputFlags(f *pflag.FlagSet, o *outputOptions) {
 	f.StringVarP(&o.output, "output", "o", "table", "output format: "+strings.Join(formats, ", "))
 	f.StringVar(&o.html, "html", "", "also write a self-contained HTML report (timelines, stories of duplicated and lost intents) to `FILE`")
-	f.BoolVar(&o.wide, "wide", false, "on a terminal, show every column of the table even when it is wider than the terminal")
+	f.BoolVar(&o.wide, "wide", false, "show every column of the table, even when it is wider than the terminal (or, piped, than 80 columns)")
 }
 
 // check rejects an unknown output format or an --html file that cannot be

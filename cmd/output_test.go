@@ -8,6 +8,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/dqbench/dqbench/check"
+	"github.com/dqbench/dqbench/internal/ansi"
 )
 
 // TestJUnitOutput: -o junit has one testcase per expectation; a broken
@@ -93,13 +96,36 @@ func TestCheckHTML(t *testing.T) {
 	}
 }
 
-// TestWideFlag: on a narrow terminal the table drops columns unless --wide.
+// TestWideFlag: on a narrow terminal and piped the table drops columns
+// (piped, it fits 80 columns) unless --wide, which shows every column;
+// -o json has every count either way.
 func TestWideFlag(t *testing.T) {
-	narrow := runStreams(t, Streams{Width: 80}, "check", "../explain/testdata/quickstart")
-	wide := runStreams(t, Streams{Width: 80}, "check", "../explain/testdata/quickstart", "--wide")
-	piped := runStreams(t, Streams{}, "check", "../explain/testdata/quickstart")
-	if strings.Contains(narrow.out, "indeterminate") || !strings.Contains(wide.out, "indeterminate") || !strings.Contains(piped.out, "indeterminate") {
-		t.Errorf("narrow:\n%s\nwide:\n%s\npiped:\n%s", narrow.out, wide.out, piped.out)
+	const saved = "../explain/testdata/quickstart"
+	narrow := runStreams(t, Streams{Width: 80}, "check", saved)
+	wide := runStreams(t, Streams{Width: 80}, "check", saved, "--wide")
+	piped := runStreams(t, Streams{}, "check", saved)
+	pipedWide := runStreams(t, Streams{}, "check", saved, "--wide")
+	if strings.Contains(narrow.out, "indeterminate") || !strings.Contains(wide.out, "indeterminate") {
+		t.Errorf("narrow:\n%s\nwide:\n%s", narrow.out, wide.out)
+	}
+	if strings.Contains(piped.out, "indeterminate") || !strings.Contains(piped.out, "--wide shows them") {
+		t.Errorf("piped without --wide shows every column:\n%s", piped.out)
+	}
+	for _, l := range strings.Split(piped.out, "\n") {
+		if strings.ContainsAny(l, "┌│├└") && ansi.Width(l) > 80 {
+			t.Errorf("piped table line %d wide:\n%s", ansi.Width(l), l)
+		}
+	}
+	for _, c := range check.Table {
+		if !strings.Contains(pipedWide.out, c.Column) {
+			t.Errorf("piped --wide: no %s column:\n%s", c.Column, pipedWide.out)
+		}
+	}
+	js := runStreams(t, Streams{}, "check", saved, "-o", "json")
+	for _, name := range check.CountNames() {
+		if !strings.Contains(js.out, `"`+name+`"`) {
+			t.Errorf("piped -o json: no %s count", name)
+		}
 	}
 }
 

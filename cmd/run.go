@@ -71,7 +71,8 @@ drains, audits each variant's store and prints one row per variant with the
 counts, then a verdict line per expectation. On a terminal narrower than the
 table, only the columns that carry the lesson are shown, split into tables one
 under the other if need be, and long lines wrap (--wide for every column);
-piped output keeps every column and whole lines. -o junit writes JUnit XML
+piped output gets the table of an 80-column terminal (--wide for every
+column; -o json for scripts) and whole lines. -o junit writes JUnit XML
 for CI (one testcase per expectation); -o html or --html FILE a
 self-contained HTML page with the counts, a timeline per variant and the
 stories of duplicated and lost intents. --quiet prints only each scenario's

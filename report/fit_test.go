@@ -71,7 +71,8 @@ func builtinJudgements(t *testing.T) []check.Run {
 
 // TestBuiltinsFit: on an 80- and a 100-column terminal, no line of any
 // built-in's report is wider than the terminal, in colour or not, and
-// --quiet's line neither; piped (width 0) the table has every column.
+// --quiet's line neither; piped (width 0) the table fits PipedWidth (80)
+// columns as on an 80-column terminal, and with Wide it has every column.
 func TestBuiltinsFit(t *testing.T) {
 	for _, r := range builtinJudgements(t) {
 		for _, width := range []int{80, 100} {
@@ -91,16 +92,43 @@ func TestBuiltinsFit(t *testing.T) {
 				}
 			}
 		}
-		var piped bytes.Buffer
+		var piped, term bytes.Buffer
 		if err := report.Table(&piped, []check.Run{r}, report.Options{}); err != nil {
 			t.Fatal(err)
 		}
+		if err := report.Table(&term, []check.Run{r}, report.Options{Width: report.PipedWidth}); err != nil {
+			t.Fatal(err)
+		}
+		if pipedTable, termTable := tableOf(piped.String()), tableOf(term.String()); pipedTable != termTable {
+			t.Errorf("%s piped: the table is not the one of an 80-column terminal:\n%s\nwant:\n%s", r.Scenario, pipedTable, termTable)
+		}
+		for _, l := range strings.Split(tableOf(piped.String()), "\n") {
+			if w := ansi.Width(l); w > report.PipedWidth {
+				t.Errorf("%s piped: a table line is %d wide:\n%s", r.Scenario, w, l)
+			}
+		}
+		var wide bytes.Buffer
+		if err := report.Table(&wide, []check.Run{r}, report.Options{Wide: true}); err != nil {
+			t.Fatal(err)
+		}
 		for _, c := range check.Table {
-			if !strings.Contains(piped.String(), c.Column) {
-				t.Errorf("%s piped: no %s column", r.Scenario, c.Column)
+			if !strings.Contains(wide.String(), c.Column) {
+				t.Errorf("%s piped --wide: no %s column", r.Scenario, c.Column)
 			}
 		}
 	}
+}
+
+// tableOf is the table of a report: its box-drawing lines, without the
+// lines under it (which wrap only on a terminal).
+func tableOf(report string) string {
+	var table []string
+	for _, l := range strings.Split(report, "\n") {
+		if strings.ContainsAny(l, "┌│├└") {
+			table = append(table, l)
+		}
+	}
+	return strings.Join(table, "\n")
 }
 
 // TestBuiltinsWidths prints how wide each built-in's report is at 80 and
@@ -120,7 +148,7 @@ func TestBuiltinsWidths(t *testing.T) {
 }
 
 // TestREADME holds the README to the count table: its sentence listing
-// what a piped table prints names every column in order, its list of the
+// what a table with --wide prints names every column in order, its list of the
 // counts every name, and its 80-column quickstart example is what Table
 // prints for the saved quickstart run at 80 columns, down to the line
 // saying what it hid. With -update it rewrites the three (go test ./report
@@ -137,7 +165,7 @@ func TestREADME(t *testing.T) {
 		columns = append(columns, c.Column)
 	}
 	lists := []struct{ prefix, list, end string }{
-		{"Piped (or with `--wide`) it prints every count: ", strings.Join(columns, ", "), "."},
+		{"With `--wide` it prints every count: ", strings.Join(columns, ", "), "."},
 		{"- **Counts** per variant: `", strings.Join(check.CountNames(), ", "), "`."},
 	}
 	for _, l := range lists {

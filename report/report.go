@@ -90,12 +90,18 @@ func FormatNames() []string {
 	return out
 }
 
+// PipedWidth is the width the table is fitted to when the output is not
+// a terminal (Options.Width 0): a CI log gets the columns of an 80-column
+// terminal, not a wall of every count; -o json has them all.
+const PipedWidth = 80
+
 // Options say where a table is shown.
 type Options struct {
 	// Width is the terminal's width in columns; 0 when the output is not
-	// a terminal, which keeps every column.
+	// a terminal: the table is then fitted to PipedWidth and lines are
+	// not wrapped.
 	Width int
-	// Wide keeps every column on a terminal too.
+	// Wide keeps every column, on a terminal or piped.
 	Wide bool
 	// Color colours non-zero duplicates and losses and the verdicts.
 	Color bool
@@ -254,9 +260,9 @@ func withoutStrategy(r check.Run, cols []column) (narrow []column, shared string
 	return slices.DeleteFunc(slices.Clone(cols), func(c column) bool { return c.header == "strategy" }), shared
 }
 
-// Table writes the table for people: on a terminal narrower than the full
-// table (opts.Width) only the columns that carry the lesson, unless
-// opts.Wide; colour with opts.Color.
+// Table writes the table for people: when the full table is wider than
+// the terminal (opts.Width, or PipedWidth when piped) only the columns that
+// carry the lesson, unless opts.Wide; colour with opts.Color.
 func Table(w io.Writer, runs []check.Run, opts Options) error {
 	return text(w, runs, false, opts)
 }
@@ -264,7 +270,7 @@ func Table(w io.Writer, runs []check.Run, opts Options) error {
 // Text writes one table per run followed by its verdict lines, with every
 // column and no colour; markdown selects a Markdown table for CI summaries.
 func Text(w io.Writer, runs []check.Run, markdown bool) error {
-	return text(w, runs, markdown, Options{})
+	return text(w, runs, markdown, Options{Wide: true})
 }
 
 func text(w io.Writer, runs []check.Run, markdown bool, opts Options) error {
@@ -356,7 +362,7 @@ func text(w io.Writer, runs []check.Run, markdown bool, opts Options) error {
 }
 
 // fitTable renders r's table with every column, or, on a terminal too
-// narrow for it, with fewer: the columns that carry the lesson, then
+// narrow for it (PipedWidth when piped), with fewer: the columns that carry the lesson, then
 // without the strategy column when it repeats the names, then without the
 // cells' padding, then as several tables one under the other, each with
 // the variant names and the next count columns. It returns the table, how
@@ -364,7 +370,11 @@ func text(w io.Writer, runs []check.Run, markdown bool, opts Options) error {
 // because every variant has the same strategy, that strategy.
 func fitTable(r check.Run, markdown bool, opts Options, p ansi.Paint) (table string, hidden int, shared string, err error) {
 	full, err := render(r, columns, markdown, p, true)
-	if err != nil || markdown || opts.Wide || opts.Width <= 0 || len(r.Variants) == 0 || width(full) <= opts.Width {
+	limit := opts.Width
+	if limit <= 0 {
+		limit = PipedWidth
+	}
+	if err != nil || markdown || opts.Wide || len(r.Variants) == 0 || width(full) <= limit {
 		return full, 0, "", err
 	}
 	cols := telling(r)
@@ -375,11 +385,11 @@ func fitTable(r check.Run, markdown bool, opts Options, p ansi.Paint) (table str
 		padding bool
 		shared  string
 	}{{cols, true, ""}, {narrow, true, shared}, {narrow, false, shared}} {
-		if out, err := render(r, try.cols, false, p, try.padding); err != nil || width(out) <= opts.Width {
+		if out, err := render(r, try.cols, false, p, try.padding); err != nil || width(out) <= limit {
 			return out, hidden, try.shared, err
 		}
 	}
-	out, err := stacked(r, narrow, opts.Width, p)
+	out, err := stacked(r, narrow, limit, p)
 	return out, hidden, shared, err
 }
 

@@ -284,8 +284,9 @@ func quickstartRun() check.Run {
 }
 
 // TestTableFitsTerminal: on an 80-column terminal no line is longer than
-// 80, the lesson columns stay and the columns that differ stay; --wide and
-// piped output keep every column; colour only when asked.
+// 80, the lesson columns stay and the columns that differ stay; piped
+// output (width 0) has the same table; --wide keeps every column, on a
+// terminal or piped; colour only when asked.
 func TestTableFitsTerminal(t *testing.T) {
 	render := func(opts report.Options, rs ...check.Run) string {
 		var buf bytes.Buffer
@@ -334,7 +335,10 @@ func TestTableFitsTerminal(t *testing.T) {
 					t.Errorf("narrow table lacks %s:\n%s", want, narrow)
 				}
 			}
-			for _, opts := range []report.Options{{Width: 80, Wide: true}, {}} {
+			if piped := render(report.Options{}, tc.run); tableOf(piped) != tableOf(narrow) {
+				t.Errorf("piped table is not the 80-column one:\n%s\nwant:\n%s", piped, narrow)
+			}
+			for _, opts := range []report.Options{{Width: 80, Wide: true}, {Wide: true}} {
 				out := render(opts, tc.run)
 				for _, col := range everyColumn {
 					if !strings.Contains(out, col) {
