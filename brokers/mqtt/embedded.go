@@ -747,7 +747,7 @@ func (l faultListener) Accept() (net.Conn, error) {
 // the broker has written). The broker's later writes on it succeed too and
 // go nowhere, as on a dead path: failing them (as the closed socket would)
 // is a reset, and mochi v2.7.9 loses a QoS 2 PUBLISH whose PUBREC write
-// fails (docs/scenario.md, "A QoS 2 publish mochi loses").
+// fails (docs/scenario.md, "Other seeds" after the QoS 2 table).
 type faultConn struct {
 	net.Conn
 	mu   sync.Mutex
