@@ -127,8 +127,36 @@ func (p *pahoProducer) Close(ctx context.Context) {
 	}
 	close(p.closing)
 	<-all
+	p.settle(ctx)
 	p.cl.Disconnect(50)
 }
+
+// settle waits, within ctx and settleLimit, until paho's store holds no
+// publish of its own: at a reconnect paho completes the token of each
+// publish it resumes (claimID ends the old token) before the broker has
+// completed it, so after the last token the exchange of the last intent
+// may still be under way (the PUBCOMP not yet sent, the PUBLISH not yet
+// re-sent). Disconnecting then cut it short, and a fault chosen for it
+// never fired (mqtt-client-qos2, seeds 27 and 44).
+func (p *pahoProducer) settle(ctx context.Context) {
+	limit := time.NewTimer(settleLimit)
+	defer limit.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for p.d.pubStore.outbound() > 0 {
+		select {
+		case <-tick.C:
+		case <-limit.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// settleLimit bounds settle: a resumed exchange takes a reconnect
+// (paho's interval is at most 20 ms here) and three packets.
+const settleLimit = 2 * time.Second
 
 // consumerWriteTimeout bounds a consumer's packet writes and its wait to
 // hand a packet to paho's writer.

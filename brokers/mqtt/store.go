@@ -3,6 +3,7 @@ package mqtt
 import (
 	"bytes"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/eclipse/paho.mqtt.golang/packets"
@@ -88,4 +89,19 @@ func (v *storeView) Reset() {
 	v.s.mu.Lock()
 	defer v.s.mu.Unlock()
 	clear(v.s.messages)
+}
+
+// outbound counts the client's own publishes the broker has not yet
+// completed (paho keeps each under "o.<packet id>" until PUBACK or
+// PUBCOMP).
+func (s *sessionStore) outbound() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for k := range s.messages {
+		if strings.HasPrefix(k, "o.") {
+			n++
+		}
+	}
+	return n
 }
