@@ -1,86 +1,43 @@
 package report
 
 import (
-	"encoding/xml"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/dqbench/dqbench/check"
+	"github.com/dqbench/dqbench/internal/junitxml"
 )
 
-// The JUnit XML that CI systems read (GitLab, Jenkins, GitHub test
-// reporters): a testsuites element, one testsuite per scenario run, one
+// JUnit writes runs as JUnit XML: one testsuite per scenario run, one
 // testcase per variant expectation. A broken expectation is a failure; a
 // run that does not count (invalid or incomplete, exit 3) makes its
 // testcases errors.
-type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
-	Name     string       `xml:"name,attr"`
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
-	Errors   int          `xml:"errors,attr"`
-	Time     string       `xml:"time,attr"`
-	Suites   []junitSuite `xml:"testsuite"`
-}
-
-type junitSuite struct {
-	Name       string          `xml:"name,attr"`
-	Tests      int             `xml:"tests,attr"`
-	Failures   int             `xml:"failures,attr"`
-	Errors     int             `xml:"errors,attr"`
-	Skipped    int             `xml:"skipped,attr"`
-	Time       string          `xml:"time,attr"`
-	Properties []junitProperty `xml:"properties>property"`
-	Cases      []junitCase     `xml:"testcase"`
-	SystemOut  string          `xml:"system-out,omitempty"`
-}
-
-type junitProperty struct {
-	Name  string `xml:"name,attr"`
-	Value string `xml:"value,attr"`
-}
-
-type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	Time      string        `xml:"time,attr"`
-	Failure   *junitProblem `xml:"failure"`
-	Error     *junitProblem `xml:"error"`
-}
-
-type junitProblem struct {
-	Message string `xml:"message,attr"`
-	Type    string `xml:"type,attr"`
-	Text    string `xml:",chardata"`
-}
-
-// JUnit writes runs as JUnit XML.
 func JUnit(w io.Writer, runs []check.Run) error {
-	all := junitSuites{Name: "dqbench"}
+	all := junitxml.Suites{Name: "dqbench"}
 	var total float64
 	for _, r := range runs {
-		s := junitSuite{
+		s := junitxml.Suite{
 			Name: r.Scenario,
 			Time: seconds(r.Duration.Seconds()),
-			Properties: []junitProperty{
-				{"seed", fmt.Sprint(r.Seed)},
-				{"messages", fmt.Sprint(r.Messages)},
-				{"broker", r.Broker},
+			Properties: []junitxml.Property{
+				{Name: "seed", Value: fmt.Sprint(r.Seed)},
+				{Name: "messages", Value: fmt.Sprint(r.Messages)},
+				{Name: "broker", Value: r.Broker},
 			},
 		}
 		if p := r.Provenance; p != nil {
 			s.Properties = append(s.Properties,
-				junitProperty{"dqbench", p.DQBench}, junitProperty{"go", p.Go}, junitProperty{"broker_version", p.Broker},
-				junitProperty{"clients", strings.Join(p.Clients, ", ")}, junitProperty{"stores", strings.Join(p.Stores, ", ")})
+				junitxml.Property{Name: "dqbench", Value: p.DQBench}, junitxml.Property{Name: "go", Value: p.Go}, junitxml.Property{Name: "broker_version", Value: p.Broker},
+				junitxml.Property{Name: "clients", Value: strings.Join(p.Clients, ", ")}, junitxml.Property{Name: "stores", Value: strings.Join(p.Stores, ", ")})
 		}
 		total += r.Duration.Seconds()
 		if r.Error != "" {
 			// A run that could not start is one testcase in error, so that
 			// a test reporter shows it red, whatever its variants expected.
 			msg, _, _ := strings.Cut(r.Error, "\n")
-			s.Cases = []junitCase{{Name: r.Scenario + ": run", Classname: r.Scenario, Time: seconds(r.Duration.Seconds()),
-				Error: &junitProblem{Message: "the run could not start: " + msg, Type: "error", Text: r.Error}}}
+			s.Cases = []junitxml.Case{{Name: r.Scenario + ": run", Classname: r.Scenario, Time: seconds(r.Duration.Seconds()),
+				Error: &junitxml.Problem{Message: "the run could not start: " + msg, Type: "error", Text: r.Error}}}
 			s.Tests, s.Errors = 1, 1
 			all.Tests++
 			all.Errors++
@@ -94,11 +51,11 @@ func JUnit(w io.Writer, runs []check.Run) error {
 				invalid = append(invalid, "the run is incomplete: "+r.Incomplete)
 			}
 			invalid = append(invalid, v.Invalid...)
-			cases := make([]junitCase, 0, len(v.Expectations))
+			cases := make([]junitxml.Case, 0, len(v.Expectations))
 			for _, e := range v.Expectations {
-				c := junitCase{Name: v.Name + ": " + e.Check, Classname: r.Scenario + "." + v.Name, Time: "0"}
+				c := junitxml.Case{Name: v.Name + ": " + e.Check, Classname: r.Scenario + "." + v.Name, Time: "0"}
 				if !e.Passed && !e.Skipped {
-					c.Failure = &junitProblem{
+					c.Failure = &junitxml.Problem{
 						Message: fmt.Sprintf("expected %s, got %d", e.Check, e.Actual),
 						Type:    "expectation",
 						Text:    fmt.Sprintf("variant %s (strategy %s): expected %s, actual %s = %d", v.Name, v.Strategy, e.Check, countOf(e.Check), e.Actual),
@@ -108,12 +65,12 @@ func JUnit(w io.Writer, runs []check.Run) error {
 			}
 			if len(cases) == 0 && len(invalid) > 0 {
 				// An invalid variant without expectations still fails the job.
-				cases = append(cases, junitCase{Name: v.Name + ": valid experiment", Classname: r.Scenario + "." + v.Name, Time: "0"})
+				cases = append(cases, junitxml.Case{Name: v.Name + ": valid experiment", Classname: r.Scenario + "." + v.Name, Time: "0"})
 			}
 			if len(invalid) > 0 {
 				for i := range cases {
 					cases[i].Failure = nil
-					cases[i].Error = &junitProblem{
+					cases[i].Error = &junitxml.Problem{
 						Message: "the experiment does not count: " + invalid[0],
 						Type:    "invalid",
 						Text:    strings.Join(invalid, "\n"),
@@ -141,20 +98,7 @@ func JUnit(w io.Writer, runs []check.Run) error {
 		all.Suites = append(all.Suites, s)
 	}
 	all.Time = seconds(total)
-	return writeJUnit(w, all)
-}
-
-func writeJUnit(w io.Writer, all junitSuites) error {
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(all); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	return junitxml.Write(w, all)
 }
 
 // noRunJUnit writes one testcase in error, named after what failed, whose
@@ -166,11 +110,11 @@ func noRunJUnit(w io.Writer, n NoRun) error {
 		name, kind = "dqbench: run", "error"
 	}
 	problems := n.Problems()
-	s := junitSuite{Name: "dqbench", Tests: 1, Errors: 1, Time: seconds(0), Cases: []junitCase{{
+	s := junitxml.Suite{Name: "dqbench", Tests: 1, Errors: 1, Time: seconds(0), Cases: []junitxml.Case{{
 		Name: name, Classname: "dqbench", Time: "0",
-		Error: &junitProblem{Message: problems[0], Type: kind, Text: n.Error},
+		Error: &junitxml.Problem{Message: problems[0], Type: kind, Text: n.Error},
 	}}}
-	return writeJUnit(w, junitSuites{Name: "dqbench", Tests: 1, Errors: 1, Time: seconds(0), Suites: []junitSuite{s}})
+	return junitxml.Write(w, junitxml.Suites{Name: "dqbench", Tests: 1, Errors: 1, Time: seconds(0), Suites: []junitxml.Suite{s}})
 }
 
 // countOf is the count an expectation checks: "duplicates > 0" → "duplicates".

@@ -2,7 +2,6 @@ package sweep
 
 import (
 	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"io"
 	"slices"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/internal/ansi"
+	"github.com/dqbench/dqbench/internal/junitxml"
 )
 
 // Options say where a report is shown.
@@ -335,60 +335,19 @@ func Markdown(w io.Writer, s Summary) error {
 	return err
 }
 
-// The JUnit XML CI test reporters read: one testsuite for the sweep, a
+// JUnit writes the summary as JUnit XML: one testsuite for the sweep, a
 // testcase per variant and expectation (a failure when the expectation
 // failed in any run, listing those runs and their reproducers), and one
 // for the runs themselves (an error when a run could not start, was cut
 // short or does not count, or runs are missing).
-type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
-	Name     string       `xml:"name,attr"`
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
-	Errors   int          `xml:"errors,attr"`
-	Time     string       `xml:"time,attr"`
-	Suites   []junitSuite `xml:"testsuite"`
-}
-
-type junitSuite struct {
-	Name       string          `xml:"name,attr"`
-	Tests      int             `xml:"tests,attr"`
-	Failures   int             `xml:"failures,attr"`
-	Errors     int             `xml:"errors,attr"`
-	Time       string          `xml:"time,attr"`
-	Properties []junitProperty `xml:"properties>property"`
-	Cases      []junitCase     `xml:"testcase"`
-	SystemOut  string          `xml:"system-out,omitempty"`
-}
-
-type junitProperty struct {
-	Name  string `xml:"name,attr"`
-	Value string `xml:"value,attr"`
-}
-
-type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	Time      string        `xml:"time,attr"`
-	Failure   *junitProblem `xml:"failure"`
-	Error     *junitProblem `xml:"error"`
-}
-
-type junitProblem struct {
-	Message string `xml:"message,attr"`
-	Type    string `xml:"type,attr"`
-	Text    string `xml:",chardata"`
-}
-
-// JUnit writes the summary as JUnit XML.
 func JUnit(w io.Writer, s Summary) error {
 	seconds := fmt.Sprintf("%.3f", float64(s.DurationMS)/1000)
-	suite := junitSuite{Name: "sweep " + s.Scenario, Time: seconds, Properties: []junitProperty{
-		{"seeds", s.Seeds}, {"repeat", fmt.Sprint(s.Repeat)}, {"messages", fmt.Sprint(s.Messages)},
-		{"broker", s.Broker}, {"runs", fmt.Sprint(s.Runs)}, {"finished", fmt.Sprint(s.Finished)},
+	suite := junitxml.Suite{Name: "sweep " + s.Scenario, Time: seconds, Properties: []junitxml.Property{
+		{Name: "seeds", Value: s.Seeds}, {Name: "repeat", Value: fmt.Sprint(s.Repeat)}, {Name: "messages", Value: fmt.Sprint(s.Messages)},
+		{Name: "broker", Value: s.Broker}, {Name: "runs", Value: fmt.Sprint(s.Runs)}, {Name: "finished", Value: fmt.Sprint(s.Finished)},
 	}}
 	if s.Shard != "" {
-		suite.Properties = append(suite.Properties, junitProperty{"shard", s.Shard})
+		suite.Properties = append(suite.Properties, junitxml.Property{Name: "shard", Value: s.Shard})
 	}
 	failureOf := map[RunID]Failure{}
 	var broken []string
@@ -400,7 +359,7 @@ func JUnit(w io.Writer, s Summary) error {
 	}
 	for _, v := range s.Variants {
 		for _, e := range v.Expectations {
-			c := junitCase{Name: v.Name + ": " + e.Check, Classname: s.Scenario + "." + v.Name, Time: "0"}
+			c := junitxml.Case{Name: v.Name + ": " + e.Check, Classname: s.Scenario + "." + v.Name, Time: "0"}
 			if e.Failed > 0 {
 				var text []string
 				for _, id := range e.FailedIn {
@@ -413,7 +372,7 @@ func JUnit(w io.Writer, s Summary) error {
 					}
 					text = append(text, fmt.Sprintf("%s: %s\n  %s", runName(id, s.Repeat), got, f.Reproduce))
 				}
-				c.Failure = &junitProblem{
+				c.Failure = &junitxml.Problem{
 					Message: fmt.Sprintf("failed in %d of %d runs: %s", e.Failed, e.Held+e.Failed, seedList(e.FailedIn, 10)),
 					Type:    "expectation", Text: strings.Join(text, "\n"),
 				}
@@ -422,14 +381,14 @@ func JUnit(w io.Writer, s Summary) error {
 			suite.Cases = append(suite.Cases, c)
 		}
 	}
-	runs := junitCase{Name: "every run completed and counts", Classname: s.Scenario, Time: seconds}
+	runs := junitxml.Case{Name: "every run completed and counts", Classname: s.Scenario, Time: seconds}
 	if missing := s.Runs - s.Finished; missing > 0 || len(broken) > 0 {
 		msg := fmt.Sprintf("%d of %d runs could not start, were cut short or do not count", len(broken), s.Runs)
 		if missing > 0 {
 			msg += fmt.Sprintf("; %d did not run", missing)
 			broken = append(broken, footer(s))
 		}
-		runs.Error = &junitProblem{Message: msg, Type: "invalid", Text: strings.Join(broken, "\n")}
+		runs.Error = &junitxml.Problem{Message: msg, Type: "invalid", Text: strings.Join(broken, "\n")}
 		suite.Errors++
 	}
 	suite.Cases = append(suite.Cases, runs)
@@ -439,15 +398,6 @@ func JUnit(w io.Writer, s Summary) error {
 		moved = append(moved, fmt.Sprintf("moved between repeats, not declared in varies: seed %d: %s %s: %s", m.Seed, m.Variant, m.Count, joinInts(m.Values)))
 	}
 	suite.SystemOut = strings.Join(moved, "\n")
-	all := junitSuites{Name: "dqbench sweep", Tests: suite.Tests, Failures: suite.Failures, Errors: suite.Errors, Time: seconds, Suites: []junitSuite{suite}}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(all); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	all := junitxml.Suites{Name: "dqbench sweep", Tests: suite.Tests, Failures: suite.Failures, Errors: suite.Errors, Time: seconds, Suites: []junitxml.Suite{suite}}
+	return junitxml.Write(w, all)
 }
