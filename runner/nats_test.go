@@ -26,11 +26,15 @@ func runBuiltin(t *testing.T, name string) map[string][]history.Event {
 // TestNATSAckWait: a slow delivery is handed again to another instance,
 // which starts while the slow one holds it, and the slow one acks its own
 // delivery late; a double ack records each lost ack as unconfirmed and
-// sends it again, a plain ack never notices.
+// sends it again, a plain ack never notices. What the schedule decides is
+// asserted exactly (each lost ack noticed by the double ack, none by the
+// plain one); a double ack whose answer was only slow (a loaded machine,
+// past its 250 ms) is unconfirmed too, and allowed.
 func TestNATSAckWait(t *testing.T) {
 	for variant, events := range runBuiltin(t, "nats-ack-wait") {
 		holder := map[[2]int]int{} // intent, attempt → consumer
-		slow, lost, unconfirmed := map[int]int{}, 0, 0
+		slow := map[int]int{}
+		lost, unconfirmed := map[int]bool{}, map[int]bool{}
 		acked := map[[3]int]bool{} // intent, attempt, consumer
 		for _, e := range events {
 			switch {
@@ -41,13 +45,13 @@ func TestNATSAckWait(t *testing.T) {
 			case e.Type == history.Fault && e.Fault == "slow-processing@before-process":
 				slow[e.Intent] = e.Consumer
 			case e.Type == history.Fault && e.Fault == "ack-lost":
-				lost++
+				lost[e.Intent] = true
 			case e.Type == history.AckUnconfirmed:
-				unconfirmed++
+				unconfirmed[e.Intent] = true
 			}
 		}
-		if len(slow) == 0 || lost == 0 {
-			t.Fatalf("%s: %d slow deliveries, %d lost acks; want some of each", variant, len(slow), lost)
+		if len(slow) == 0 || len(lost) == 0 {
+			t.Fatalf("%s: %d slow deliveries, %d lost acks; want some of each", variant, len(slow), len(lost))
 		}
 		for intent, c := range slow {
 			if again, ok := holder[[2]int{intent, 2}]; !ok || again == c {
@@ -57,12 +61,14 @@ func TestNATSAckWait(t *testing.T) {
 				t.Errorf("%s: the slow consumer %d never acked intent %d (late)", variant, c, intent)
 			}
 		}
-		want := 0
-		if variant == "sync-none" || variant == "sync-dedup-table" {
-			want = lost
+		double := variant == "sync-none" || variant == "sync-dedup-table"
+		if !double && len(unconfirmed) > 0 {
+			t.Errorf("%s: a plain ack waits for no answer, yet %d acks were recorded unconfirmed", variant, len(unconfirmed))
 		}
-		if unconfirmed != want {
-			t.Errorf("%s: %d ack-unconfirmed events for %d lost acks, want %d", variant, unconfirmed, lost, want)
+		for intent := range lost {
+			if double && !unconfirmed[intent] {
+				t.Errorf("%s: the ack of intent %d was lost and the double ack did not notice (no ack-unconfirmed)", variant, intent)
+			}
 		}
 	}
 }

@@ -93,13 +93,15 @@ func TestRabbitMQBuiltins(t *testing.T) {
 		}, true},
 		// A slow spell catches one publish (window: 1), or two when the
 		// next goes out before it is over: at least a duplicate per fault
-		// with the short confirm_timeout, none with the long one.
+		// with the short confirm_timeout, none with the long one. No upper
+		// bound: on a loaded machine a confirm with no fault on its way can
+		// take longer than 200 ms too, and is given up on as well.
 		{"rabbitmq-producer-latency", map[string]func(map[string]int) bool{
 			"patient": func(c map[string]int) bool {
 				return c["faults_injected"] > 0 && c["duplicates"] == 0 && c["indeterminate"] == 0 && c["lost"] == 0
 			},
 			"impatient": func(c map[string]int) bool {
-				return c["faults_injected"] > 0 && c["duplicates"] >= c["faults_injected"] && c["duplicates"] <= 2*c["faults_injected"] && c["lost"] == 0
+				return c["faults_injected"] > 0 && c["duplicates"] >= c["faults_injected"] && c["lost"] == 0
 			},
 			"impatient-dedup-table": func(c map[string]int) bool {
 				return c["faults_injected"] > 0 && c["duplicates"] == 0 && c["lost"] == 0
