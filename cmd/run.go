@@ -143,7 +143,7 @@ var scenarioFlags = []string{"messages", "timeout", "variant", "broker-mode", "a
 // addScenarioFlags registers the flags run and sweep share that change the
 // scenario: scenarioFlags.
 func addScenarioFlags(f *pflag.FlagSet, o *runOptions) {
-	f.IntVar(&o.messages, "messages", 0, "intents to publish per variant (default: the scenario's messages)")
+	f.IntVar(&o.messages, "messages", 0, "intents to publish per variant (default: the scenario's messages); more than the scenario's scale its deadline by as much unless --timeout is given")
 	f.DurationVar(&o.timeout, "timeout", 0, "deadline of each run, e.g. 90s (default: the scenario's deadline)")
 	f.StringVar(&o.store, "store", "", "business store of every variant: sqlite or postgres://USER@HOST:PORT/DATABASE (default: the scenario's store; env DQBENCH_STORE)")
 	f.StringVar(&o.redis, "redis", "", "Redis for strategies that need one, e.g. redis://127.0.0.1:6379 (default: the scenario's redis; env DQBENCH_REDIS)")
@@ -258,7 +258,9 @@ func (o runOptions) resolve(ctx context.Context, arg string) (*scenario.Scenario
 		if err := sc.CheckEvery(o.messages); err != nil {
 			return nil, fmt.Errorf("--messages %d: %v", o.messages, err)
 		}
-		sc.Messages = o.messages
+		if d := sc.UseMessages(o.messages); d > 0 && o.timeout == 0 {
+			sc.Warnings = append(sc.Warnings, fmt.Sprintf("%s: --messages %d: the deadline is scaled with the messages to %s (--timeout sets it)", sc.File, o.messages, d))
+		}
 	}
 	if o.brokerMode != "" && !(o.brokerMode == string(catalog.External) && len(o.addresses) > 0) {
 		if err := sc.UseMode(catalog.Mode(o.brokerMode)); err != nil {

@@ -222,3 +222,22 @@ func setIfNonZero[T comparable](p *T, v T) {
 		*p = v
 	}
 }
+
+// UseMessages sets the number of messages to n (the --messages flag) and,
+// when n is more than the scenario's own, scales its deadline by as much
+// (at most MaxDeadline): a deadline written for 300 messages would cut a
+// run of 200,000 short. It returns the deadline it set, zero when it kept
+// it. A --timeout given as well is applied after it, and wins.
+func (s *Scenario) UseMessages(n int) Duration {
+	old := s.Messages
+	s.Messages = n
+	if old <= 0 || n <= old {
+		return 0
+	}
+	scaled := float64(s.Deadline) * float64(n) / float64(old)
+	if scaled > float64(MaxDeadline) {
+		scaled = float64(MaxDeadline)
+	}
+	s.Deadline = Duration(time.Duration(scaled).Round(time.Second))
+	return s.Deadline
+}
