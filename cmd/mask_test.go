@@ -161,16 +161,18 @@ func TestSecretsNeverPrinted(t *testing.T) {
 	for _, c := range cases {
 		for _, format := range []string{"table", "json", "markdown", "junit", "html"} {
 			args := append([]string(nil), c.args...)
-			html := filepath.Join(t.TempDir(), "report.html")
+			files := t.TempDir()
+			html := filepath.Join(files, "report.html")
 			out := filepath.Join(t.TempDir(), "runs")
 			if args[0] == "run" {
-				args = append(args, "-o", format, "--html", html, "--out", out)
+				args = append(args, "-o", format, "--html", html, "--out", out,
+					"--json", filepath.Join(files, "r.json"), "--junit", filepath.Join(files, "r.xml"), "--markdown", filepath.Join(files, "r.md"))
 			} else if format != "table" {
 				continue
 			}
 			r := runEnv(t, c.env, args...)
 			texts := map[string]string{"stdout": r.out, "stderr": r.err}
-			for _, root := range []string{html, out} {
+			for _, root := range []string{files, out} {
 				filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 					if err == nil && !d.IsDir() {
 						b, _ := os.ReadFile(path)

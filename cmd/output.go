@@ -29,16 +29,23 @@ var formats = append(report.FormatNames(), "html")
 type outputOptions struct {
 	output string
 	html   string // --html FILE
-	wide   bool
+	// --json, --junit and --markdown FILE: the same run's report in each
+	// format, besides the one on stdout.
+	json, junit, markdown string
+	wide                  bool
 	// quiet (run --quiet) writes the verdict lines instead of the table
 	// and no notices.
 	quiet bool
 }
 
-// addOutputFlags registers -o/--output, --html and --wide.
+// addOutputFlags registers -o/--output, --html, --json, --junit,
+// --markdown and --wide.
 func addOutputFlags(f *pflag.FlagSet, o *outputOptions) {
 	f.StringVarP(&o.output, "output", "o", "table", "output format: "+strings.Join(formats, ", "))
 	f.StringVar(&o.html, "html", "", "also write a self-contained HTML report (timelines, stories of duplicated and lost intents) to `FILE`")
+	f.StringVar(&o.json, "json", "", "also write the JSON report to `FILE` (the same run: one run, every format)")
+	f.StringVar(&o.junit, "junit", "", "also write the JUnit XML report to `FILE`")
+	f.StringVar(&o.markdown, "markdown", "", "also write the Markdown report to `FILE` (e.g. \"$GITHUB_STEP_SUMMARY\")")
 	f.BoolVar(&o.wide, "wide", false, "show every column of the table, even when it is wider than the terminal (or, piped, than 80 columns)")
 }
 
@@ -48,10 +55,34 @@ func (o outputOptions) check() error {
 	if !slices.Contains(formats, o.output) {
 		return withCode(ExitUsage, fmt.Errorf("--output %q is not allowed (allowed: %s)", o.output, strings.Join(formats, ", ")))
 	}
-	if o.html != "" {
-		if fi, err := os.Stat(filepath.Dir(o.html)); err != nil || !fi.IsDir() {
-			return withCode(ExitUsage, fmt.Errorf("--html %s: directory %s does not exist", o.html, filepath.Dir(o.html)))
+	for _, f := range o.files() {
+		if fi, err := os.Stat(filepath.Dir(f.path)); err != nil || !fi.IsDir() {
+			return withCode(ExitUsage, fmt.Errorf("--%s %s: directory %s does not exist", f.format, f.path, filepath.Dir(f.path)))
 		}
+	}
+	return nil
+}
+
+// reportFile is a report written to a file by --html, --json, --junit or
+// --markdown: the flag is named for the format.
+type reportFile struct{ format, path string }
+
+// files are the reports to write to files, the HTML page first.
+func (o outputOptions) files() []reportFile {
+	var out []reportFile
+	for _, f := range []reportFile{{"html", o.html}, {"json", o.json}, {"junit", o.junit}, {"markdown", o.markdown}} {
+		if f.path != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// writeFile writes a report to its file with the URLs' passwords masked,
+// as on stdout.
+func (f reportFile) write(b []byte) error {
+	if err := os.WriteFile(f.path, []byte(catalog.MaskURLs(string(b))), 0o644); err != nil {
+		return fmt.Errorf("--%s: %w", f.format, err)
 	}
 	return nil
 }
@@ -124,12 +155,20 @@ func writeReports(s Streams, o outputOptions, all []judged) error {
 			return fmt.Errorf("HTML report: %w", err)
 		}
 	}
-	if o.html != "" {
-		if err := os.WriteFile(o.html, []byte(catalog.MaskURLs(page.String())), 0o644); err != nil {
-			return fmt.Errorf("--html: %w", err)
+	for _, f := range o.files() {
+		b := page.Bytes()
+		if f.format != "html" {
+			var buf bytes.Buffer
+			if err := report.Write(&buf, f.format, runs, report.Options{}); err != nil {
+				return fmt.Errorf("--%s: %w", f.format, err)
+			}
+			b = buf.Bytes()
+		}
+		if err := f.write(b); err != nil {
+			return err
 		}
 		if !o.quiet {
-			fmt.Fprintf(s.Err, "wrote the HTML report to %s\n", o.html)
+			fmt.Fprintf(s.Err, "wrote the %s report to %s\n", formatTitle(f.format), f.path)
 		}
 	}
 	if o.output == "html" {
@@ -183,9 +222,18 @@ func writeNoRun(s Streams, root *cobra.Command, args []string, code int, err err
 			return
 		}
 	}
-	if o.html != "" {
-		if err := os.WriteFile(o.html, []byte(catalog.MaskURLs(page.String())), 0o644); err != nil {
-			fmt.Fprintf(s.Err, "dqbench: --html: %v\n", err)
+	for _, f := range o.files() {
+		b := page.Bytes()
+		if f.format != "html" {
+			var buf bytes.Buffer
+			if err := report.WriteNoRun(&buf, f.format, n); err != nil {
+				fmt.Fprintf(s.Err, "dqbench: --%s: %v\n", f.format, err)
+				continue
+			}
+			b = buf.Bytes()
+		}
+		if err := f.write(b); err != nil {
+			fmt.Fprintf(s.Err, "dqbench: %v\n", err)
 		}
 	}
 	if o.output == "html" {
@@ -221,3 +269,18 @@ type anyValue struct{}
 func (anyValue) String() string   { return "" }
 func (anyValue) Set(string) error { return nil }
 func (anyValue) Type() string     { return "string" }
+
+// formatTitle is how a format is named in a sentence.
+func formatTitle(format string) string {
+	switch format {
+	case "html":
+		return "HTML"
+	case "json":
+		return "JSON"
+	case "junit":
+		return "JUnit"
+	case "markdown":
+		return "Markdown"
+	}
+	return format
+}

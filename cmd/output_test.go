@@ -262,3 +262,65 @@ func TestReportOfNoRun(t *testing.T) {
 	}
 	junitError(t, r.out)
 }
+
+// TestReportFileFlags: --json, --junit and --markdown write the same run's
+// report as -o json, junit and markdown write to stdout (one run, every
+// format); for an invalid scenario each file says INVALID and why.
+func TestReportFileFlags(t *testing.T) {
+	cli, _ := scenarioFiles(t)
+	dir := t.TempDir()
+	path := func(name string) string { return filepath.Join(dir, name) }
+	r := run(t, nil, "run", cli, "-o", "json", "--json", path("r.json"), "--junit", path("r.xml"), "--markdown", path("r.md"))
+	if r.code != ExitPass {
+		t.Fatalf("exit %d: %s", r.code, r.err)
+	}
+	for file, format := range map[string]string{"r.json": "json", "r.xml": "junit", "r.md": "markdown"} {
+		b, err := os.ReadFile(path(file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := r.out
+		if format != "json" {
+			want = run(t, nil, "run", cli, "-o", format).out
+		}
+		if strip(string(b)) != strip(want) {
+			t.Errorf("--%s wrote:\n%s\nwant what -o %s writes:\n%s", format, b, format, want)
+		}
+		if !strings.Contains(r.err, "report to "+path(file)) {
+			t.Errorf("stderr does not say where the %s report went:\n%s", format, r.err)
+		}
+	}
+
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("version: 1\nname: bad\nvariants:\n  - {name: a, strategy: nonne}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, nil, "run", bad, "--json", path("bad.json"), "--junit", path("bad.xml"), "--markdown", path("bad.md"))
+	if r.code != ExitUsage {
+		t.Fatalf("exit %d, want %d: %s", r.code, ExitUsage, r.err)
+	}
+	var doc struct {
+		Valid *bool
+		Error string
+	}
+	b, _ := os.ReadFile(path("bad.json"))
+	if err := json.Unmarshal(b, &doc); err != nil || doc.Valid == nil || *doc.Valid || !strings.Contains(doc.Error, "bad.yaml:4:") {
+		t.Errorf("--json of an invalid scenario (%v):\n%s", err, b)
+	}
+	b, _ = os.ReadFile(path("bad.xml"))
+	if err := xml.Unmarshal(b, new(struct{})); err != nil || !strings.Contains(string(b), "<error message=") || !strings.Contains(string(b), "bad.yaml:4:25") {
+		t.Errorf("--junit of an invalid scenario (%v):\n%s", err, b)
+	}
+	if b, _ = os.ReadFile(path("bad.md")); !strings.Contains(string(b), "INVALID") || !strings.Contains(string(b), "bad.yaml:4:") {
+		t.Errorf("--markdown of an invalid scenario:\n%s", b)
+	}
+	if r := run(t, nil, "run", cli, "--junit", "/no/such/dir/r.xml"); r.code != ExitUsage || !strings.Contains(r.err, "--junit") {
+		t.Errorf("--junit into a missing directory: exit %d, %s", r.code, r.err)
+	}
+}
+
+// strip drops what differs between two runs of one scenario: durations,
+// timestamps.
+func strip(s string) string {
+	return regexp.MustCompile(`(?m)("?(duration_ms|time|started|timestamp)"?[:=] *"?)[0-9.:TZ+-]+`).ReplaceAllString(s, "$1")
+}
