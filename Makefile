@@ -31,7 +31,7 @@ VCS_LDFLAGS = $(shell if [ "$$(git rev-parse --git-dir 2>/dev/null)" != "$$(git 
 	"-X $(BUILDINFO).vcsTime=$$(TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ)" \
 	"-X $(BUILDINFO).vcsModified=$$(test -z "$$(git status --porcelain)" && echo false || echo true)"; fi)
 
-.PHONY: help services services-status services-down kafka-jars kafka-diff build test race lint bench bench-strategies bench-scale demo schema compose-check repeat quorum-evidence qos2-evidence
+.PHONY: help services services-status services-down kafka-jars kafka-diff install build test race lint bench bench-strategies bench-scale demo schema compose-check repeat quorum-evidence qos2-evidence
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -51,6 +51,9 @@ kafka-jars: ## copy Apache Kafka's broker jar and runtime dependencies from Mave
 kafka-diff: kafka-jars ## every Kafka built-in on the embedded broker and on a managed real Apache Kafka, same seed: a Markdown table of the counts that differ (fails on one the scenario does not say varies)
 	@$(GO) test -count=1 -run '^TestKafkaEmbeddedVersusManaged$$' -v -timeout 30m ./runner/ -args -kafkadiff.table 2>&1 \
 		| grep -E '^(\||--- FAIL|FAIL|ok|PASS|\s+kafkadiff_test)'
+
+install: ## go install dqbench into $(go env GOPATH)/bin (or $GOBIN), stamped with the commit it is built from
+	$(GO) install -buildvcs=true -ldflags "$(VCS_LDFLAGS)" .
 
 build: ## build ./dqbench, stamped with the commit it is built from (dqbench version, every report's provenance)
 	$(GO) build -buildvcs=true -ldflags "$(VCS_LDFLAGS)" -o dqbench .

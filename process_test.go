@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"go/parser"
+	"go/token"
 	"net"
 	neturl "net/url"
 	"os"
@@ -394,4 +396,37 @@ func processFailures(t *testing.T, broker, naive string) {
 		}
 		noneLeft(t, startedPIDs(t, out))
 	})
+}
+
+// TestExampleConsumersStandAlone: each example consumer is one file that
+// imports nothing of dqbench's, so that a user can copy it into a
+// repository of their own.
+func TestExampleConsumersStandAlone(t *testing.T) {
+	entries, err := os.ReadDir("examples/consumers")
+	var dirs []string
+	for _, e := range entries {
+		if e.IsDir() {
+			dirs = append(dirs, filepath.Join("examples/consumers", e.Name()))
+		}
+	}
+	if err != nil || len(dirs) != 8 {
+		t.Fatalf("examples/consumers has %d directories (%v); want the 8 example consumers", len(dirs), err)
+	}
+	for _, dir := range dirs {
+		files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+		if len(files) != 1 {
+			t.Errorf("%s: %d Go files, want one (copy one file)", dir, len(files))
+		}
+		for _, f := range files {
+			parsed, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range parsed.Imports {
+				if strings.Contains(imp.Path.Value, "github.com/dqbench/dqbench") {
+					t.Errorf("%s imports %s: a user's copy could not build", f, imp.Path.Value)
+				}
+			}
+		}
+	}
 }
