@@ -94,7 +94,7 @@ bench-scale: ## wall time and peak RSS of the dqbench binary at 10k, 100k, 1M in
 	$(GO) run ./bench/scale -sizes $(SCALE_SIZES) -brokers $(SCALE_BROKERS)
 
 demo: ## run the built-in scenarios on the embedded broker (the strategy ones need Redis)
-	$(GO) run . run $$($(GO) run . list | cut -d" " -f1)
+	$(GO) run . run $$($(GO) run . list --wide | cut -d" " -f1)
 
 schema: ## write the scenario JSON Schema to dqbench.schema.json
 	$(GO) run . schema > dqbench.schema.json

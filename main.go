@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -36,13 +37,25 @@ func main() {
 		Terminal:      isatty.IsTerminal(os.Stderr.Fd()),
 		PipedProgress: 10 * time.Second,
 		Width:         terminalWidth(os.Stdout),
-		ErrWidth:      terminalWidth(os.Stderr),
+		ErrWidth:      errWidth(),
 		NoColor:       os.Getenv("NO_COLOR") != "",
 		Undertaker:    cmd.StartUndertaker,
 	})
 	close(finished)
 	stop()
 	os.Exit(code)
+}
+
+// errWidth is the width stderr's lines are wrapped to: the terminal's, or
+// piped, $COLUMNS if set (unset: not wrapped, a problem a line for grep).
+func errWidth() int {
+	if w := terminalWidth(os.Stderr); w > 0 {
+		return w
+	}
+	if w, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && w >= 20 {
+		return w
+	}
+	return 0
 }
 
 // terminalWidth is the width of the terminal f writes to, 0 when f is not

@@ -13,7 +13,7 @@ import (
 
 // newListFaultsCmd is "dqbench list faults [TYPE]": the fault types, or
 // one of them whole, from the catalog.
-func newListFaultsCmd(s Streams) *cobra.Command {
+func newListFaultsCmd(s Streams, wide *bool) *cobra.Command {
 	return &cobra.Command{
 		Use:   "faults [TYPE]",
 		Short: "List the fault types, or describe one",
@@ -30,7 +30,7 @@ elsewhere). docs/scenario.md has each fault's section.`,
 				for _, f := range catalog.Faults {
 					rows = append(rows, [2]string{string(f.Type), f.Doc})
 				}
-				return writeList(s.Out, s.Width, rows)
+				return writeList(s.Out, listWidth(s.Width, *wide), rows)
 			}
 			f, ok := catalog.LookupFault(catalog.FaultType(args[0]))
 			if !ok {
@@ -40,7 +40,7 @@ elsewhere). docs/scenario.md has each fault's section.`,
 				}
 				return withCode(ExitUsage, fmt.Errorf("no fault type %q%s; the fault types: %s", args[0], hint, strings.Join(catalog.FaultType("").Allowed(), ", ")))
 			}
-			describeFault(wrapping(s.Out, s.Width), f)
+			describeFault(wrapping(s.Out, listWidth(s.Width, *wide)), f)
 			return nil
 		},
 	}

@@ -8,7 +8,7 @@ import (
 )
 
 func TestListFaults(t *testing.T) {
-	all := run(t, nil, "list", "faults")
+	all := run(t, nil, "list", "faults", "--wide")
 	if all.code != 0 {
 		t.Fatalf("list faults: exit %d\n%s", all.code, all.err)
 	}
@@ -17,7 +17,7 @@ func TestListFaults(t *testing.T) {
 			t.Errorf("list faults does not list %s:\n%s", f.Type, all.out)
 		}
 	}
-	one := run(t, nil, "list", "faults", "ack-lost")
+	one := run(t, nil, "list", "faults", "ack-lost", "--wide")
 	for _, want := range []string{"ack-lost: an acknowledgement never arrives", "  packet: MQTT", "  rabbitmq managed: yes; not with consumer ack: auto (it drops the consumer's acknowledgement", "  mqtt managed: it is injected", "docs: docs/scenario.md#ack-lost"} {
 		if !strings.Contains(one.out, want) {
 			t.Errorf("list faults ack-lost lacks %q:\n%s", want, one.out)

@@ -9,15 +9,22 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dqbench/dqbench/internal/ansi"
+	"github.com/dqbench/dqbench/report"
 	"github.com/dqbench/dqbench/scenario"
 	"github.com/dqbench/dqbench/scenarios"
 )
 
 func newListCmd(s Streams) *cobra.Command {
+	var wide bool
 	c := &cobra.Command{
 		Use:     "list",
 		Short:   "List the built-in scenarios (list faults: the fault types)",
-		Example: "  dqbench list\n  dqbench list faults\n  dqbench list faults ack-lost",
+		Long: `List prints each built-in scenario's name and description in two columns,
+one line each. Where that is wider than the terminal (or, piped, than 80
+columns), each name stands on its own line with its description wrapped
+under it, indented; --wide keeps one line each (for scripts: the names are
+the first field).`,
+		Example: "  dqbench list\n  dqbench list --wide | cut -d' ' -f1\n  dqbench list faults\n  dqbench list faults ack-lost",
 		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			var rows [][2]string
@@ -31,11 +38,24 @@ func newListCmd(s Streams) *cobra.Command {
 				}
 				rows = append(rows, [2]string{name, strings.Join(strings.Fields(sc.Description), " ")})
 			}
-			return writeList(s.Out, s.Width, rows)
+			return writeList(s.Out, listWidth(s.Width, wide), rows)
 		},
 	}
-	c.AddCommand(newListFaultsCmd(s))
+	c.PersistentFlags().BoolVar(&wide, "wide", false, "one line per name, however wide (piped, lines are otherwise fitted to 80 columns)")
+	c.AddCommand(newListFaultsCmd(s, &wide))
 	return c
+}
+
+// listWidth is the width a list is fitted to: the terminal's, or piped
+// (width 0) report.PipedWidth as the table is; none with --wide.
+func listWidth(width int, wide bool) int {
+	switch {
+	case wide:
+		return 0
+	case width <= 0:
+		return report.PipedWidth
+	}
+	return width
 }
 
 // writeList writes rows of a name and what it is: in two columns, one

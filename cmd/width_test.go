@@ -71,8 +71,8 @@ func TestEightyColumns(t *testing.T) {
 }
 
 // TestListNarrow: on a terminal too narrow for two columns, each name
-// stands on its own line and its description follows, indented; piped, a
-// line each (TestList).
+// stands on its own line and its description follows, indented; with
+// --wide, a line each (TestList).
 func TestListNarrow(t *testing.T) {
 	r := runStreams(t, Streams{Width: 80}, "list")
 	lines := strings.Split(strings.TrimSuffix(r.out, "\n"), "\n")

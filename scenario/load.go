@@ -36,12 +36,12 @@ func Resolve(arg string) (*Scenario, error) {
 	fi, err := os.Stat(arg)
 	if err == nil {
 		if fi.IsDir() {
-			return nil, fmt.Errorf("%s is a directory; give a scenario file (.yaml) or a built-in name (%s)", strictyaml.Clip(arg), strings.Join(scenarios.Names(), ", "))
+			return nil, fmt.Errorf("%s is a directory; give a scenario file (.yaml) or a built-in name (%s)", strictyaml.Clip(arg), listHint())
 		}
 		return Load(arg)
 	}
 	names := scenarios.Names()
-	builtins := fmt.Sprintf("(built-ins: %s)%s", strings.Join(names, ", "),
+	builtins := fmt.Sprintf("(%s)%s", listHint(),
 		didYouMean(strings.TrimSuffix(strings.TrimSuffix(filepath.Base(arg), ".yaml"), ".yml"), names))
 	var pe *fs.PathError
 	switch {
@@ -51,6 +51,12 @@ func Resolve(arg string) (*Scenario, error) {
 		return nil, fmt.Errorf("%s: no such file; give an existing scenario file or a built-in name %s", strictyaml.Clip(arg), builtins)
 	}
 	return nil, fmt.Errorf("no scenario file or built-in named %s %s", echo(arg), builtins)
+}
+
+// listHint says where the built-in names are: there are too many to
+// name in an error line.
+func listHint() string {
+	return fmt.Sprintf("%d built-ins: dqbench list names them", len(scenarios.Names()))
 }
 
 // shadowWarnings says which files in the working directory are named like
