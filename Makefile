@@ -31,7 +31,7 @@ VCS_LDFLAGS = $(shell if [ "$$(git rev-parse --git-dir 2>/dev/null)" != "$$(git 
 	"-X $(BUILDINFO).vcsTime=$$(TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ)" \
 	"-X $(BUILDINFO).vcsModified=$$(test -z "$$(git status --porcelain)" && echo false || echo true)"; fi)
 
-.PHONY: help services services-status services-down kafka-jars kafka-diff install build test race lint bench bench-strategies bench-scale demo schema compose-check repeat quorum-evidence qos2-evidence
+.PHONY: help services services-status services-down kafka-jars kafka-diff install build test test-short race lint bench bench-strategies bench-scale demo schema compose-check repeat quorum-evidence qos2-evidence
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -60,6 +60,9 @@ build: ## build ./dqbench, stamped with the commit it is built from (dqbench ver
 
 test: ## run the tests (what CI runs)
 	$(GO) test $(PKGS)
+
+test-short: ## the fast tier: go test -short, no service and no broker program needed
+	$(GO) test -short $(PKGS)
 
 race: ## run the tests with the race detector
 	$(GO) test -race $(PKGS)

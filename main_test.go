@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 	"github.com/dqbench/dqbench/brokers/mqtt"
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/cmd"
+	"github.com/dqbench/dqbench/internal/testenv"
 )
 
 // TestMain lets the scripts in testdata/script run dqbench as a command.
@@ -53,9 +55,23 @@ func TestScripts(t *testing.T) {
 			"procgone":   cmdProcGone,
 		},
 		Condition: func(cond string) (bool, error) {
+			if testing.Short() && (cond == "mosquitto" || cond == "kafkajars") {
+				return false, nil // -short starts no broker program
+			}
 			if cond == "mosquitto" { // the mosquitto binary is installed
 				err := mqtt.Installed()
 				return err == nil, nil
+			}
+			if cond == "rabbitmq" { // a RabbitMQ answers on 127.0.0.1:5672
+				c, err := net.DialTimeout("tcp", "127.0.0.1:5672", 2*time.Second)
+				if err != nil {
+					if testenv.Required() {
+						return false, fmt.Errorf("no RabbitMQ at 127.0.0.1:5672 (%s=1: the services must answer; start them with make services): %v", testenv.RequireEnv, err)
+					}
+					return false, nil
+				}
+				c.Close()
+				return true, nil
 			}
 			if cond == "kafkajars" { // Apache Kafka's jars and a Java runtime
 				_, err := cluster.FindInstall()

@@ -301,6 +301,7 @@ func TestProcessRabbitMQ(t *testing.T) {
 // TestProcessMQTT runs the MQTT example consumers as process variants on
 // the embedded broker, as TestProcessRabbitMQ does.
 func TestProcessMQTT(t *testing.T) {
+	testenv.SkipShort(t, "Mosquitto or the example consumers")
 	if runtime.GOOS != "linux" {
 		t.Skip("process variants need Linux (/proc)")
 	}
@@ -316,6 +317,7 @@ func TestProcessMQTT(t *testing.T) {
 // in which no run leaves a directory (the server's JetStream store, the
 // run's stores).
 func TestProcessNATS(t *testing.T) {
+	testenv.SkipShort(t, "nats-server and the example consumers")
 	if runtime.GOOS != "linux" {
 		t.Skip("process variants need Linux (/proc)")
 	}

@@ -58,8 +58,9 @@ variants:
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if c.needsPG {
-				if code, out, _ := dqbench(context.Background(), "run", scenario, "--store", pg, "--messages", "20", "--variant", "none", "-q"); code == 3 && strings.Contains(out, "cannot reach") {
-					testenv.Unavailable(t, "no PostgreSQL at %s: %s", pg, out)
+				// -q says why on stderr, beside the verdict line
+				if code, out, errOut := dqbench(context.Background(), "run", scenario, "--store", pg, "--messages", "20", "--variant", "none", "-q"); code == 3 && strings.Contains(out+errOut, "cannot reach") {
+					testenv.Unavailable(t, "no PostgreSQL at %s: %s%s", pg, out, errOut)
 				}
 			}
 			code, stdout, stderr := dqbench(context.Background(), append([]string{"run", scenario}, c.args...)...)

@@ -17,8 +17,8 @@ import (
 func newListCmd(s Streams) *cobra.Command {
 	var wide bool
 	c := &cobra.Command{
-		Use:     "list",
-		Short:   "List the built-in scenarios (list faults: the fault types)",
+		Use:   "list",
+		Short: "List the built-in scenarios (list faults: the fault types)",
 		Long: `List prints each built-in scenario's name and description in two columns,
 one line each. Where that is wider than the terminal (or, piped, than 80
 columns), each name stands on its own line with its description wrapped

@@ -13,6 +13,8 @@ import (
 	"github.com/dqbench/dqbench/brokers/rabbitmq/cluster"
 	"github.com/dqbench/dqbench/internal/race"
 	"github.com/dqbench/dqbench/scenario"
+
+	"github.com/dqbench/dqbench/internal/testenv"
 )
 
 // TestManagedRabbitMQDurability runs the rabbitmq-durability built-in on
@@ -25,6 +27,7 @@ import (
 // in most runs: see the built-in's varies).
 // Skipped like TestManagedRabbitMQ.
 func TestManagedRabbitMQDurability(t *testing.T) {
+	testenv.SkipShort(t, "a managed RabbitMQ cluster")
 	needManagedNode(t)
 	t.Parallel() // its own node, on ports of its own: mostly waiting
 	s, err := scenario.Resolve("rabbitmq-durability")
@@ -86,6 +89,7 @@ func TestManagedRabbitMQDurability(t *testing.T) {
 // consumer's channel, not earlier than the timeout, and only none applies
 // it twice.
 func TestManagedRabbitMQConsumerTimeout(t *testing.T) {
+	testenv.SkipShort(t, "a managed RabbitMQ cluster")
 	needManagedNode(t)
 	t.Parallel() // its own node, on ports of its own: mostly waiting
 	s, err := scenario.Resolve("rabbitmq-consumer-timeout")

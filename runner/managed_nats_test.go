@@ -16,6 +16,8 @@ import (
 	"github.com/dqbench/dqbench/brokers/nats/cluster"
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/scenario"
+
+	"github.com/dqbench/dqbench/internal/testenv"
 )
 
 // TestManagedNATS starts one managed 3-node JetStream cluster (as
@@ -26,6 +28,7 @@ import (
 // runs. Skipped when nats-server is not installed, unless
 // DQBENCH_REQUIRE_BROKERS=1.
 func TestManagedNATS(t *testing.T) {
+	testenv.SkipShort(t, "a managed NATS cluster")
 	if !cluster.Installed() {
 		if os.Getenv("DQBENCH_REQUIRE_BROKERS") == "1" {
 			t.Fatal("DQBENCH_REQUIRE_BROKERS=1 but nats-server is not installed (mode: managed needs it)")

@@ -17,6 +17,8 @@ import (
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/internal/race"
 	"github.com/dqbench/dqbench/scenario"
+
+	"github.com/dqbench/dqbench/internal/testenv"
 )
 
 // TestManagedRabbitMQ starts one managed 3-node cluster (as "dqbench
@@ -29,6 +31,7 @@ import (
 // (CI's time budget: the cluster is other processes, and the adapter's own
 // code runs in the contract tests).
 func TestManagedRabbitMQ(t *testing.T) {
+	testenv.SkipShort(t, "a managed RabbitMQ cluster")
 	if !cluster.Installed() {
 		if os.Getenv("DQBENCH_REQUIRE_BROKERS") == "1" {
 			t.Fatal("DQBENCH_REQUIRE_BROKERS=1 but rabbitmq-server is not installed (mode: managed needs it)")

@@ -15,6 +15,8 @@ import (
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/history"
 	"github.com/dqbench/dqbench/scenario"
+
+	"github.com/dqbench/dqbench/internal/testenv"
 )
 
 // TestMQTTQoSLevels runs mqtt-qos-levels on the embedded broker twice with
@@ -231,6 +233,7 @@ func TestMQTTClientQoS2(t *testing.T) {
 // messages (lost, with a note naming the limit); with it raised, none.
 // Skipped without the mosquitto binary unless DQBENCH_REQUIRE_BROKERS=1.
 func TestMQTTBrokerQueueLimit(t *testing.T) {
+	testenv.SkipShort(t, "Mosquitto")
 	needMosquitto(t)
 	res := passedBuiltin(t, "mqtt-broker-queue-limit")
 	for _, v := range res.Run.Variants {
@@ -251,6 +254,7 @@ func TestMQTTBrokerQueueLimit(t *testing.T) {
 // restart with persistence keeps the queued messages, without it they are
 // lost.
 func TestMQTTBrokerRestart(t *testing.T) {
+	testenv.SkipShort(t, "Mosquitto")
 	needMosquitto(t)
 	passedBuiltin(t, "mqtt-broker-restart")
 }

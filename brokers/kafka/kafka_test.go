@@ -73,6 +73,7 @@ func TestExternal(t *testing.T) {
 // $DQBENCH_KAFKA_ADDRS, else a one-node managed cluster started from the
 // jars (dqbench brokers fetch kafka).
 func TestRealKafka(t *testing.T) {
+	testenv.SkipShort(t, "Apache Kafka")
 	addrs := strings.Split(os.Getenv(envAddrs), ",")
 	if addrs[0] == "" {
 		if _, err := cluster.FindInstall(); err != nil {

@@ -21,6 +21,8 @@ import (
 	"github.com/dqbench/dqbench/brokers/mqtt"
 	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/netfault"
+
+	"github.com/dqbench/dqbench/internal/testenv"
 )
 
 // toxiproxy v2.12.0 can leave a goroutine blocked per broken proxied
@@ -72,6 +74,7 @@ func TestEmbedded(t *testing.T) {
 // destination), skipped when mosquitto is not installed unless
 // DQBENCH_REQUIRE_BROKERS=1.
 func TestManaged(t *testing.T) {
+	testenv.SkipShort(t, "Mosquitto")
 	if _, err := exec.LookPath("mosquitto"); err != nil {
 		if _, serr := os.Stat("/usr/sbin/mosquitto"); serr != nil {
 			if os.Getenv("DQBENCH_REQUIRE_BROKERS") == "1" {

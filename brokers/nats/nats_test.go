@@ -16,6 +16,8 @@ import (
 	"github.com/dqbench/dqbench/brokers/nats"
 	"github.com/dqbench/dqbench/brokers/nats/cluster"
 	"github.com/dqbench/dqbench/catalog"
+
+	"github.com/dqbench/dqbench/internal/testenv"
 )
 
 // envURL names the NATS to run the contract against in mode external
@@ -218,6 +220,7 @@ func TestRefusedLogin(t *testing.T) {
 // second), stopped at the end. Skipped when nats-server is not installed,
 // unless DQBENCH_REQUIRE_BROKERS=1.
 func TestManaged(t *testing.T) {
+	testenv.SkipShort(t, "a managed NATS cluster")
 	if !cluster.Installed() {
 		if os.Getenv("DQBENCH_REQUIRE_BROKERS") == "1" {
 			t.Fatal("DQBENCH_REQUIRE_BROKERS=1 but nats-server is not installed (mode: managed needs it)")

@@ -27,3 +27,13 @@ func Unavailable(t testing.TB, format string, args ...any) {
 	}
 	t.Skip(msg)
 }
+
+// SkipShort skips t under go test -short, the fast tier that needs no
+// service and starts no broker program (RabbitMQ, Mosquitto, Apache
+// Kafka, nats-server, a cluster of them): what names the one t needs.
+func SkipShort(t testing.TB, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("-short: starts %s", what)
+	}
+}

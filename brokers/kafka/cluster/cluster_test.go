@@ -50,6 +50,7 @@ func TestNotInstalled(t *testing.T) {
 // TestOneNode starts a one-node cluster, writes and reads a record through
 // a group, and stops it: no process and no directory left.
 func TestOneNode(t *testing.T) {
+	testenv.SkipShort(t, "Apache Kafka")
 	needKafka(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
