@@ -5,21 +5,30 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dqbench/dqbench/report"
 	"github.com/dqbench/dqbench/scenario"
 )
 
 func newSchemaCmd(s Streams) *cobra.Command {
-	return &cobra.Command{
+	var output bool
+	c := &cobra.Command{
 		Use:   "schema",
-		Short: "Print the JSON Schema of the scenario format",
+		Short: "Print the JSON Schema of the scenario format (--output: of the JSON report)",
 		Long: `Schema prints a JSON Schema (draft 2020-12) of scenario files, so editors can
 validate and autocomplete them. With the YAML language server, start a
 scenario with:
-  # yaml-language-server: $schema=./dqbench.schema.json`,
-		Example: "  dqbench schema > dqbench.schema.json",
+  # yaml-language-server: $schema=./dqbench.schema.json
+
+With --output it prints the JSON Schema of the JSON report instead (-o json,
+--json FILE), whose schema_version says which shape a report has.`,
+		Example: "  dqbench schema > dqbench.schema.json\n  dqbench schema --output > dqbench-report.schema.json",
 		Args:    cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			b, err := scenario.Schema()
+			schema := scenario.Schema
+			if output {
+				schema = report.Schema
+			}
+			b, err := schema()
 			if err != nil {
 				return withCode(ExitIncomplete, err)
 			}
@@ -27,4 +36,6 @@ scenario with:
 			return err
 		},
 	}
+	c.Flags().BoolVar(&output, "output", false, "the JSON Schema of the JSON report (-o json), not of scenario files")
+	return c
 }

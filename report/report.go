@@ -69,7 +69,7 @@ func WriteNoRun(w io.Writer, format string, n NoRun) error {
 
 // noRunJSON writes {"passed": false, "valid": false, "error": ..., "runs": []}.
 func noRunJSON(w io.Writer, n NoRun) error {
-	return encodeJSON(w, jsonReport{Runs: []jsonRun{}, Error: n.Error})
+	return encodeJSON(w, jsonReport{SchemaVersion: SchemaVersion, Runs: []jsonRun{}, Error: n.Error})
 }
 
 // noRunMarkdown writes a heading with the verdict and the problems.
@@ -148,9 +148,16 @@ type jsonRun struct {
 	Variants []check.Variant `json:"variants"`
 }
 
+// SchemaVersion is the version of the JSON report's shape (-o json),
+// its schema_version: raised when a key is removed, renamed or changes
+// meaning; a new key does not raise it. "dqbench schema --output" prints
+// the JSON Schema of the shape.
+const SchemaVersion = 1
+
 // jsonReport is the whole JSON document.
 type jsonReport struct {
-	Passed bool `json:"passed"`
+	SchemaVersion int  `json:"schema_version" jsonschema:"description=the version of this document's shape (dqbench schema --output prints its JSON Schema)"`
+	Passed        bool `json:"passed"`
 	// Valid is false when a run is not (exit code 3), or no run was
 	// judged (Error: exit code 2, or 3).
 	Valid bool `json:"valid"`
@@ -162,7 +169,7 @@ type jsonReport struct {
 
 // JSON writes {"passed": bool, "valid": bool, "runs": [...]}.
 func JSON(w io.Writer, runs []check.Run) error {
-	out := jsonReport{Passed: Passed(runs), Valid: true, Runs: []jsonRun{}}
+	out := jsonReport{SchemaVersion: SchemaVersion, Passed: Passed(runs), Valid: true, Runs: []jsonRun{}}
 	for _, r := range runs {
 		vs := append([]check.Variant{}, r.Variants...) // render, never change the input
 		for i := range vs {

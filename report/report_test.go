@@ -240,7 +240,7 @@ func TestJSONNoRuns(t *testing.T) {
 		if err := report.JSON(&buf, in); err != nil {
 			t.Fatal(err)
 		}
-		if got, want := buf.String(), "{\n  \"passed\": true,\n  \"valid\": true,\n  \"runs\": []\n}\n"; got != want {
+		if got, want := buf.String(), "{\n  \"schema_version\": 1,\n  \"passed\": true,\n  \"valid\": true,\n  \"runs\": []\n}\n"; got != want {
 			t.Errorf("JSON(%#v) = %q, want %q", in, got, want)
 		}
 	}
