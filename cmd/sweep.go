@@ -27,6 +27,9 @@ type sweepOptions struct {
 	parallel int
 	shard    string
 	keepAll  bool
+	// expect are sweep expectations given as flags: "VARIANT: COUNT
+	// EXPECTATION", each in place of the scenario's on that count.
+	expect []string
 }
 
 func newSweepCmd(s Streams, runF runFunc) *cobra.Command {
@@ -42,6 +45,13 @@ histogram, how often each expectation held, every run that did not pass
 with the command that runs it again ("dqbench run SCENARIO --seed S"), and
 the counts that moved between repeats of one seed although the variant does
 not declare them in varies:.
+
+Expectations over the sweep's runs, not over one run: a variant's
+sweep_expect: in the scenario (e.g. duplicates: "> 0 in at least 95% of
+runs", lost: "== 0 in every run"), and --expect "VARIANT: COUNT
+EXPECTATION", in place of the scenario's on that count. One that does not
+hold in enough valid runs fails the sweep (exit 1); the report lists the
+runs it missed, each with its reproducer.
 
 Only these aggregates and the failing runs are kept in memory. --out DIR
 saves the failing runs as "dqbench run --out" does (--keep-all: every run),
@@ -59,13 +69,14 @@ Progress goes to stderr: a line redrawn on a terminal, else a line every
 ` + envHelp() + `
 
 Exit codes (as run's, over every run):
-  0  every run passed
-  1  an expectation failed in some run
+  0  every run passed, and every sweep expectation held
+  1  an expectation failed in some run, or a sweep expectation failed
   2  invalid scenario, flags or usage
   3  a run could not start, was cut short or does not count; interrupted
   4  internal error: a bug in dqbench (please report it)`,
 		Example: `  dqbench sweep quickstart --seeds 1..200 --parallel 2
   dqbench sweep mqtt-client-qos2 --seeds 1..100 --repeat 3
+  dqbench sweep quickstart --seeds 1..200 --expect 'none: duplicates > 0 in at least 95% of runs'
   dqbench sweep my-scenario.yaml --seeds 1..50 --messages 500 --out runs/
   dqbench sweep quickstart --seeds 1..200 -o junit > dqbench-sweep-junit.xml
   dqbench sweep quickstart --seeds 1..200 -o markdown >> "$GITHUB_STEP_SUMMARY"
@@ -90,6 +101,7 @@ Exit codes (as run's, over every run):
 	f.IntVar(&o.parallel, "parallel", 1, "runs at a time")
 	f.StringVar(&o.shard, "shard", "", "run only the I-th of N disjoint slices of the seeds, I/N (e.g. 2/3 on the second of three CI machines); \"dqbench merge\" adds up their -o json")
 	f.StringVar(&o.out, "out", "", "directory to save the failing runs in, each as DIR/<scenario>-seed-S (for \"dqbench check\")")
+	f.StringArrayVar(&o.expect, "expect", nil, "an expectation over the sweep's runs, VARIANT: COUNT EXPECTATION (e.g. \"none: duplicates > 0 in at least 95% of runs\", \"none: lost == 0 in every run\"); repeat the flag for more; in place of the scenario's sweep_expect on that count")
 	f.BoolVar(&o.keepAll, "keep-all", false, "with --out: save every run, not only the failing ones")
 	f.BoolVar(&o.force, "force", false, "with --out: overwrite saved runs of the same names")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: "+strings.Join(seedsweep.FormatNames(), ", "))
@@ -122,6 +134,11 @@ func runSweep(ctx context.Context, s Streams, o sweepOptions, arg string, flags 
 	if err != nil {
 		return err
 	}
+	for _, e := range o.expect {
+		if err := scs[0].AddSweepExpect(e); err != nil {
+			return withCode(ExitUsage, fmt.Errorf("--expect %v", err))
+		}
+	}
 	name := scs[0].Name
 	if err := seedsweep.CheckOut(o.out, name, o.force); err != nil {
 		return withCode(ExitUsage, err)
@@ -136,7 +153,15 @@ func runSweep(ctx context.Context, s Streams, o sweepOptions, arg string, flags 
 	progress := &seedsweep.Progress{}
 	cfg := seedsweep.Config{
 		Seeds: seeds, SeedSpec: o.seeds, Shard: shard, Repeat: o.repeat, Parallel: o.parallel,
-		Scenario:  func(seed int64) (*scenario.Scenario, error) { return o.resolve(ctx, arg) },
+		Scenario: func(seed int64) (*scenario.Scenario, error) {
+			sc, err := o.resolve(ctx, arg)
+			for _, e := range o.expect {
+				if err == nil {
+					err = sc.AddSweepExpect(e)
+				}
+			}
+			return sc, err
+		},
 		Run:       seedsweep.RunFunc(o.run),
 		Reproduce: reproducer(arg, o.runOptions, flags),
 		Out:       o.out, KeepAll: o.keepAll,
