@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/scenario"
 	seedsweep "github.com/dqbench/dqbench/sweep" // cmd has a func sweep: clean's
@@ -57,6 +58,10 @@ Only these aggregates and the failing runs are kept in memory. --out DIR
 saves the failing runs as "dqbench run --out" does (--keep-all: every run),
 each in DIR/<scenario>-seed-S, for "dqbench check".
 
+-o html, or --html FILE beside another -o, writes a self-contained page:
+per variant and count the numbers and a histogram of the runs by value,
+the bars of failing runs marked and linked to their reproducers.
+
 --shard I/N runs the I-th of N disjoint slices of the seeds (consecutive
 seeds, every repeat of a seed in its slice): run each on its own machine with
 -o json and "dqbench merge" the files into the report and exit code of the
@@ -78,6 +83,7 @@ Exit codes (as run's, over every run):
   dqbench sweep mqtt-client-qos2 --seeds 1..100 --repeat 3
   dqbench sweep quickstart --seeds 1..200 --expect 'none: duplicates > 0 in at least 95% of runs'
   dqbench sweep my-scenario.yaml --seeds 1..50 --messages 500 --out runs/
+  dqbench sweep quickstart --seeds 1..200 --html sweep.html
   dqbench sweep quickstart --seeds 1..200 -o junit > dqbench-sweep-junit.xml
   dqbench sweep quickstart --seeds 1..200 -o markdown >> "$GITHUB_STEP_SUMMARY"
   dqbench sweep quickstart --seeds 1..200 -o json > sweep.json
@@ -105,14 +111,52 @@ Exit codes (as run's, over every run):
 	f.BoolVar(&o.keepAll, "keep-all", false, "with --out: save every run, not only the failing ones")
 	f.BoolVar(&o.force, "force", false, "with --out: overwrite saved runs of the same names")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: "+strings.Join(seedsweep.FormatNames(), ", "))
+	f.StringVar(&o.html, "html", "", htmlFlagDoc)
 	addScenarioFlags(f, &o.runOptions)
 	_ = c.RegisterFlagCompletionFunc("variant", completeVariants)
 	return c
 }
 
+// htmlFlagDoc is the doc of sweep's and merge's --html.
+const htmlFlagDoc = "also write the sweep's self-contained HTML page (per variant and count a histogram of the runs, the failing runs marked and linked to their reproducers) to `FILE`"
+
+// checkSweepOutput rejects an unknown -o or an --html file whose
+// directory does not exist, before any run.
+func checkSweepOutput(output, htmlFile string) error {
+	if !slices.Contains(seedsweep.FormatNames(), output) {
+		return withCode(ExitUsage, fmt.Errorf("--output %q is not allowed (allowed: %s)", output, strings.Join(seedsweep.FormatNames(), ", ")))
+	}
+	if htmlFile != "" {
+		if fi, err := os.Stat(filepath.Dir(htmlFile)); err != nil || !fi.IsDir() {
+			return withCode(ExitUsage, fmt.Errorf("--html %s: directory %s does not exist", htmlFile, filepath.Dir(htmlFile)))
+		}
+	}
+	return nil
+}
+
+// writeSweep writes the summary to stdout in format output and, with
+// htmlFile, the HTML page there (passwords in URLs masked, as run's).
+func writeSweep(s Streams, output, htmlFile string, sum seedsweep.Summary) error {
+	if err := seedsweep.Write(s.Out, output, sum, seedsweep.Options{Width: s.Width}); err != nil {
+		return withCode(ExitIncomplete, err)
+	}
+	if htmlFile == "" {
+		return nil
+	}
+	var page strings.Builder
+	if err := seedsweep.HTML(&page, sum); err != nil {
+		return withCode(ExitIncomplete, fmt.Errorf("HTML page: %w", err))
+	}
+	if err := os.WriteFile(htmlFile, []byte(catalog.MaskURLs(page.String())), 0o644); err != nil {
+		return withCode(ExitIncomplete, fmt.Errorf("--html: %w", err))
+	}
+	fmt.Fprintf(s.Err, "wrote the HTML page to %s\n", htmlFile)
+	return nil
+}
+
 func runSweep(ctx context.Context, s Streams, o sweepOptions, arg string, flags *pflag.FlagSet) error {
-	if !slices.Contains(seedsweep.FormatNames(), o.output) {
-		return withCode(ExitUsage, fmt.Errorf("--output %q is not allowed (allowed: %s)", o.output, strings.Join(seedsweep.FormatNames(), ", ")))
+	if err := checkSweepOutput(o.output, o.html); err != nil {
+		return err
 	}
 	seeds, err := seedsweep.ParseSeeds(o.seeds)
 	if err != nil {
@@ -180,8 +224,8 @@ func runSweep(ctx context.Context, s Streams, o sweepOptions, arg string, flags 
 	if sum.SchemaVersion == 0 { // nothing ran
 		return withCode(exitCodeFor(runErr), runErr)
 	}
-	if err := seedsweep.Write(s.Out, o.output, sum, seedsweep.Options{Width: s.Width}); err != nil {
-		return withCode(ExitIncomplete, err)
+	if err := writeSweep(s, o.output, o.html, sum); err != nil {
+		return err
 	}
 	if runErr != nil {
 		return withCode(exitCodeFor(runErr), runErr)
@@ -234,7 +278,7 @@ func shellQuote(s string) string {
 }
 
 func newMergeCmd(s Streams) *cobra.Command {
-	var output string
+	var output, htmlFile string
 	c := &cobra.Command{
 		Use:   "merge FILE|DIR...",
 		Short: "Add up the JSON of a sweep's shards into the whole sweep's report",
@@ -247,11 +291,12 @@ shard's). A shard not given makes the report INCOMPLETE (exit 3) and is named.
 Exit codes: as sweep's.`,
 		Example: `  dqbench merge shard-1.json shard-2.json shard-3.json
   dqbench merge shards/ -o junit > dqbench-sweep-junit.xml
+  dqbench merge shards/ --html sweep.html
   dqbench merge shards/ -o markdown >> "$GITHUB_STEP_SUMMARY"`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			if !slices.Contains(seedsweep.FormatNames(), output) {
-				return withCode(ExitUsage, fmt.Errorf("--output %q is not allowed (allowed: %s)", output, strings.Join(seedsweep.FormatNames(), ", ")))
+			if err := checkSweepOutput(output, htmlFile); err != nil {
+				return err
 			}
 			files, err := summaryFiles(args)
 			if err != nil {
@@ -269,13 +314,14 @@ Exit codes: as sweep's.`,
 			if err != nil {
 				return withCode(ExitUsage, fmt.Errorf("%w (files, in order: %s)", err, strings.Join(files, ", ")))
 			}
-			if err := seedsweep.Write(s.Out, output, sum, seedsweep.Options{Width: s.Width}); err != nil {
-				return withCode(ExitIncomplete, err)
+			if err := writeSweep(s, output, htmlFile, sum); err != nil {
+				return err
 			}
 			return sweepVerdict(sum)
 		},
 	}
 	c.Flags().StringVarP(&output, "output", "o", "table", "output format: "+strings.Join(seedsweep.FormatNames(), ", "))
+	c.Flags().StringVar(&htmlFile, "html", "", htmlFlagDoc)
 	c.ValidArgsFunction = func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		return []cobra.Completion{"json"}, cobra.ShellCompDirectiveFilterFileExt
 	}

@@ -129,7 +129,8 @@ func TestSweepFlags(t *testing.T) {
 		{[]string{"sweep", cli, "--messages", "0"}, "--messages 0: must be at least 1"},
 		{[]string{"sweep", "no-such-scenario"}, "no-such-scenario"},
 		{[]string{"sweep", cli, cli}, "accepts 1 arg"},
-		{[]string{"sweep", cli, "-o", "html"}, `--output "html" is not allowed (allowed: table, json, markdown, junit)`},
+		{[]string{"sweep", cli, "-o", "pdf"}, `--output "pdf" is not allowed (allowed: table, json, markdown, junit, html)`},
+		{[]string{"sweep", cli, "--html", "/no/such/dir/sweep.html"}, `--html /no/such/dir/sweep.html: directory /no/such/dir does not exist`},
 		{[]string{"sweep", cli, "--expect", "nne: lost 0"}, `--expect "nne: lost 0": scenario cli has no variant "nne"`},
 		{[]string{"sweep", cli, "--expect", "none: lots 0"}, `no count named "lots" (did you mean "lost"?)`},
 		{[]string{"sweep", cli, "--expect", "lost 0"}, `write VARIANT: COUNT EXPECTATION`},
@@ -265,7 +266,12 @@ func TestSweepExpectations(t *testing.T) {
 	if strings.Contains(r.out, "runs that did not pass") {
 		t.Errorf("every run passed, but the report lists failing runs:\n%s", r.out)
 	}
-	junitOut := sweepCLI(t, append(args, "-o", "junit")...)
+	page := filepath.Join(t.TempDir(), "sweep.html")
+	junitOut := sweepCLI(t, append(args, "-o", "junit", "--html", page)...)
+	if b, err := os.ReadFile(page); err != nil || !strings.Contains(string(b), `<figure class="hist" data-count="duplicates">`) ||
+		!strings.Contains(string(b), `<li class="run" id="run-2" data-seed="2" data-repeat="1">`) {
+		t.Errorf("--html: %v\n%s", err, b)
+	}
 	if junitOut.code != ExitFail || !strings.Contains(junitOut.out, `<testcase name="none: sweep: duplicates &lt;= 3 in at least 60% of runs"`) ||
 		!strings.Contains(junitOut.out, `<failure message="held in 3 of 6 runs (50%)" type="sweep expectation">`) {
 		t.Errorf("-o junit: exit %d\n%s", junitOut.code, junitOut.out)

@@ -335,6 +335,7 @@ var Formats = []Format{
 	{Name: "json", Doc: "for scripts and dqbench merge (schema_version " + fmt.Sprint(SchemaVersion) + ")", Write: func(w io.Writer, s Summary, _ Options) error { return JSON(w, s) }},
 	{Name: "markdown", Doc: "for CI summaries", Write: func(w io.Writer, s Summary, _ Options) error { return Markdown(w, s) }},
 	{Name: "junit", Doc: "JUnit XML: a testcase per variant and expectation", Write: func(w io.Writer, s Summary, _ Options) error { return JUnit(w, s) }},
+	{Name: "html", Doc: "a self-contained page: per variant and count the distribution's histogram, the failing runs linked", Write: func(w io.Writer, s Summary, _ Options) error { return HTML(w, s) }},
 }
 
 // FormatNames lists the -o values, the default first.
