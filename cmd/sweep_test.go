@@ -306,6 +306,9 @@ func TestSweepExpectations(t *testing.T) {
 	if got, want := withoutTiming(t, merged.out), withoutTiming(t, whole.out); got != want {
 		t.Errorf("merged shards differ from the unsharded sweep:\n--- merged\n%s\n--- unsharded\n%s", got, want)
 	}
+	if page := sweepCLI(t, "merge", "-o", "html", dir); page.code != ExitFail || !strings.Contains(page.out, `<a href="#run-2"><rect class="hbar bad"`) {
+		t.Errorf("merge -o html: exit %d, want %d and seed 2's bar marked and linked\n%s", page.code, ExitFail, page.out)
+	}
 	var sum seedsweep.Summary
 	if err := json.Unmarshal([]byte(merged.out), &sum); err != nil {
 		t.Fatal(err)
