@@ -142,3 +142,139 @@ func TestHTMLReportInBrowser(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepHTMLInBrowser runs a sweep of the quickstart for real (embedded
+// Kafka, seeds 1..6, 100 intents) with a sweep expectation that seeds 2, 4
+// and 5 miss, writes its --html page, and loads it in headless Chromium as
+// a phone (390 px wide) and a laptop (1280 px) would show it: no script
+// error, nothing fetched, nothing wider than the window, a histogram per
+// count of every variant, the failing bars linked to the runs listed with
+// their reproducers.
+func TestSweepHTMLInBrowser(t *testing.T) {
+	exe := browser()
+	if exe == "" {
+		t.Skip("no Chromium or Chrome found (install Debian's chromium: apt-get install -y chromium); skipping the browser test")
+	}
+	if testing.Short() {
+		t.Skip("-short: skipping the real sweep and the browser")
+	}
+	page := filepath.Join(t.TempDir(), "sweep.html")
+	var out, errOut bytes.Buffer
+	code := cmd.Execute(t.Context(), []string{"sweep", "quickstart", "--seeds", "1..6", "--messages", "100", "--parallel", "2",
+		"--expect", "none: duplicates <= 3 in at least 60% of runs", "--html", page},
+		cmd.Streams{In: strings.NewReader(""), Out: &out, Err: &errOut})
+	if code != cmd.ExitFail {
+		t.Fatalf("dqbench sweep quickstart --html: exit %d, want %d\n%s%s", code, cmd.ExitFail, out.String(), errOut.String())
+	}
+
+	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]),
+		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(390, 844))
+	actx, cancel := chromedp.NewExecAllocator(t.Context(), opts...)
+	defer cancel()
+	var mu sync.Mutex
+	var problems []string
+	listen := func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch e := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			problems = append(problems, "script exception: "+e.ExceptionDetails.Text)
+		case *log.EventEntryAdded:
+			if e.Entry.Level == log.EntryLevelError {
+				problems = append(problems, "browser error: "+e.Entry.Text)
+			}
+		case *network.EventRequestWillBeSent:
+			if !strings.HasPrefix(e.Request.URL, "file://") && !strings.HasPrefix(e.Request.URL, "data:") {
+				problems = append(problems, "fetched "+e.Request.URL)
+			}
+		}
+	}
+	ctx, cancel := chromedp.NewContext(actx, chromedp.WithListener(listen))
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := chromedp.Call(ctx, network.Enable, network.EnableParams{})
+	must(err)
+	_, err = chromedp.Call(ctx, log.Enable, cdp.Empty{})
+	must(err)
+	_, err = chromedp.Call(ctx, runtime.Enable, cdp.Empty{})
+	must(err)
+	eval := func(js string) any {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[any](js))
+		must(err)
+		return v
+	}
+
+	for _, width := range []int64{390, 1280} {
+		must(chromedp.Do(ctx, chromedp.EmulateViewport(width, 844), chromedp.Navigate("file://"+page), chromedp.WaitVisible(chromedp.CSS("svg.hist"))))
+		// Nothing scrolls sideways: not the page, not a command.
+		overflow, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth - document.documentElement.clientWidth`))
+		must(err)
+		if overflow > 0 {
+			t.Errorf("at %d px the page is %d px wider than the window", width, overflow)
+		}
+		wide, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("body *")]
+			.filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth + 0.5 || e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflowX != "visible")
+			.map(e => e.tagName + "." + (e.getAttribute("class") || "") + " " + (e.textContent || "").slice(0, 40))`))
+		must(err)
+		if len(wide) > 0 {
+			t.Errorf("at %d px these stick out of the window or scroll sideways: %q", width, wide)
+		}
+		// Every histogram is drawn, within the window.
+		hists, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`[...document.querySelectorAll("svg.hist")].map(e => e.getBoundingClientRect().width)`))
+		must(err)
+		for i, w := range hists {
+			if w < 150 || w > float64(width) {
+				t.Errorf("at %d px histogram %d is %.0f px wide", width, i, w)
+			}
+		}
+		if len(hists) < 9 {
+			t.Errorf("at %d px: %d histograms, want one per count shown of each of 3 variants", width, len(hists))
+		}
+	}
+
+	variants, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("section.variant")].map(e => e.dataset.variant)`))
+	must(err)
+	if want := []string{"none", "dedup-table", "dedup-table-split"}; !slices.Equal(variants, want) {
+		t.Errorf("sections of %v, want %v", variants, want)
+	}
+	// The runs listed are the three the sweep expectation missed, each
+	// with its reproducer.
+	runs, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("li.run")].map(e => e.id + " " + e.querySelector("pre.cmd").textContent)`))
+	must(err)
+	var want []string
+	for _, seed := range []string{"2", "4", "5"} {
+		want = append(want, "run-"+seed+" dqbench run quickstart --seed "+seed+" --messages 100")
+	}
+	if !slices.Equal(runs, want) {
+		t.Errorf("runs listed %q, want %q", runs, want)
+	}
+	// Every link lands on an element; a red bar takes you to its run.
+	if dangling := eval(`[...document.querySelectorAll('a[href^="#"]')].map(a => a.getAttribute("href")).filter(h => !document.getElementById(h.slice(1)))`); len(dangling.([]any)) > 0 {
+		t.Errorf("links to nothing: %v", dangling)
+	}
+	bad, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('section[data-variant="none"] figure[data-count="duplicates"] a rect.hbar.bad').length`))
+	must(err)
+	if bad != 2 { // seeds 2 and 5 duplicated 4 intents, seed 4 five
+		t.Errorf("none's duplicates: %d red bars, want 2 (at 4 and 5)", bad)
+	}
+	must(chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`section[data-variant="none"] figure[data-count="duplicates"] a`))))
+	hash, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.hash`))
+	must(err)
+	if hash != "#run-2" {
+		t.Errorf("the first red bar of none's duplicates goes to %q, want #run-2", hash)
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	for _, p := range problems {
+		t.Error(p)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/scenario"
 	seedsweep "github.com/dqbench/dqbench/sweep" // cmd has a func sweep: clean's
@@ -27,6 +28,9 @@ type sweepOptions struct {
 	parallel int
 	shard    string
 	keepAll  bool
+	// expect are sweep expectations given as flags: "VARIANT: COUNT
+	// EXPECTATION", each in place of the scenario's on that count.
+	expect []string
 }
 
 func newSweepCmd(s Streams, runF runFunc) *cobra.Command {
@@ -43,9 +47,20 @@ with the command that runs it again ("dqbench run SCENARIO --seed S"), and
 the counts that moved between repeats of one seed although the variant does
 not declare them in varies:.
 
+Expectations over the sweep's runs, not over one run: a variant's
+sweep_expect: in the scenario (e.g. duplicates: "> 0 in at least 95% of
+runs", lost: "== 0 in every run"), and --expect "VARIANT: COUNT
+EXPECTATION", in place of the scenario's on that count. One that does not
+hold in enough valid runs fails the sweep (exit 1); the report lists the
+runs it missed, each with its reproducer.
+
 Only these aggregates and the failing runs are kept in memory. --out DIR
 saves the failing runs as "dqbench run --out" does (--keep-all: every run),
 each in DIR/<scenario>-seed-S, for "dqbench check".
+
+-o html, or --html FILE beside another -o, writes a self-contained page:
+per variant and count the numbers and a histogram of the runs by value,
+the bars of failing runs marked and linked to their reproducers.
 
 --shard I/N runs the I-th of N disjoint slices of the seeds (consecutive
 seeds, every repeat of a seed in its slice): run each on its own machine with
@@ -59,14 +74,16 @@ Progress goes to stderr: a line redrawn on a terminal, else a line every
 ` + envHelp() + `
 
 Exit codes (as run's, over every run):
-  0  every run passed
-  1  an expectation failed in some run
+  0  every run passed, and every sweep expectation held
+  1  an expectation failed in some run, or a sweep expectation failed
   2  invalid scenario, flags or usage
   3  a run could not start, was cut short or does not count; interrupted
   4  internal error: a bug in dqbench (please report it)`,
 		Example: `  dqbench sweep quickstart --seeds 1..200 --parallel 2
   dqbench sweep mqtt-client-qos2 --seeds 1..100 --repeat 3
+  dqbench sweep quickstart --seeds 1..200 --expect 'none: duplicates > 0 in at least 95% of runs'
   dqbench sweep my-scenario.yaml --seeds 1..50 --messages 500 --out runs/
+  dqbench sweep quickstart --seeds 1..200 --html sweep.html
   dqbench sweep quickstart --seeds 1..200 -o junit > dqbench-sweep-junit.xml
   dqbench sweep quickstart --seeds 1..200 -o markdown >> "$GITHUB_STEP_SUMMARY"
   dqbench sweep quickstart --seeds 1..200 -o json > sweep.json
@@ -90,17 +107,56 @@ Exit codes (as run's, over every run):
 	f.IntVar(&o.parallel, "parallel", 1, "runs at a time")
 	f.StringVar(&o.shard, "shard", "", "run only the I-th of N disjoint slices of the seeds, I/N (e.g. 2/3 on the second of three CI machines); \"dqbench merge\" adds up their -o json")
 	f.StringVar(&o.out, "out", "", "directory to save the failing runs in, each as DIR/<scenario>-seed-S (for \"dqbench check\")")
+	f.StringArrayVar(&o.expect, "expect", nil, "an expectation over the sweep's runs, VARIANT: COUNT EXPECTATION (e.g. \"none: duplicates > 0 in at least 95% of runs\", \"none: lost == 0 in every run\"); repeat the flag for more; in place of the scenario's sweep_expect on that count")
 	f.BoolVar(&o.keepAll, "keep-all", false, "with --out: save every run, not only the failing ones")
 	f.BoolVar(&o.force, "force", false, "with --out: overwrite saved runs of the same names")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: "+strings.Join(seedsweep.FormatNames(), ", "))
+	f.StringVar(&o.html, "html", "", htmlFlagDoc)
 	addScenarioFlags(f, &o.runOptions)
 	_ = c.RegisterFlagCompletionFunc("variant", completeVariants)
 	return c
 }
 
+// htmlFlagDoc is the doc of sweep's and merge's --html.
+const htmlFlagDoc = "also write the sweep's self-contained HTML page (per variant and count a histogram of the runs, the failing runs marked and linked to their reproducers) to `FILE`"
+
+// checkSweepOutput rejects an unknown -o or an --html file whose
+// directory does not exist, before any run.
+func checkSweepOutput(output, htmlFile string) error {
+	if !slices.Contains(seedsweep.FormatNames(), output) {
+		return withCode(ExitUsage, fmt.Errorf("--output %q is not allowed (allowed: %s)", output, strings.Join(seedsweep.FormatNames(), ", ")))
+	}
+	if htmlFile != "" {
+		if fi, err := os.Stat(filepath.Dir(htmlFile)); err != nil || !fi.IsDir() {
+			return withCode(ExitUsage, fmt.Errorf("--html %s: directory %s does not exist", htmlFile, filepath.Dir(htmlFile)))
+		}
+	}
+	return nil
+}
+
+// writeSweep writes the summary to stdout in format output and, with
+// htmlFile, the HTML page there (passwords in URLs masked, as run's).
+func writeSweep(s Streams, output, htmlFile string, sum seedsweep.Summary) error {
+	if err := seedsweep.Write(s.Out, output, sum, seedsweep.Options{Width: s.Width}); err != nil {
+		return withCode(ExitIncomplete, err)
+	}
+	if htmlFile == "" {
+		return nil
+	}
+	var page strings.Builder
+	if err := seedsweep.HTML(&page, sum); err != nil {
+		return withCode(ExitIncomplete, fmt.Errorf("HTML page: %w", err))
+	}
+	if err := os.WriteFile(htmlFile, []byte(catalog.MaskURLs(page.String())), 0o644); err != nil {
+		return withCode(ExitIncomplete, fmt.Errorf("--html: %w", err))
+	}
+	fmt.Fprintf(s.Err, "wrote the HTML page to %s\n", htmlFile)
+	return nil
+}
+
 func runSweep(ctx context.Context, s Streams, o sweepOptions, arg string, flags *pflag.FlagSet) error {
-	if !slices.Contains(seedsweep.FormatNames(), o.output) {
-		return withCode(ExitUsage, fmt.Errorf("--output %q is not allowed (allowed: %s)", o.output, strings.Join(seedsweep.FormatNames(), ", ")))
+	if err := checkSweepOutput(o.output, o.html); err != nil {
+		return err
 	}
 	seeds, err := seedsweep.ParseSeeds(o.seeds)
 	if err != nil {
@@ -122,6 +178,11 @@ func runSweep(ctx context.Context, s Streams, o sweepOptions, arg string, flags 
 	if err != nil {
 		return err
 	}
+	for _, e := range o.expect {
+		if err := scs[0].AddSweepExpect(e); err != nil {
+			return withCode(ExitUsage, fmt.Errorf("--expect %v", err))
+		}
+	}
 	name := scs[0].Name
 	if err := seedsweep.CheckOut(o.out, name, o.force); err != nil {
 		return withCode(ExitUsage, err)
@@ -136,7 +197,15 @@ func runSweep(ctx context.Context, s Streams, o sweepOptions, arg string, flags 
 	progress := &seedsweep.Progress{}
 	cfg := seedsweep.Config{
 		Seeds: seeds, SeedSpec: o.seeds, Shard: shard, Repeat: o.repeat, Parallel: o.parallel,
-		Scenario:  func(seed int64) (*scenario.Scenario, error) { return o.resolve(ctx, arg) },
+		Scenario: func(seed int64) (*scenario.Scenario, error) {
+			sc, err := o.resolve(ctx, arg)
+			for _, e := range o.expect {
+				if err == nil {
+					err = sc.AddSweepExpect(e)
+				}
+			}
+			return sc, err
+		},
 		Run:       seedsweep.RunFunc(o.run),
 		Reproduce: reproducer(arg, o.runOptions, flags),
 		Out:       o.out, KeepAll: o.keepAll,
@@ -155,8 +224,8 @@ func runSweep(ctx context.Context, s Streams, o sweepOptions, arg string, flags 
 	if sum.SchemaVersion == 0 { // nothing ran
 		return withCode(exitCodeFor(runErr), runErr)
 	}
-	if err := seedsweep.Write(s.Out, o.output, sum, seedsweep.Options{Width: s.Width}); err != nil {
-		return withCode(ExitIncomplete, err)
+	if err := writeSweep(s, o.output, o.html, sum); err != nil {
+		return err
 	}
 	if runErr != nil {
 		return withCode(exitCodeFor(runErr), runErr)
@@ -209,7 +278,7 @@ func shellQuote(s string) string {
 }
 
 func newMergeCmd(s Streams) *cobra.Command {
-	var output string
+	var output, htmlFile string
 	c := &cobra.Command{
 		Use:   "merge FILE|DIR...",
 		Short: "Add up the JSON of a sweep's shards into the whole sweep's report",
@@ -222,11 +291,12 @@ shard's). A shard not given makes the report INCOMPLETE (exit 3) and is named.
 Exit codes: as sweep's.`,
 		Example: `  dqbench merge shard-1.json shard-2.json shard-3.json
   dqbench merge shards/ -o junit > dqbench-sweep-junit.xml
+  dqbench merge shards/ --html sweep.html
   dqbench merge shards/ -o markdown >> "$GITHUB_STEP_SUMMARY"`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			if !slices.Contains(seedsweep.FormatNames(), output) {
-				return withCode(ExitUsage, fmt.Errorf("--output %q is not allowed (allowed: %s)", output, strings.Join(seedsweep.FormatNames(), ", ")))
+			if err := checkSweepOutput(output, htmlFile); err != nil {
+				return err
 			}
 			files, err := summaryFiles(args)
 			if err != nil {
@@ -244,13 +314,14 @@ Exit codes: as sweep's.`,
 			if err != nil {
 				return withCode(ExitUsage, fmt.Errorf("%w (files, in order: %s)", err, strings.Join(files, ", ")))
 			}
-			if err := seedsweep.Write(s.Out, output, sum, seedsweep.Options{Width: s.Width}); err != nil {
-				return withCode(ExitIncomplete, err)
+			if err := writeSweep(s, output, htmlFile, sum); err != nil {
+				return err
 			}
 			return sweepVerdict(sum)
 		},
 	}
 	c.Flags().StringVarP(&output, "output", "o", "table", "output format: "+strings.Join(seedsweep.FormatNames(), ", "))
+	c.Flags().StringVar(&htmlFile, "html", "", htmlFlagDoc)
 	c.ValidArgsFunction = func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		return []cobra.Completion{"json"}, cobra.ShellCompDirectiveFilterFileExt
 	}

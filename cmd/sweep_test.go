@@ -129,7 +129,12 @@ func TestSweepFlags(t *testing.T) {
 		{[]string{"sweep", cli, "--messages", "0"}, "--messages 0: must be at least 1"},
 		{[]string{"sweep", "no-such-scenario"}, "no-such-scenario"},
 		{[]string{"sweep", cli, cli}, "accepts 1 arg"},
-		{[]string{"sweep", cli, "-o", "html"}, `--output "html" is not allowed (allowed: table, json, markdown, junit)`},
+		{[]string{"sweep", cli, "-o", "pdf"}, `--output "pdf" is not allowed (allowed: table, json, markdown, junit, html)`},
+		{[]string{"sweep", cli, "--html", "/no/such/dir/sweep.html"}, `--html /no/such/dir/sweep.html: directory /no/such/dir does not exist`},
+		{[]string{"sweep", cli, "--expect", "nne: lost 0"}, `--expect "nne: lost 0": scenario cli has no variant "nne"`},
+		{[]string{"sweep", cli, "--expect", "none: lots 0"}, `no count named "lots" (did you mean "lost"?)`},
+		{[]string{"sweep", cli, "--expect", "lost 0"}, `write VARIANT: COUNT EXPECTATION`},
+		{[]string{"sweep", cli, "--expect", "none: lost > 0 in most runs"}, `bad sweep expectation "> 0 in most runs"`},
 	} {
 		r := run(t, nil, tc.args...)
 		if r.code != ExitUsage || len(r.fake.calls) != 0 || !strings.Contains(r.err, tc.err) {
@@ -219,6 +224,98 @@ func TestSweepShardsMerge(t *testing.T) {
 	}
 	if r := sweepCLI(t, "merge", notSweep); r.code != ExitUsage || !strings.Contains(r.err, "not the -o json of a sweep") {
 		t.Errorf("a run's JSON: exit %d\n%s", r.code, r.err)
+	}
+}
+
+// TestSweepExpectations: a sweep expectation over the quickstart that
+// every run passes fails the sweep (exit 1) in every format, lists the
+// runs it missed with their reproducers, and is judged over the merged
+// runs by merge; --expect adds one, or replaces the scenario's.
+func TestSweepExpectations(t *testing.T) {
+	data, ok := scenarios.Read("quickstart")
+	if !ok {
+		t.Fatal("no built-in quickstart")
+	}
+	// none duplicates 3, 4, 3, 5, 4, 3 intents in seeds 1..6 at 100
+	// messages: <= 3 holds in 3 of 6 runs.
+	y := strings.Replace(string(data), "      duplicates: \">0\"\n      lost: 0\n",
+		"      duplicates: \">0\"\n      lost: 0\n    sweep_expect:\n      duplicates: \"<= 3 in at least 60% of runs\"\n      lost: 0\n", 1)
+	if !strings.Contains(y, "sweep_expect") {
+		t.Fatal("the quickstart's none no longer expects duplicates > 0 and lost 0: update this test")
+	}
+	sixty := filepath.Join(t.TempDir(), "sixty.yaml")
+	if err := os.WriteFile(sixty, []byte(y), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"sweep", sixty, "--seeds", "1..6", "--messages", "100", "--parallel", "2"}
+	r := sweepCLI(t, args...)
+	if r.code != ExitFail {
+		t.Fatalf("exit %d, want %d\n%s\n%s", r.code, ExitFail, r.out, r.err)
+	}
+	for _, want := range []string{
+		"FAIL sweep: duplicates <= 3 in at least 60% of runs: held in 3 of 6 runs\n      (50%): not in seeds 2, 4, 5",
+		"PASS sweep: lost == 0 in every run: held in 6 of 6 runs",
+		"sweep expectations that failed: 1\n  none: duplicates <= 3 in at least 60% of runs: held in 3 of 6 runs (50%)\n" +
+			"    seed 2: duplicates 4\n      dqbench run " + sixty + " --seed 2 --messages 100\n",
+		"\nFAIL  6/6 runs · 6 PASS · 1 sweep expectation failed · ",
+	} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("the report lacks %q:\n%s", want, r.out)
+		}
+	}
+	if strings.Contains(r.out, "runs that did not pass") {
+		t.Errorf("every run passed, but the report lists failing runs:\n%s", r.out)
+	}
+	page := filepath.Join(t.TempDir(), "sweep.html")
+	junitOut := sweepCLI(t, append(args, "-o", "junit", "--html", page)...)
+	if b, err := os.ReadFile(page); err != nil || !strings.Contains(string(b), `<figure class="hist" data-count="duplicates">`) ||
+		!strings.Contains(string(b), `<li class="run" id="run-2" data-seed="2" data-repeat="1">`) {
+		t.Errorf("--html: %v\n%s", err, b)
+	}
+	if junitOut.code != ExitFail || !strings.Contains(junitOut.out, `<testcase name="none: sweep: duplicates &lt;= 3 in at least 60% of runs"`) ||
+		!strings.Contains(junitOut.out, `<failure message="held in 3 of 6 runs (50%)" type="sweep expectation">`) {
+		t.Errorf("-o junit: exit %d\n%s", junitOut.code, junitOut.out)
+	}
+
+	// --expect replaces the scenario's on duplicates, and adds one.
+	r = sweepCLI(t, append(args, "--expect", "none: duplicates <= 3 in at least 50% of runs", "--expect", "dedup-table: duplicates 0 in every run")...)
+	if r.code != ExitPass || !strings.Contains(r.out, "PASS sweep: duplicates <= 3 in at least 50% of runs: held in 3 of 6 runs") ||
+		!strings.Contains(r.out, "PASS sweep: duplicates == 0 in every run: held in 6 of 6 runs") || strings.Contains(r.out, "60%") {
+		t.Errorf("--expect: exit %d, want 0 with both sweep expectations held\n%s\n%s", r.code, r.out, r.err)
+	}
+
+	// Shards: each holds 1 of its 2 runs (50%) and fails; so does the merge.
+	dir := t.TempDir()
+	whole := sweepCLI(t, append(args, "-o", "json")...)
+	var files []string
+	for _, shard := range []string{"1/3", "2/3", "3/3"} {
+		r := sweepCLI(t, append(args, "-o", "json", "--shard", shard)...)
+		if r.code != ExitFail {
+			t.Fatalf("shard %s: exit %d, want %d\n%s", shard, r.code, ExitFail, r.err)
+		}
+		f := filepath.Join(dir, "shard-"+shard[:1]+".json")
+		if err := os.WriteFile(f, []byte(r.out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	merged := sweepCLI(t, "merge", "-o", "json", dir)
+	if merged.code != ExitFail || whole.code != ExitFail {
+		t.Errorf("merge: exit %d, the unsharded sweep %d; want %d", merged.code, whole.code, ExitFail)
+	}
+	if got, want := withoutTiming(t, merged.out), withoutTiming(t, whole.out); got != want {
+		t.Errorf("merged shards differ from the unsharded sweep:\n--- merged\n%s\n--- unsharded\n%s", got, want)
+	}
+	if page := sweepCLI(t, "merge", "-o", "html", dir); page.code != ExitFail || !strings.Contains(page.out, `<a href="#run-2"><rect class="hbar bad"`) {
+		t.Errorf("merge -o html: exit %d, want %d and seed 2's bar marked and linked\n%s", page.code, ExitFail, page.out)
+	}
+	var sum seedsweep.Summary
+	if err := json.Unmarshal([]byte(merged.out), &sum); err != nil {
+		t.Fatal(err)
+	}
+	e := sum.Variants[0].SweepExpectations[0]
+	if e.Passed || e.Held != 3 || e.Runs != 6 || len(e.Missed) != 3 || e.Missed[2].Seed != 5 || e.Missed[2].Got != 4 {
+		t.Errorf("merged: %+v, want failed, held in 3 of 6, missed seeds 2, 4, 5 (seed 5: 4 duplicates)", e)
 	}
 }
 

@@ -40,6 +40,7 @@ var fixtures = []fixture{
 	{file: "valid/nats-managed-failover.yaml"},
 	{file: "valid/process.yaml"},
 	{file: "valid/process-nats.yaml"},
+	{file: "valid/sweep-expect.yaml"},
 
 	{"invalid/unquoted-comparison.yaml", []string{
 		`8:13: YAML syntax error: invalid header option: "0"; a value that starts with > or | must be quoted: write a comparison as lost: ">0"`,
@@ -51,7 +52,7 @@ var fixtures = []fixture{
 		`5:1: unknown key "varients" at the top level (allowed: version, name, description, seed, messages, deadline, drain, broker, producer, consumer, store, redis, faults, variants, stage); did you mean "variants"?`,
 	}},
 	{"invalid/unknown-nested-key.yaml", []string{
-		`7:5: unknown key "stratgies" in variants[0] (allowed: name, strategy, producer, consumer, store, id, effect, expect, varies, stage, process, audit, kafka, mqtt, rabbitmq, nats); did you mean "strategy"?`,
+		`7:5: unknown key "stratgies" in variants[0] (allowed: name, strategy, producer, consumer, store, id, effect, expect, sweep_expect, varies, stage, process, audit, kafka, mqtt, rabbitmq, nats); did you mean "strategy"?`,
 	}},
 	{"invalid/unknown-strategy.yaml", []string{
 		`7:15: variants[0].strategy: "dedup-tabel" is not allowed (allowed: ` + strings.Join(catalog.StrategyNames(), ", ") + `); did you mean "dedup-table"?`,
@@ -132,6 +133,13 @@ var fixtures = []fixture{
 	}},
 	{"invalid/bad-expectation.yaml", []string{
 		`9:13: variants[0].expect.lost: bad expectation "about 3": write a count like 0, or a comparison like ">0"`,
+	}},
+	{"invalid/bad-sweep-expectation.yaml", []string{
+		`9:19: variants[0].sweep_expect.duplicates: bad sweep expectation "> 0 in most runs": write a comparison and the runs it must hold in`,
+		`10:13: variants[0].sweep_expect.lost: bad sweep expectation "== 0 in at least 0% of runs": the share of runs must be above 0% and at most 100%`,
+		`11:16: variants[0].sweep_expect.effects: bad sweep expectation ">0 in at least 101%": the share of runs must be above 0% and at most 100%`,
+		`12:7: unknown key "dupes" in variants[0].sweep_expect (allowed: attempted,`,
+		`13:20: variants[0].sweep_expect.redelivered: must be a comparison and the runs it must hold in`,
 	}},
 	{"invalid/bad-duration.yaml", []string{
 		`3:11: deadline: bad duration "1 minute": write a duration such as "30s", "2m" or "1m30s"`,
@@ -989,6 +997,82 @@ func TestExpectation(t *testing.T) {
 				t.Errorf("%v.Holds(%d) = true", got, n)
 			}
 		}
+	}
+}
+
+func TestSweepExpectation(t *testing.T) {
+	tests := []struct {
+		in    string
+		str   string // "" when in is bad
+		milli int
+		// holdsOver and failsOver are [held, runs] pairs.
+		holdsOver, failsOver [][2]int
+	}{
+		{in: "0", str: "== 0 in every run", milli: EveryRun, holdsOver: [][2]int{{200, 200}}, failsOver: [][2]int{{199, 200}, {0, 0}}},
+		{in: "== 0 in every run", str: "== 0 in every run", milli: EveryRun},
+		{in: "==0 in all runs", str: "== 0 in every run", milli: EveryRun},
+		{in: "> 0 in at least 95% of runs", str: "> 0 in at least 95% of runs", milli: 95000,
+			holdsOver: [][2]int{{190, 200}, {19, 20}, {200, 200}}, failsOver: [][2]int{{189, 200}, {18, 20}, {0, 0}}},
+		{in: ">0 in at least 95%", str: "> 0 in at least 95% of runs", milli: 95000},
+		{in: " <= 3  in at least 99.5 % of the runs ", str: "<= 3 in at least 99.5% of runs", milli: 99500,
+			holdsOver: [][2]int{{995, 1000}, {199, 200}}, failsOver: [][2]int{{994, 1000}, {198, 200}}},
+		{in: ">0 in at least 0.001%", str: "> 0 in at least 0.001% of runs", milli: 1, holdsOver: [][2]int{{1, 100000}}, failsOver: [][2]int{{0, 1}}},
+		{in: ">0 in at least 100%", str: "> 0 in every run", milli: EveryRun},
+		{in: ""}, {in: "in every run"}, {in: "> 0 in most runs"}, {in: "> 0 in 95%"}, {in: "> 0 in at least 0%"},
+		{in: "> 0 in at least 100.5%"}, {in: "> 0 in at least 95.0001%"}, {in: "> 0 in at least -5%"}, {in: "> 0in every run"},
+	}
+	for _, tc := range tests {
+		got, err := ParseSweepExpectation(tc.in)
+		if tc.str == "" {
+			if err == nil {
+				t.Errorf("ParseSweepExpectation(%q) = %v, want an error", tc.in, got)
+			}
+			continue
+		}
+		if err != nil || got.String() != tc.str || got.Milli != tc.milli {
+			t.Errorf("ParseSweepExpectation(%q) = %q (milli %d), %v; want %q (milli %d)", tc.in, got.String(), got.Milli, err, tc.str, tc.milli)
+			continue
+		}
+		if again, err := ParseSweepExpectation(got.String()); err != nil || again != got {
+			t.Errorf("%q does not parse back: %v, %v", got.String(), again, err)
+		}
+		for _, hr := range tc.holdsOver {
+			if !got.HoldsOver(hr[0], hr[1]) {
+				t.Errorf("%v.HoldsOver(%d, %d) = false", got, hr[0], hr[1])
+			}
+		}
+		for _, hr := range tc.failsOver {
+			if got.HoldsOver(hr[0], hr[1]) {
+				t.Errorf("%v.HoldsOver(%d, %d) = true", got, hr[0], hr[1])
+			}
+		}
+	}
+}
+
+func TestSweepExpects(t *testing.T) {
+	s, err := Load("testdata/valid/sweep-expect.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range s.Variants[0].SweepExpects() {
+		got = append(got, e.Check())
+	}
+	want := []string{"redelivered >= 1 in at least 99.5% of runs", "effects >= 100 in every run", "duplicates > 0 in at least 95% of runs", "lost == 0 in every run"}
+	if !slices.Equal(got, want) {
+		t.Errorf("sweep expectations %q, want %q (in the order of the counts)", got, want)
+	}
+	// The scenario as run keeps them, and parses back to the same.
+	y, err := s.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse("as-run.yaml", y)
+	if err != nil {
+		t.Fatalf("the scenario as run does not parse: %v\n%s", err, y)
+	}
+	if !reflect.DeepEqual(back.Variants[0].SweepExpect, s.Variants[0].SweepExpect) {
+		t.Errorf("as run: %v, want %v", back.Variants[0].SweepExpect, s.Variants[0].SweepExpect)
 	}
 }
 

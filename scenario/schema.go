@@ -132,8 +132,8 @@ func (Fault) JSONSchemaExtend(s *jsonschema.Schema) {
 }
 
 // JSONSchemaExtend sets the strategies from the catalog, adds each
-// strategy's own settings, and lists each count expect may check, with its
-// doc from the count table.
+// strategy's own settings, and lists each count expect and sweep_expect
+// may check, with its doc from the count table.
 func (Variant) JSONSchemaExtend(s *jsonschema.Schema) {
 	if p, ok := s.Properties.Get("strategy"); ok {
 		p.Enum = anySlice(catalog.StrategyNames())
@@ -162,6 +162,18 @@ func (Variant) JSONSchemaExtend(s *jsonschema.Schema) {
 		Properties:           counts,
 		AdditionalProperties: jsonschema.FalseSchema,
 	})
+	if sweep, ok := s.Properties.Get("sweep_expect"); ok {
+		counts := jsonschema.NewProperties()
+		for _, c := range check.Table {
+			counts.Set(c.Name, &jsonschema.Schema{Ref: "#/$defs/SweepExpectation", Description: c.Doc})
+		}
+		s.Properties.Set("sweep_expect", &jsonschema.Schema{
+			Type:                 "object",
+			Description:          sweep.Description,
+			Properties:           counts,
+			AdditionalProperties: jsonschema.FalseSchema,
+		})
+	}
 	if varies, ok := s.Properties.Get("varies"); ok {
 		reasons := jsonschema.NewProperties()
 		for _, c := range check.Table {

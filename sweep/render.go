@@ -25,6 +25,10 @@ type Options struct {
 // them all.
 const tableFailures = 20
 
+// tableMissed is how many runs the table lists for a failed sweep
+// expectation; -o json lists up to MaxMissed.
+const tableMissed = 5
+
 // sparkBins is the width of a distribution's sparkline.
 const sparkBins = 8
 
@@ -52,6 +56,29 @@ func Table(w io.Writer, s Summary, opts Options) error {
 		}
 		for _, e := range v.Expectations {
 			line("  ", expectationLine(e))
+		}
+		for _, e := range v.SweepExpectations {
+			line("  ", sweepExpectationLine(e))
+		}
+	}
+	if n := SweepFailed(s); n > 0 {
+		b.WriteString("\n")
+		line("", fmt.Sprintf("sweep expectations that failed: %d", n))
+		for _, v := range s.Variants {
+			for _, e := range v.SweepExpectations {
+				if e.Passed {
+					continue
+				}
+				line("  ", fmt.Sprintf("%s: %s: %s", v.Name, e.Check, heldIn(e)))
+				for i, m := range e.Missed {
+					if i == tableMissed {
+						line("    ", fmt.Sprintf("… and %d more (-o json lists %d)", e.Runs-e.Held-tableMissed, len(e.Missed)))
+						break
+					}
+					line("    ", fmt.Sprintf("%s: %s %d", runName(m.RunID, s.Repeat), countOf(e.Check), m.Got))
+					b.WriteString("      " + m.Reproduce + "\n")
+				}
+			}
 		}
 	}
 	if len(s.Failures) > 0 {
@@ -133,6 +160,11 @@ func footer(s Summary) string {
 			parts = append(parts, fmt.Sprintf("%d %s", n, v))
 		}
 	}
+	if n := SweepFailed(s); n == 1 {
+		parts = append(parts, "1 sweep expectation failed")
+	} else if n > 1 {
+		parts = append(parts, fmt.Sprintf("%d sweep expectations failed", n))
+	}
 	if s.Interrupted {
 		parts = append(parts, "interrupted")
 	}
@@ -180,6 +212,43 @@ func expectationLine(e ExpectationSummary) string {
 		return fmt.Sprintf("PASS %s in %d of %d runs", e.Check, n, n)
 	}
 	return fmt.Sprintf("FAIL %s failed in %d of %d runs: %s", e.Check, e.Failed, n, seedList(e.FailedIn, 10))
+}
+
+// sweepExpectationLine is "PASS sweep: lost == 0 in every run: held in
+// 200 of 200 runs" or "FAIL sweep: duplicates > 0 in at least 95% of
+// runs: held in 180 of 200 runs (90%): not in seeds 3, 8, …".
+func sweepExpectationLine(e SweepExpectationSummary) string {
+	verdict := check.VerdictPass
+	if !e.Passed {
+		verdict = check.VerdictFail
+	}
+	l := fmt.Sprintf("%s sweep: %s: %s", verdict, e.Check, heldIn(e))
+	if e.Held < e.Runs {
+		ids := make([]RunID, len(e.Missed))
+		for i, m := range e.Missed {
+			ids[i] = m.RunID
+		}
+		l += ": not in " + seedList(ids, 10)
+	}
+	return l
+}
+
+// heldIn is "held in 180 of 200 runs (90%)", "no valid run" when none.
+func heldIn(e SweepExpectationSummary) string {
+	if e.Runs == 0 {
+		return "no valid run to hold in"
+	}
+	if e.Held == e.Runs {
+		return fmt.Sprintf("held in %d of %d runs", e.Held, e.Runs)
+	}
+	pct := strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.1f", float64(e.Held)*100/float64(e.Runs)), "0"), ".")
+	return fmt.Sprintf("held in %d of %d runs (%s%%)", e.Held, e.Runs, pct)
+}
+
+// countOf is the count a check reads: "duplicates" of "duplicates > 0 …".
+func countOf(check string) string {
+	name, _, _ := strings.Cut(check, " ")
+	return name
 }
 
 // seedList is "seeds 4, 17, 99" (each seed once), the first limit of them.
@@ -266,6 +335,7 @@ var Formats = []Format{
 	{Name: "json", Doc: "for scripts and dqbench merge (schema_version " + fmt.Sprint(SchemaVersion) + ")", Write: func(w io.Writer, s Summary, _ Options) error { return JSON(w, s) }},
 	{Name: "markdown", Doc: "for CI summaries", Write: func(w io.Writer, s Summary, _ Options) error { return Markdown(w, s) }},
 	{Name: "junit", Doc: "JUnit XML: a testcase per variant and expectation", Write: func(w io.Writer, s Summary, _ Options) error { return JUnit(w, s) }},
+	{Name: "html", Doc: "a self-contained page: per variant and count the distribution's histogram, the failing runs linked", Write: func(w io.Writer, s Summary, _ Options) error { return HTML(w, s) }},
 }
 
 // FormatNames lists the -o values, the default first.
@@ -298,6 +368,10 @@ func JSON(w io.Writer, s Summary) error {
 // markdownFailures is how many failing runs the Markdown report lists.
 const markdownFailures = 100
 
+// markdownMissed is how many runs the Markdown report lists for a failed
+// sweep expectation.
+const markdownMissed = 20
+
 // Markdown writes the summary for a CI job summary ($GITHUB_STEP_SUMMARY).
 func Markdown(w io.Writer, s Summary) error {
 	var b strings.Builder
@@ -313,6 +387,18 @@ func Markdown(w io.Writer, s Summary) error {
 		}
 		for _, e := range v.Expectations {
 			fmt.Fprintf(&b, "- %s\n", expectationLine(e))
+		}
+		for _, e := range v.SweepExpectations {
+			fmt.Fprintf(&b, "- %s\n", sweepExpectationLine(e))
+			if !e.Passed {
+				for i, m := range e.Missed {
+					if i == markdownMissed {
+						fmt.Fprintf(&b, "  - … and %d more (-o json lists %d)\n", e.Runs-e.Held-markdownMissed, len(e.Missed))
+						break
+					}
+					fmt.Fprintf(&b, "  - %s: %s %d: `%s`\n", runName(m.RunID, s.Repeat), countOf(e.Check), m.Got, m.Reproduce)
+				}
+			}
 		}
 	}
 	if len(s.Failures) > 0 {
@@ -337,7 +423,9 @@ func Markdown(w io.Writer, s Summary) error {
 
 // JUnit writes the summary as JUnit XML: one testsuite for the sweep, a
 // testcase per variant and expectation (a failure when the expectation
-// failed in any run, listing those runs and their reproducers), and one
+// failed in any run, listing those runs and their reproducers), a
+// testcase per variant and sweep expectation (a failure when it did not
+// hold in enough runs, listing the runs it missed), and one
 // for the runs themselves (an error when a run could not start, was cut
 // short or does not count, or runs are missing).
 func JUnit(w io.Writer, s Summary) error {
@@ -376,6 +464,21 @@ func JUnit(w io.Writer, s Summary) error {
 					Message: fmt.Sprintf("failed in %d of %d runs: %s", e.Failed, e.Held+e.Failed, seedList(e.FailedIn, 10)),
 					Type:    "expectation", Text: strings.Join(text, "\n"),
 				}
+				suite.Failures++
+			}
+			suite.Cases = append(suite.Cases, c)
+		}
+		for _, e := range v.SweepExpectations {
+			c := junitxml.Case{Name: v.Name + ": sweep: " + e.Check, Classname: s.Scenario + "." + v.Name, Time: "0"}
+			if !e.Passed {
+				var text []string
+				for _, m := range e.Missed {
+					text = append(text, fmt.Sprintf("%s: %s %d\n  %s", runName(m.RunID, s.Repeat), countOf(e.Check), m.Got, m.Reproduce))
+				}
+				if more := e.Runs - e.Held - len(e.Missed); more > 0 {
+					text = append(text, fmt.Sprintf("… and %d more", more))
+				}
+				c.Failure = &junitxml.Problem{Message: heldIn(e), Type: "sweep expectation", Text: strings.Join(text, "\n")}
 				suite.Failures++
 			}
 			suite.Cases = append(suite.Cases, c)

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -13,20 +14,26 @@ import (
 
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/internal/ansi"
+	"github.com/dqbench/dqbench/scenario"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // goldenSummary is a sweep of seeds 1..4 twice each: variant none fails
-// duplicates == 0 in seed 3 (both repeats), seed 4's second repeat could
-// not start, and none's effects moved between seed 2's repeats.
+// duplicates == 0 in seed 3 (both repeats), and so its sweep expectation
+// of 80 % (5 of 7 valid runs); seed 4's second repeat could not start,
+// and none's effects moved between seed 2's repeats.
 func goldenSummary() Summary {
 	plan := check.Plan{Variants: []check.PlanVariant{
 		{Name: "none", Strategy: "none", Expect: []check.Expect{{Count: "duplicates", Text: "== 0", Holds: func(n int) bool { return n == 0 }}}},
 		{Name: "dedup-table", Strategy: "dedup-table", Expect: []check.Expect{{Count: "lost", Text: "== 0", Holds: func(n int) bool { return n == 0 }}},
 			Varies: []check.Varies{{Count: "redelivered", Why: "timing"}}},
 	}}
-	a := newAggregate(plan, Summary{Scenario: "golden", Seeds: "1..4", Repeat: 2, Messages: 100, Runs: 8})
+	sweeps := [][]scenario.SweepExpect{
+		{{Count: "duplicates", SweepExpectation: mustSweepExpectation("== 0 in at least 80% of runs")}},
+		{{Count: "lost", SweepExpectation: mustSweepExpectation("0")}},
+	}
+	a := newAggregate(plan, sweeps, Summary{Scenario: "golden", Seeds: "1..4", Repeat: 2, Messages: 100, Runs: 8})
 	run := func(seed int64, repeat, dups, effects, redelivered int) check.Run {
 		r := check.Run{Meta: check.Meta{Scenario: "golden", Seed: seed, Messages: 100, Broker: "kafka (embedded kfake)"}, Passed: dups == 0}
 		r.Variants = []check.Variant{
@@ -51,9 +58,20 @@ func goldenSummary() Summary {
 	return a.finish(2 * time.Second)
 }
 
+func mustSweepExpectation(s string) scenario.SweepExpectation {
+	x, err := scenario.ParseSweepExpectation(s)
+	if err != nil {
+		panic(err)
+	}
+	return x
+}
+
 func TestGolden(t *testing.T) {
 	s := goldenSummary()
 	for _, f := range Formats {
+		if f.Name == "html" {
+			continue // it names the build: TestHTML
+		}
 		t.Run(f.Name, func(t *testing.T) {
 			var b bytes.Buffer
 			if err := f.Write(&b, s, Options{}); err != nil {
@@ -129,5 +147,47 @@ func TestJUnitParses(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "dqbench run golden.yaml --seed 3") {
 		t.Errorf("the failure does not carry the reproducer:\n%s", b.String())
+	}
+}
+
+// TestHTML: the page has a section and a histogram per variant and count
+// shown, marks the bars of the failing runs and links each to the run's
+// entry, which has its reproducer; every link lands on an element.
+func TestHTML(t *testing.T) {
+	var b strings.Builder
+	if err := Write(&b, "html", goldenSummary(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, want := range []string{
+		"<title>dqbench sweep · ERROR · golden</title>",
+		`<section class="variant" data-variant="none">`,
+		`<section class="variant" data-variant="dedup-table">`,
+		`<figure class="hist" data-count="duplicates">`,
+		// seeds 3's two repeats duplicated 2 intents: the bar at 2 is red
+		// and links to the first.
+		`<a href="#run-3-1"><rect class="hbar bad"`,
+		`failing: <a href="#run-3-1">seed 3 repeat 1</a> (2), <a href="#run-3-2">seed 3 repeat 2</a> (2)`,
+		`<li class="run" id="run-3-1" data-seed="3" data-repeat="1"><span class="FAIL">FAIL</span> seed 3 repeat 1<br>none: duplicates == 0 (got 2)<br>none: duplicates 2, and the sweep expects duplicates == 0 in at least 80% of runs`,
+		`<pre class="cmd">dqbench run golden.yaml --seed 3</pre><pre class="cmd">dqbench check runs/golden-seed-3-repeat-1</pre>`,
+		`<li class="run" id="run-4-2"`,
+		`<span class="FAIL">FAIL</span> variant none: the sweep expects duplicates == 0 in at least 80% of runs; it held in 5 of 7 runs (71.4%)`,
+		`<span class="ERROR">ERROR</span> 1 of 8 runs: could not start`,
+		`<li>seed 2: none effects: 100, 101</li>`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if n := strings.Count(page, `<svg class="hist"`); n != 7 {
+		t.Errorf("%d histograms, want 7 (the counts the table shows: 4 of none, 3 of dedup-table)", n)
+	}
+	if strings.Contains(page, "<script") || strings.Contains(page, "http://") || strings.Contains(page, "https://") {
+		t.Error("the page has a script or fetches something")
+	}
+	for _, m := range regexp.MustCompile(`href="#([^"]+)"`).FindAllStringSubmatch(page, -1) {
+		if !strings.Contains(page, `id="`+m[1]+`"`) {
+			t.Errorf("link to #%s, which no element has", m[1])
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dqbench/dqbench/check"
+	"github.com/dqbench/dqbench/scenario"
 )
 
 // SchemaVersion is the version of the JSON document a sweep writes (-o
@@ -70,7 +71,10 @@ type VariantSummary struct {
 	// Runs is how many valid runs the distributions are over.
 	Runs         int                  `json:"runs"`
 	Expectations []ExpectationSummary `json:"expectations"`
-	Counts       []CountSummary       `json:"counts"`
+	// SweepExpectations are the variant's sweep_expect: checks over the
+	// sweep's runs, not over one.
+	SweepExpectations []SweepExpectationSummary `json:"sweep_expectations"`
+	Counts            []CountSummary            `json:"counts"`
 	// Varies are the counts the scenario says may differ between runs
 	// with one seed.
 	Varies []string `json:"varies,omitempty"`
@@ -83,6 +87,33 @@ type ExpectationSummary struct {
 	Failed int    `json:"failed"`
 	// FailedIn are the runs it failed in, by seed and repeat.
 	FailedIn []RunID `json:"failed_in"`
+}
+
+// SweepExpectationSummary is one expectation over the sweep's runs
+// (sweep_expect: in the scenario): in how many valid runs its comparison
+// held, and whether that is enough.
+type SweepExpectationSummary struct {
+	Check string `json:"check"` // e.g. "duplicates > 0 in at least 95% of runs"
+	// Passed: the comparison held in enough of the valid runs (and there
+	// was one).
+	Passed bool `json:"passed"`
+	Held   int  `json:"held"`
+	Runs   int  `json:"runs"`
+	// Missed are the first runs, by seed and repeat, whose count did not
+	// meet the comparison (at most MaxMissed; Runs - Held is how many).
+	Missed []Miss `json:"missed"`
+}
+
+// MaxMissed bounds the runs a sweep expectation lists where its
+// comparison did not hold: the first by seed and repeat.
+const MaxMissed = 100
+
+// Miss is a run whose count did not meet a sweep expectation's
+// comparison, and how to run it again.
+type Miss struct {
+	RunID
+	Got       int    `json:"got"`
+	Reproduce string `json:"reproduce"`
 }
 
 // RunID names one run of a sweep.
@@ -142,12 +173,33 @@ type aggregate struct {
 	// variant v.
 	values  [][]map[int]int
 	expects []map[string]*ExpectationSummary
+	// sweeps[v] are the sweep expectations of variant v, each with the
+	// runs it missed so far.
+	sweeps [][]sweepExpect
 	// repeats holds, per seed whose repeats are not all judged, the
 	// counts of its valid repeats so far.
 	repeats map[int64]*seedRepeats
 	// brokerOf is the run whose broker name the summary shows: the first
 	// by seed and repeat, so a merge shows the same.
 	brokerOf *RunID
+}
+
+// sweepExpect is one sweep expectation being aggregated.
+type sweepExpect struct {
+	scenario.SweepExpect
+	count  int // index in check.Table
+	missed []Miss
+}
+
+// miss notes run id as one where the comparison did not hold, keeping
+// the first MaxMissed by seed and repeat: the same whatever order the
+// runs finish in and however the sweep is sharded.
+func (e *sweepExpect) miss(ms ...Miss) {
+	e.missed = append(e.missed, ms...)
+	slices.SortFunc(e.missed, func(x, y Miss) int { return x.compare(y.RunID) })
+	if len(e.missed) > MaxMissed {
+		e.missed = e.missed[:MaxMissed]
+	}
 }
 
 type seedRepeats struct {
@@ -160,7 +212,9 @@ type repeatCounts struct {
 	counts map[string]check.Counts // by variant
 }
 
-func newAggregate(plan check.Plan, sum Summary) *aggregate {
+// newAggregate starts the summary of a sweep of plan; sweeps[v] are the
+// sweep expectations of plan's variant v.
+func newAggregate(plan check.Plan, sweeps [][]scenario.SweepExpect, sum Summary) *aggregate {
 	a := &aggregate{sum: sum, plan: plan, index: map[string]int{}, repeats: map[int64]*seedRepeats{}}
 	a.sum.SchemaVersion = SchemaVersion
 	a.sum.Verdicts = map[string]int{}
@@ -181,6 +235,13 @@ func newAggregate(plan check.Plan, sum Summary) *aggregate {
 			exp[e.Count+" "+e.Text] = &ExpectationSummary{Check: e.Count + " " + e.Text}
 		}
 		a.expects = append(a.expects, exp)
+		var se []sweepExpect
+		if i < len(sweeps) {
+			for _, x := range sweeps[i] {
+				se = append(se, sweepExpect{SweepExpect: x, count: countIndex(x.Count)})
+			}
+		}
+		a.sweeps = append(a.sweeps, se)
 	}
 	return a
 }
@@ -208,6 +269,12 @@ func (a *aggregate) add(id RunID, r check.Run, reproduce, saved string) {
 			a.sum.Variants[i].Runs++
 			for c, row := range check.Table {
 				a.values[i][c][row.Value(v.Counts)]++
+			}
+			for j := range a.sweeps[i] {
+				e := &a.sweeps[i][j]
+				if got := check.Table[e.count].Value(v.Counts); !e.Each.Holds(got) {
+					e.miss(Miss{RunID: id, Got: got, Reproduce: reproduce})
+				}
 			}
 			for _, e := range v.Expectations {
 				es := a.expects[i][e.Check]
@@ -322,6 +389,13 @@ func (a *aggregate) absorb(s Summary) {
 				a.values[i][c][vr[0]] += vr[1]
 			}
 		}
+		for _, se := range vs.SweepExpectations {
+			for j := range a.sweeps[i] {
+				if e := &a.sweeps[i][j]; e.Check() == se.Check {
+					e.miss(se.Missed...)
+				}
+			}
+		}
 		for _, e := range vs.Expectations {
 			if es := a.expects[i][e.Check]; es != nil {
 				es.Held += e.Held
@@ -363,15 +437,29 @@ func (a *aggregate) finish(elapsed time.Duration) Summary {
 			}
 			vs.Expectations = append(vs.Expectations, es)
 		}
+		vs.SweepExpectations = []SweepExpectationSummary{}
+		for _, e := range a.sweeps[i] {
+			held := 0
+			for value, runs := range a.values[i][e.count] {
+				if e.Each.Holds(value) {
+					held += runs
+				}
+			}
+			missed := slices.Clone(e.missed)
+			if missed == nil {
+				missed = []Miss{}
+			}
+			vs.SweepExpectations = append(vs.SweepExpectations, SweepExpectationSummary{
+				Check: e.Check(), Passed: e.HoldsOver(held, vs.Runs), Held: held, Runs: vs.Runs, Missed: missed,
+			})
+		}
 	}
 	s.Failures = slices.SortedFunc(slices.Values(s.Failures), func(x, y Failure) int { return x.compare(y.RunID) })
 	if s.Failures == nil {
 		s.Failures = []Failure{}
 	}
 	variantAt := func(name string) int { return a.index[name] }
-	countAt := func(name string) int {
-		return slices.IndexFunc(check.Table, func(row check.Count) bool { return row.Name == name })
-	}
+	countAt := countIndex
 	s.Moved = slices.SortedFunc(slices.Values(s.Moved), func(x, y Moved) int {
 		return cmp.Or(cmp.Compare(x.Seed, y.Seed), cmp.Compare(variantAt(x.Variant), variantAt(y.Variant)), cmp.Compare(countAt(x.Count), countAt(y.Count)))
 	})
@@ -384,8 +472,14 @@ func (a *aggregate) finish(elapsed time.Duration) Summary {
 	return s
 }
 
-// verdictOf is the worst verdict of the finished runs, and INCOMPLETE at
-// least when runs are missing.
+// countIndex is the index of count name in check.Table, -1 if none.
+func countIndex(name string) int {
+	return slices.IndexFunc(check.Table, func(row check.Count) bool { return row.Name == name })
+}
+
+// verdictOf is the worst verdict of the finished runs, FAIL at least when
+// a sweep expectation failed, and INCOMPLETE at least when runs are
+// missing.
 func verdictOf(s Summary) string {
 	worst := len(check.Verdicts) - 1
 	for v, n := range s.Verdicts {
@@ -393,10 +487,27 @@ func verdictOf(s Summary) string {
 			worst = min(worst, i)
 		}
 	}
+	if SweepFailed(s) > 0 {
+		worst = min(worst, slices.Index(check.Verdicts, check.VerdictFail))
+	}
 	if s.Finished < s.Runs || s.Interrupted || len(s.MissingShards) > 0 {
 		worst = min(worst, slices.Index(check.Verdicts, check.VerdictIncomplete))
 	}
 	return check.Verdicts[worst]
+}
+
+// SweepFailed is how many sweep expectations of s failed, over every
+// variant.
+func SweepFailed(s Summary) int {
+	n := 0
+	for _, v := range s.Variants {
+		for _, e := range v.SweepExpectations {
+			if !e.Passed {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // distribution summarizes runs by value of one count.
@@ -479,7 +590,11 @@ func Merge(shards []Summary) (Summary, error) {
 		return Summary{}, fmt.Errorf("summary 1: %w", err)
 	}
 	shards = slices.SortedFunc(slices.Values(shards), func(x, y Summary) int { return cmp.Compare(shardIndex(x), shardIndex(y)) })
-	a := newAggregate(planOf(first), Summary{
+	plan, sweeps, err := planOf(first)
+	if err != nil {
+		return Summary{}, fmt.Errorf("summary 1: %w", err)
+	}
+	a := newAggregate(plan, sweeps, Summary{
 		Scenario: first.Scenario, Seeds: first.Seeds, Repeat: first.Repeat, Messages: first.Messages,
 	})
 	for _, s := range shards {
@@ -502,15 +617,31 @@ func shardIndex(s Summary) int {
 func sameVariants(a, b Summary) bool {
 	return slices.EqualFunc(a.Variants, b.Variants, func(x, y VariantSummary) bool {
 		return x.Name == y.Name && x.Strategy == y.Strategy && slices.Equal(x.Varies, y.Varies) &&
-			slices.EqualFunc(x.Expectations, y.Expectations, func(p, q ExpectationSummary) bool { return p.Check == q.Check })
+			slices.EqualFunc(x.Expectations, y.Expectations, func(p, q ExpectationSummary) bool { return p.Check == q.Check }) &&
+			slices.EqualFunc(x.SweepExpectations, y.SweepExpectations, func(p, q SweepExpectationSummary) bool { return p.Check == q.Check })
 	})
 }
 
 // planOf is the plan a summary was made with, as far as aggregating reads
-// it: names, strategies, expectations and varies.
-func planOf(s Summary) check.Plan {
+// it: names, strategies, expectations and varies; and each variant's sweep
+// expectations, read back from their text.
+func planOf(s Summary) (check.Plan, [][]scenario.SweepExpect, error) {
 	var p check.Plan
+	var sweeps [][]scenario.SweepExpect
 	for _, v := range s.Variants {
+		var se []scenario.SweepExpect
+		for _, e := range v.SweepExpectations {
+			count, text, _ := strings.Cut(e.Check, " ")
+			x, err := scenario.ParseSweepExpectation(text)
+			if err == nil && countIndex(count) < 0 {
+				err = fmt.Errorf("no count named %q", count)
+			}
+			if err != nil {
+				return p, nil, fmt.Errorf("variant %s: sweep expectation %q: %w", v.Name, e.Check, err)
+			}
+			se = append(se, scenario.SweepExpect{Count: count, SweepExpectation: x})
+		}
+		sweeps = append(sweeps, se)
 		pv := check.PlanVariant{Name: v.Name, Strategy: v.Strategy}
 		for _, e := range v.Expectations {
 			count, text, _ := strings.Cut(e.Check, " ")
@@ -521,5 +652,5 @@ func planOf(s Summary) check.Plan {
 		}
 		p.Variants = append(p.Variants, pv)
 	}
-	return p
+	return p, sweeps, nil
 }

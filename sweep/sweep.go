@@ -98,7 +98,11 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return Summary{}, err
 	}
 	seeds := cfg.Shard.Of(cfg.Seeds)
-	agg := newAggregate(first.Plan(), Summary{
+	var sweeps [][]scenario.SweepExpect
+	for i := range first.Variants {
+		sweeps = append(sweeps, first.Variants[i].SweepExpects())
+	}
+	agg := newAggregate(first.Plan(), sweeps, Summary{
 		Scenario: first.Name, Seeds: cfg.SeedSpec, Repeat: cfg.Repeat, Shard: cfg.Shard.String(),
 		Messages: first.Messages, Runs: len(seeds) * cfg.Repeat,
 	})

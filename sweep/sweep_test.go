@@ -118,7 +118,10 @@ func TestDistribution(t *testing.T) {
 }
 
 // sweepYAML has a variant whose duplicates the fake runner makes depend on
-// the seed, and one whose effects move between repeats.
+// the seed, and one whose effects move between repeats. Over seeds 1..10
+// none's sweep expectations hold (duplicates: 7 of 10 runs, no loss in
+// any); other's holds in 5 of 10 runs, but not with fakeRun.bySeed (no
+// redelivery in any).
 const sweepYAML = `version: 1
 name: fake
 messages: 3
@@ -129,10 +132,15 @@ variants:
     strategy: none
     expect:
       duplicates: 0
+    sweep_expect:
+      duplicates: "== 0 in at least 70% of runs"
+      lost: 0
   - name: other
     strategy: none
     varies:
       redelivered: the fake's timing
+    sweep_expect:
+      redelivered: "> 0 in at least 50% of runs"
 `
 
 // fakeRun writes a history in which intents 1..3 of every variant are
@@ -240,6 +248,79 @@ func TestRunListsTheFailingSeeds(t *testing.T) {
 	}
 }
 
+// TestSweepExpectations: a sweep expectation is judged over the valid
+// runs, lists the runs it missed with their reproducers, and fails the
+// sweep although every run passed.
+func TestSweepExpectations(t *testing.T) {
+	sum, err := Run(t.Context(), fakeConfig(t, &fakeRun{bySeed: true}, "1..10"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := func(sum Summary) []string {
+		var out []string
+		for _, v := range sum.Variants {
+			for _, e := range v.SweepExpectations {
+				var missed []string
+				for _, m := range e.Missed {
+					missed = append(missed, fmt.Sprintf("%d:%d=%d", m.Seed, m.Repeat, m.Got))
+					if want := fmt.Sprintf("dqbench run fake.yaml --seed %d", m.Seed); m.Reproduce != want {
+						t.Errorf("%s: seed %d: reproducer %q, want %q", e.Check, m.Seed, m.Reproduce, want)
+					}
+				}
+				out = append(out, fmt.Sprintf("%s: %s %v %d/%d %v", v.Name, e.Check, e.Passed, e.Held, e.Runs, missed))
+			}
+		}
+		return out
+	}
+	want := []string{
+		"none: duplicates == 0 in at least 70% of runs true 7/10 [3:1=1 6:1=1 9:1=1]",
+		"none: lost == 0 in every run true 10/10 []",
+		"other: redelivered > 0 in at least 50% of runs false 0/10 [1:1=0 2:1=0 3:1=0 4:1=0 5:1=0 6:1=0 7:1=0 8:1=0 9:1=0 10:1=0]",
+	}
+	if g := got(sum); !slices.Equal(g, want) {
+		t.Errorf("sweep expectations:\n%s\nwant\n%s", strings.Join(g, "\n"), strings.Join(want, "\n"))
+	}
+	if sum.Verdict != check.VerdictFail || SweepFailed(sum) != 1 {
+		t.Errorf("verdict %s with %d sweep expectations failed, want FAIL and 1", sum.Verdict, SweepFailed(sum))
+	}
+
+	// Every run passes, but other never redelivers: its sweep expectation
+	// fails the sweep.
+	cfg := fakeConfig(t, &fakeRun{bySeed: true}, "1,2,4,5")
+	sum, err = Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []string{
+		"none: duplicates == 0 in at least 70% of runs true 4/4 []",
+		"none: lost == 0 in every run true 4/4 []",
+		"other: redelivered > 0 in at least 50% of runs false 0/4 [1:1=0 2:1=0 4:1=0 5:1=0]",
+	}
+	if g := got(sum); !slices.Equal(g, want) {
+		t.Errorf("sweep expectations:\n%s\nwant\n%s", strings.Join(g, "\n"), strings.Join(want, "\n"))
+	}
+	if sum.Verdict != check.VerdictFail || sum.Passed || sum.Verdicts[check.VerdictPass] != 4 || len(sum.Failures) != 0 || SweepFailed(sum) != 1 {
+		t.Errorf("verdict %s (passed %v), verdicts %v, %d failing runs, %d sweep expectations failed; want FAIL, 4 PASS runs, none failing, 1 failed",
+			sum.Verdict, sum.Passed, sum.Verdicts, len(sum.Failures), SweepFailed(sum))
+	}
+}
+
+// TestSweepMissedBounded: a sweep expectation keeps the first MaxMissed
+// runs it missed, by seed, whatever order they finish in.
+func TestSweepMissedBounded(t *testing.T) {
+	cfg := fakeConfig(t, &fakeRun{bySeed: true}, "1..150")
+	cfg.Parallel = 4
+	sum, err := Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := sum.Variants[1].SweepExpectations[0]
+	if e.Passed || e.Held != 0 || e.Runs != 150 || len(e.Missed) != MaxMissed || e.Missed[0].Seed != 1 || e.Missed[MaxMissed-1].Seed != MaxMissed {
+		t.Errorf("%s: passed %v, held %d of %d, %d missed (%v … %v); want failed, 0 of 150, seeds 1 to %d listed",
+			e.Check, e.Passed, e.Held, e.Runs, len(e.Missed), e.Missed[0].RunID, e.Missed[len(e.Missed)-1].RunID, MaxMissed)
+	}
+}
+
 func TestRunRepeatsReportUndeclaredMoves(t *testing.T) {
 	f := &fakeRun{}
 	cfg := fakeConfig(t, f, "3..5")
@@ -316,6 +397,20 @@ func TestShardsMergeToTheWholeSweep(t *testing.T) {
 	}
 	if whole.Verdict != check.VerdictFail || len(whole.Failures) != 3 {
 		t.Errorf("whole sweep: %s with %d failures, want FAIL with 3 (seeds 3, 6, 9)", whole.Verdict, len(whole.Failures))
+	}
+	// other never redelivers with bySeed: its sweep expectation fails
+	// over the merged runs as over the whole sweep's, every run listed.
+	if e := merged.Variants[1].SweepExpectations[0]; e.Passed || e.Runs != 10 || len(e.Missed) != 10 {
+		t.Errorf("merged: %s: passed %v, %d runs, %d missed; want failed in all 10", e.Check, e.Passed, e.Runs, len(e.Missed))
+	}
+	// A shard's sweep expectation is judged over its runs only: in shard
+	// 1/3 (seeds 1, 2, 3) none duplicates in seed 3, 2 of 3 runs hold,
+	// below 70 %; the merge, over all ten, holds it.
+	if e := shards[1].Variants[0].SweepExpectations[0]; e.Passed || e.Held != 2 || e.Runs != 3 {
+		t.Errorf("shard 1/3: %s: passed %v, held %d of %d; want failed, 2 of 3", e.Check, e.Passed, e.Held, e.Runs)
+	}
+	if e := merged.Variants[0].SweepExpectations[0]; !e.Passed || e.Held != 7 || e.Runs != 10 {
+		t.Errorf("merged: %s: passed %v, held %d of %d; want passed, 7 of 10", e.Check, e.Passed, e.Held, e.Runs)
 	}
 
 	partial, err := Merge(shards[:2])

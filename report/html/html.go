@@ -40,7 +40,15 @@ type Run struct {
 //go:embed report.html.tmpl
 var pageText string
 
+//go:embed style.css
+var style string
+
+// Style is the style sheet of dqbench's HTML pages, a run's report's and
+// a sweep's, for a <style> element.
+func Style() template.CSS { return template.CSS(style) }
+
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
+	"style":   Style,
 	"seconds": func(d time.Duration) string { return fmt.Sprintf("%.3fs", d.Seconds()) },
 	"ms":      func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) },
 }).Parse(pageText))
