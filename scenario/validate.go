@@ -92,6 +92,12 @@ func (c *checker) broker() {
 		mode = catalog.ModeOf(b.Kind)
 	}
 	kind, known := catalog.LookupBroker(b.Kind)
+	if !known && c.d.Has("broker.kind") {
+		// The kind is wrong (said where it was read): its addresses, its
+		// keys and its faults cannot be judged, and the errors that would
+		// follow from it would only bury the one to fix.
+		return
+	}
 	if known && c.d.Has("broker.mode") && indexOf(catalog.Strings(kind.Modes), string(mode)) < 0 {
 		c.errorf("broker.mode", "broker.mode: %s is not supported for %s (supported: %s)", mode, b.Kind, strings.Join(catalog.Strings(kind.Modes), ", "))
 		mode = "" // said once: no more about addresses for that mode
@@ -382,6 +388,9 @@ func (c *checker) faults() {
 // faultsAvailable checks that each fault can act with the broker and each
 // variant's producer settings (catalog.Fault.Available).
 func (c *checker) faultsAvailable() {
+	if _, known := catalog.LookupBroker(c.s.Broker.Kind); !known {
+		return // the broker's kind is wrong: said once, in broker
+	}
 	mode := c.s.Broker.Mode
 	if mode == "" {
 		mode = catalog.ModeOf(c.s.Broker.Kind)
