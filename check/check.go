@@ -600,11 +600,7 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	waiting := map[Cause]int{} // never delivered when the drain gave up: not counted
 	var stillLooping []int     // delivered, handed back and never settled when the drain gave up: not counted
 	t.each(func(id int, f *facts) {
-		for _, row := range Table {
-			if row.perIntent != nil {
-				*row.field(&c) += row.perIntent(f)
-			}
-		}
+		addIntent(&c, f)
 		if f.has(published) && f.has(copies) && !f.has(relayedAgain) {
 			logCopies++
 		}
@@ -744,73 +740,6 @@ func (t *tally) drained() bool { return t.drain != nil && t.drain.Drained }
 // looping poison messages: a finding, not an incomplete drain.
 func (t *tally) starved() bool { return t.drain != nil && !t.drain.Drained && t.drain.Starved }
 
-// Meta is what a run records about itself besides the history.
-type Meta struct {
-	Scenario string        `json:"scenario"`
-	Seed     int64         `json:"seed"`
-	Messages int           `json:"messages"`
-	Broker   string        `json:"broker"`
-	Duration time.Duration `json:"duration_ns"`
-	// Incomplete says why the run ended early (deadline, interrupted, a
-	// store that died), when it did; its counts are then what was
-	// recorded until then.
-	Incomplete string `json:"incomplete,omitempty"`
-	// Error says why the run could not start at all (a broker or store
-	// that cannot be reached, a consumer that exits while starting): there
-	// are no counts, and the run is judged as an error.
-	Error string `json:"error,omitempty"`
-	// Provenance says what produced the run.
-	Provenance *Provenance `json:"provenance,omitempty"`
-}
-
-// Provenance says what produced a run: dqbench's build, the broker and
-// the libraries the run used, so a saved run or a CI report says what it
-// measured.
-type Provenance struct {
-	DQBench string `json:"dqbench"` // module version and VCS revision
-	Go      string `json:"go"`
-	// Broker is the broker's kind, mode and address, and its own version
-	// where it tells (RabbitMQ's server properties, mosquitto -h).
-	Broker string `json:"broker"`
-	// Clients are the client libraries and embedded brokers this run
-	// used, each "module version".
-	Clients []string `json:"clients,omitempty"`
-	// Stores are the stores the variants used, each with its driver.
-	Stores []string `json:"stores,omitempty"`
-}
-
-// Plan is what the judge needs of a scenario: its variants and their
-// expectations. The scenario package builds it.
-type Plan struct {
-	// Broker is the run's broker kind: the causes of duplicates name its
-	// mechanisms.
-	Broker   catalog.BrokerKind
-	Variants []PlanVariant
-}
-
-// PlanVariant is one variant to judge.
-type PlanVariant struct {
-	Name     string
-	Strategy string
-	Expect   []Expect
-	Varies   []Varies
-	// Window is how long the variant's strategy remembers a message id
-	// (redis-setnx ttl, dedup-table retention), nil when it has no limit.
-	Window *Window
-	// PublishWindow is how long the broker remembers a message id to drop
-	// a republish (NATS duplicate_window with msg_id business), or nil.
-	PublishWindow *Window
-}
-
-// Window is how long a message id is remembered to drop what comes again
-// with it: a consumer's dedup TTL or retention (a redelivery later than it
-// finds the marker gone), or a broker's dedup window of publishes (NATS
-// duplicate_window: a republish later than it is stored again).
-type Window struct {
-	Key string        `json:"key"` // the setting, e.g. "ttl"
-	D   time.Duration `json:"ns"`
-}
-
 // Gap is the largest time between an intent's first and last delivery
 // (or publish) in a variant: what a dedup window must outlast for what
 // comes again to find the id remembered.
@@ -884,19 +813,6 @@ func roundGap(d time.Duration) time.Duration {
 // Outlasted says whether the gap is longer than the window: something
 // came again after its id was forgotten.
 func (g Gap) Outlasted() bool { return g.Window != nil && g.D > g.Window.D }
-
-// Varies is a count that may differ between runs with one seed, and why.
-type Varies struct {
-	Count string `json:"count"`
-	Why   string `json:"why"`
-}
-
-// Expect is one expectation on a count, e.g. duplicates > 0.
-type Expect struct {
-	Count string           // a name from Table
-	Text  string           // the comparison as written, e.g. "> 0"
-	Holds func(n int) bool // whether a count meets it
-}
 
 // ExpectationResult is one checked expectation.
 type ExpectationResult struct {
