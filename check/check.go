@@ -493,7 +493,7 @@ func (t *tally) onFault(e *history.Event) {
 	if e.Intent != 0 {
 		t.faultOnIntent(e)
 	}
-	if e.Point == "PUBREC/subscriber" && e.Intent > 0 {
+	if e.Packet == string(catalog.PUBREC) && e.Leg == string(catalog.SubscriberLeg) && e.Intent > 0 {
 		if t.recLost == nil {
 			t.recLost = map[int]bool{}
 		}
@@ -533,7 +533,7 @@ func (t *tally) faultOnIntent(e *history.Event) {
 // held; a lost lease is counted apart from a crash.
 func (t *tally) onCrash(e *history.Event) {
 	t.crashed(e.Consumer)
-	if strings.HasPrefix(e.Reason, history.LeaseLost) {
+	if e.LeaseLost {
 		t.leases++
 	} else {
 		t.crashes++
