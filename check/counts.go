@@ -21,7 +21,8 @@ type (
 	Count       = plan.Count
 )
 
-// Table is every count, in report order (plan.Table).
+// Table is every count, in report order: plan.Table, the same slice (a
+// count is added to plan.Table's literal, never appended at run time).
 var Table = plan.Table
 
 // CountNames lists the count names in report order.
