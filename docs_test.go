@@ -96,6 +96,42 @@ func TestExtendingNamesExist(t *testing.T) {
 	}
 }
 
+// TestExtendingListsEveryAction: docs/extending.md's table of consumer
+// actions names every faults.ActionKind constant (faults/consumer.go).
+func TestExtendingListsEveryAction(t *testing.T) {
+	doc, err := os.ReadFile("docs/extending.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := parser.ParseFile(token.NewFileSet(), "faults/consumer.go", nil, parser.SkipObjectResolution)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.CONST || len(g.Specs) == 0 {
+			continue
+		}
+		if first, ok := g.Specs[0].(*ast.ValueSpec); !ok || first.Type == nil || fmt.Sprint(first.Type) != "ActionKind" {
+			continue
+		}
+		for _, spec := range g.Specs {
+			for _, n := range spec.(*ast.ValueSpec).Names {
+				kinds = append(kinds, n.Name)
+			}
+		}
+	}
+	if len(kinds) < 10 {
+		t.Fatalf("found %d ActionKind constants in faults/consumer.go (%v); the pattern is broken", len(kinds), kinds)
+	}
+	for _, k := range kinds {
+		if !strings.Contains(string(doc), "`faults."+k+"`") {
+			t.Errorf("docs/extending.md does not name the consumer action `faults.%s`", k)
+		}
+	}
+}
+
 // TestExtendingExamples holds docs/extending.md's Go blocks to the code,
 // each by its first line:
 //

@@ -317,19 +317,15 @@ func (t *tally) each(fn func(id int, f *facts)) {
 
 var posSeed = maphash.MakeSeed()
 
+// add notes what event e says of its intent and of the variant: one case
+// per event type, each a named step below.
 func (t *tally) add(e *history.Event) {
 	if t.seq < ^uint32(0) {
 		t.seq++
 	}
 	switch e.Type {
 	case history.Publish:
-		f := t.get(e.Intent)
-		f.flags |= published
-		if f.pubSeq == 0 {
-			f.pubSeq, f.firstPublish = t.seq, e.T
-		} else {
-			t.republish.see(e.T-f.firstPublish, e.Intent)
-		}
+		t.onPublish(e)
 	case history.Written:
 		t.get(e.Intent).flags |= written
 	case history.Confirm:
@@ -339,75 +335,13 @@ func (t *tally) add(e *history.Event) {
 			t.get(e.Intent).flags |= nacked
 		}
 	case history.Reject:
-		f := t.get(e.Intent)
-		f.flags |= dlxPending
-		f.flags &^= looping
-		t.hold(e.Intent, 0)
+		t.onReject(e)
 	case history.Deliver:
-		f := t.get(e.Intent)
-		f.flags &^= dlxPending
-		if f.deliveries == 0 {
-			f.firstDeliver = e.T
-		} else {
-			t.redelivery.see(e.T-f.firstDeliver, e.Intent)
-		}
-		if f.deliveries < ^uint16(0) {
-			f.deliveries++
-		}
-		t.hold(e.Intent, max(e.Consumer, 1))
-		if f.has(acked) {
-			f.flags |= afterAck
-		}
-		if e.QoS == "0" {
-			f.flags |= lastQoS0
-		} else {
-			f.flags &^= lastQoS0
-		}
-		if e.Redelivered {
-			f.flags |= flagged
-		}
-		if e.Retained {
-			// The retained message sent again, not a copy stored twice:
-			// its position is the new subscription's.
-			f.flags |= retainedAgain
-		} else if e.Position != "" {
-			h := maphash.String(posSeed, e.Position) | 1
-			switch {
-			case f.pos == 0:
-				f.pos = h
-			case f.pos != h:
-				f.flags |= copies
-			default:
-				f.flags |= sameCopy
-			}
-		}
-		if e.QoS != "" {
-			if t.qos == nil {
-				t.qos = map[string]int{}
-			}
-			t.qos[e.QoS]++
-		}
+		t.onDeliver(e)
 	case history.Effect:
-		t.hold(e.Intent, 0)
-		switch {
-		case e.Applied:
-			t.effected(e.Intent, t.get(e.Intent))
-		case e.Rejected:
-			f := t.get(e.Intent)
-			f.flags |= rejected
-			f.handedBack(e.Attempt)
-		case !e.Applied:
-			f := t.get(e.Intent)
-			f.flags |= skipped
-			if e.Attempt == 1 {
-				f.flags |= skippedFirst
-			}
-		}
+		t.onEffect(e)
 	case history.Ack:
-		f := t.get(e.Intent)
-		f.flags |= acked
-		f.flags &^= looping
-		f.ackAttempt = uint16(min(e.Attempt, 1<<16-1))
+		t.onAck(e)
 	case history.DeadLetter:
 		f := t.get(e.Intent)
 		f.flags |= deadLettered
@@ -415,51 +349,9 @@ func (t *tally) add(e *history.Event) {
 	case history.Armed:
 		t.armed = append(t.armed, e.Fault)
 	case history.Fault:
-		t.faults++
-		if t.fired == nil {
-			t.fired = map[string]int{}
-		}
-		t.fired[e.Fault]++
-		t.addFaultReason(e)
-		if e.Intent != 0 && e.Point == string(catalog.AfterPublishBeforeMark) {
-			t.get(e.Intent).flags |= relayedAgain
-		}
-		if e.Intent != 0 {
-			// A consumer fault (one that names its instance) acts on the
-			// delivery in hand, before that delivery's ack: it explains
-			// that delivery's redelivery, never one after an ack of a
-			// later delivery. Only the others (ack-lost) lose an ack.
-			if e.Consumer == 0 {
-				t.get(e.Intent).flags |= faultNamed
-			}
-			if e.Consumer > 0 && e.Attempt == 1 && e.Point != "" {
-				t.get(e.Intent).flags |= cutFirst
-			}
-			if e.Consumer > 0 {
-				t.get(e.Intent).handedBack(e.Attempt)
-			}
-		}
-		if e.Point == "PUBREC/subscriber" && e.Intent > 0 {
-			if t.recLost == nil {
-				t.recLost = map[int]bool{}
-			}
-			t.recLost[e.Intent] = true
-		}
-		if e.Held {
-			for _, in := range e.Intents {
-				t.get(in).flags |= held
-			}
-		}
-		if e.PID != 0 {
-			t.killed = append(t.killed, e.PID)
-		}
+		t.onFault(e)
 	case history.Crash:
-		t.crashed(e.Consumer)
-		if strings.HasPrefix(e.Reason, history.LeaseLost) {
-			t.leases++
-		} else {
-			t.crashes++
-		}
+		t.onCrash(e)
 	case history.AckUnconfirmed:
 		t.ackUnconfirmed++
 	case history.Drain:
@@ -477,6 +369,174 @@ func (t *tally) add(e *history.Event) {
 	}
 	if t.stage != nil && e.Type == history.Deliver && e.Position != "" {
 		t.stage.delivered = append(t.stage.delivered, delivered{intent: e.Intent, pos: e.Position})
+	}
+}
+
+// onPublish notes a publish: the intent's first one has its place in the
+// variant's order; a later one measures the republish gap.
+func (t *tally) onPublish(e *history.Event) {
+	f := t.get(e.Intent)
+	f.flags |= published
+	if f.pubSeq == 0 {
+		f.pubSeq, f.firstPublish = t.seq, e.T
+	} else {
+		t.republish.see(e.T-f.firstPublish, e.Intent)
+	}
+}
+
+// onReject notes that the consumer handed a delivery to the dead-letter
+// exchange: pending until a delivery or a dead-letter event shows it
+// arrived somewhere.
+func (t *tally) onReject(e *history.Event) {
+	f := t.get(e.Intent)
+	f.flags |= dlxPending
+	f.flags &^= looping
+	t.hold(e.Intent, 0)
+}
+
+// onDeliver notes a delivery: the redelivery gap, the consumer that holds
+// it now, whether it came after an ack, at QoS 0, flagged, and from which
+// stored copy.
+func (t *tally) onDeliver(e *history.Event) {
+	f := t.get(e.Intent)
+	f.flags &^= dlxPending
+	if f.deliveries == 0 {
+		f.firstDeliver = e.T
+	} else {
+		t.redelivery.see(e.T-f.firstDeliver, e.Intent)
+	}
+	if f.deliveries < ^uint16(0) {
+		f.deliveries++
+	}
+	t.hold(e.Intent, max(e.Consumer, 1))
+	if f.has(acked) {
+		f.flags |= afterAck
+	}
+	if e.QoS == "0" {
+		f.flags |= lastQoS0
+	} else {
+		f.flags &^= lastQoS0
+	}
+	if e.Redelivered {
+		f.flags |= flagged
+	}
+	f.deliveredFrom(e)
+	if e.QoS != "" {
+		if t.qos == nil {
+			t.qos = map[string]int{}
+		}
+		t.qos[e.QoS]++
+	}
+}
+
+// deliveredFrom notes which stored copy a delivery came from: the first
+// position, the same one again, or another (the broker stored it twice).
+// A retained message sent again is none of these.
+func (f *facts) deliveredFrom(e *history.Event) {
+	if e.Retained {
+		// The retained message sent again, not a copy stored twice:
+		// its position is the new subscription's.
+		f.flags |= retainedAgain
+		return
+	}
+	if e.Position == "" {
+		return
+	}
+	h := maphash.String(posSeed, e.Position) | 1
+	switch {
+	case f.pos == 0:
+		f.pos = h
+	case f.pos != h:
+		f.flags |= copies
+	default:
+		f.flags |= sameCopy
+	}
+}
+
+// onEffect notes what the strategy did with a delivery: applied it,
+// refused it (handed back), or skipped it as a duplicate.
+func (t *tally) onEffect(e *history.Event) {
+	t.hold(e.Intent, 0)
+	switch {
+	case e.Applied:
+		t.effected(e.Intent, t.get(e.Intent))
+	case e.Rejected:
+		f := t.get(e.Intent)
+		f.flags |= rejected
+		f.handedBack(e.Attempt)
+	case !e.Applied:
+		f := t.get(e.Intent)
+		f.flags |= skipped
+		if e.Attempt == 1 {
+			f.flags |= skippedFirst
+		}
+	}
+}
+
+// onAck notes an ack: the intent is settled, at this attempt.
+func (t *tally) onAck(e *history.Event) {
+	f := t.get(e.Intent)
+	f.flags |= acked
+	f.flags &^= looping
+	f.ackAttempt = uint16(min(e.Attempt, 1<<16-1))
+}
+
+// onFault notes an injection: what it did to the intent it names, the
+// intents a broker held, the process it killed.
+func (t *tally) onFault(e *history.Event) {
+	t.faults++
+	if t.fired == nil {
+		t.fired = map[string]int{}
+	}
+	t.fired[e.Fault]++
+	t.addFaultReason(e)
+	if e.Intent != 0 {
+		t.faultOnIntent(e)
+	}
+	if e.Packet == string(catalog.PUBREC) && e.Leg == string(catalog.SubscriberLeg) && e.Intent > 0 {
+		if t.recLost == nil {
+			t.recLost = map[int]bool{}
+		}
+		t.recLost[e.Intent] = true
+	}
+	if e.Held {
+		for _, in := range e.Intents {
+			t.get(in).flags |= held
+		}
+	}
+	if e.PID != 0 {
+		t.killed = append(t.killed, e.PID)
+	}
+}
+
+// faultOnIntent notes what a fault that names an intent did to it.
+func (t *tally) faultOnIntent(e *history.Event) {
+	if e.Point == string(catalog.AfterPublishBeforeMark) {
+		t.get(e.Intent).flags |= relayedAgain
+	}
+	// A consumer fault (one that names its instance) acts on the
+	// delivery in hand, before that delivery's ack: it explains that
+	// delivery's redelivery, never one after an ack of a later
+	// delivery. Only the others (ack-lost) lose an ack.
+	if e.Consumer == 0 {
+		t.get(e.Intent).flags |= faultNamed
+	}
+	if e.Consumer > 0 && e.Attempt == 1 && e.Point != "" {
+		t.get(e.Intent).flags |= cutFirst
+	}
+	if e.Consumer > 0 {
+		t.get(e.Intent).handedBack(e.Attempt)
+	}
+}
+
+// onCrash notes that a consumer instance ended: it lets go of what it
+// held; a lost lease is counted apart from a crash.
+func (t *tally) onCrash(e *history.Event) {
+	t.crashed(e.Consumer)
+	if e.LeaseLost {
+		t.leases++
+	} else {
+		t.crashes++
 	}
 }
 
@@ -587,6 +647,9 @@ func Tally(events iter.Seq2[history.Event, error], audit history.Audit) (Counts,
 	return c, notes, nil
 }
 
+// counts counts the variant once its history is read, against its store
+// audit: one pass over the intents (sumIntent), then the notes that
+// explain the counts, in a fixed order.
 func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	for id, n := range audit.Applied {
 		t.get(id).applied = int32(min(n, 1<<30))
@@ -595,71 +658,107 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	t.stage.mark(t)
 	var c Counts
 	c.FaultsInjected = t.faults
-	var logCopies, ackedAgain, recDups, relayed, retained, interrupted, unaudited int
-	lost := map[Cause]int{}    // counted as lost, by cause
-	waiting := map[Cause]int{} // never delivered when the drain gave up: not counted
-	var stillLooping []int     // delivered, handed back and never settled when the drain gave up: not counted
-	t.each(func(id int, f *facts) {
-		for _, row := range Table {
-			if row.perIntent != nil {
-				*row.field(&c) += row.perIntent(f)
-			}
-		}
-		if f.has(published) && f.has(copies) && !f.has(relayedAgain) {
-			logCopies++
-		}
-		if f.has(relayedAgain) && f.applied > 1 {
-			relayed++
-		}
-		if f.has(afterAck) && t.verdict(id, f).Cause == DupAckedAgain {
-			ackedAgain++
-		}
-		if f.has(retainedAgain) && t.verdict(id, f).Cause == DupRetained {
-			retained++
-		}
-		if t.recLost[id] && f.applied > 1 && !f.has(copies) && (f.has(sameCopy) || f.has(flagged)) {
-			recDups++
-		}
-		if cause, ok := t.lossCause(f); ok && t.noAudit && f.deliveries > 0 {
-			unaudited++ // delivered: whether it was applied is the store's to say
-		} else if ok {
-			lost[cause]++
-			c.Lost++
-		} else if f.missing() && t.interrupted && t.heldAtInterrupt(f, cause) {
-			interrupted++
-		} else if f.missing() && f.has(looping) {
-			stillLooping = append(stillLooping, id)
-		} else if f.missing() {
-			waiting[cause]++
-		}
-	})
-	t.lostBy = lost
+	s := intentSums{lost: map[Cause]int{}, waiting: map[Cause]int{}}
+	t.each(func(id int, f *facts) { t.sumIntent(&c, &s, id, f) })
+	t.lostBy = s.lost
+	if t.starved() {
+		c.Starved = s.waiting[LostUndelivered] + s.waiting[LostUnconfirmed]
+	}
 
 	notes := t.faultNotes()
-	if unaudited > 0 {
-		notes = append(notes, fmt.Sprintf("%d delivered intents are counted neither applied nor lost: no store audit was recorded, and only the store can say whether their effects were applied", unaudited))
+	notes = append(notes, t.copyNotes(s)...)
+	notes = append(notes, t.consumerNotes(c, s)...)
+	notes = append(notes, t.lossNotes(s.lost)...)
+	notes = append(notes, t.unfinishedNotes(c, s)...)
+	if len(audit.BalanceMismatch) > 0 {
+		notes = append(notes, fmt.Sprintf("%d accounts' balances disagree with their ledger rows", len(audit.BalanceMismatch)))
 	}
-	if logCopies > 0 && t.stage != nil {
-		notes = append(notes, fmt.Sprintf("%d intents were written to the stage's output more than once and read more than once (a stage crash or a rebalance between its write and its offset commit, or an aborted transaction read with read_uncommitted)", logCopies))
-	} else if logCopies > 0 {
+	if (t.drained() || t.starved()) && len(t.drain.Intents) > 0 && t.claims == "" {
+		// (A list the history disagrees with is for the variant's
+		// invalid line to say, not a note.)
+		notes = append(notes, fmt.Sprintf("%d poison messages were still looping when the drain ended (each failed delivery requeued, no delivery limit): %d failed deliveries in all are counted in faults", len(t.drain.Intents), t.faults))
+	}
+	return c, notes
+}
+
+// intentSums is what the pass over the intents finds besides the counts:
+// how many intents each note is about.
+type intentSums struct {
+	logCopies, ackedAgain, recDups, relayed, retained, interrupted, unaudited int
+
+	lost         map[Cause]int // counted as lost, by cause
+	waiting      map[Cause]int // never delivered when the drain gave up: not counted
+	stillLooping []int         // delivered, handed back and never settled when the drain gave up: not counted
+}
+
+// sumIntent adds intent id (its facts f) to the counts c and the sums s.
+func (t *tally) sumIntent(c *Counts, s *intentSums, id int, f *facts) {
+	addIntent(c, f)
+	if f.has(published) && f.has(copies) && !f.has(relayedAgain) {
+		s.logCopies++
+	}
+	if f.has(relayedAgain) && f.applied > 1 {
+		s.relayed++
+	}
+	if f.has(afterAck) && t.verdict(id, f).Cause == DupAckedAgain {
+		s.ackedAgain++
+	}
+	if f.has(retainedAgain) && t.verdict(id, f).Cause == DupRetained {
+		s.retained++
+	}
+	if t.recLost[id] && f.applied > 1 && !f.has(copies) && (f.has(sameCopy) || f.has(flagged)) {
+		s.recDups++
+	}
+	if cause, ok := t.lossCause(f); ok && t.noAudit && f.deliveries > 0 {
+		s.unaudited++ // delivered: whether it was applied is the store's to say
+	} else if ok {
+		s.lost[cause]++
+		c.Lost++
+	} else if f.missing() && t.interrupted && t.heldAtInterrupt(f, cause) {
+		s.interrupted++
+	} else if f.missing() && f.has(looping) {
+		s.stillLooping = append(s.stillLooping, id)
+	} else if f.missing() {
+		s.waiting[cause]++
+	}
+}
+
+// copyNotes say where the copies came from: intents unaudited, stored or
+// written twice, retained messages sent again, QoS 2 resends, relays that
+// published again, and the stage's own.
+func (t *tally) copyNotes(s intentSums) []string {
+	var notes []string
+	if s.unaudited > 0 {
+		notes = append(notes, fmt.Sprintf("%d delivered intents are counted neither applied nor lost: no store audit was recorded, and only the store can say whether their effects were applied", s.unaudited))
+	}
+	if s.logCopies > 0 && t.stage != nil {
+		notes = append(notes, fmt.Sprintf("%d intents were written to the stage's output more than once and read more than once (a stage crash or a rebalance between its write and its offset commit, or an aborted transaction read with read_uncommitted)", s.logCopies))
+	} else if s.logCopies > 0 {
 		if t.onlyQoS2() {
 			// Not the broker's mechanism (a QoS 1 resend): the client's.
-			notes = append(notes, fmt.Sprintf("%d intents were %s", logCopies, DupQoS2Resent.Doc(t.broker)))
+			notes = append(notes, fmt.Sprintf("%d intents were %s", s.logCopies, DupQoS2Resent.Doc(t.broker)))
 		} else {
 			b, _ := catalog.LookupBroker(t.broker)
-			notes = append(notes, fmt.Sprintf("%d intents were stored more than once by the broker (%s)", logCopies, cmp.Or(b.StoredTwice, storedTwice)))
+			notes = append(notes, fmt.Sprintf("%d intents were stored more than once by the broker (%s)", s.logCopies, cmp.Or(b.StoredTwice, storedTwice)))
 		}
 	}
-	if retained > 0 {
-		notes = append(notes, fmt.Sprintf("%d intents were %s (%s)", retained, DupRetained.Doc(t.broker), DupRetained))
+	if s.retained > 0 {
+		notes = append(notes, fmt.Sprintf("%d intents were %s (%s)", s.retained, DupRetained.Doc(t.broker), DupRetained))
 	}
-	if recDups > 0 && t.onlyQoS2() {
-		notes = append(notes, fmt.Sprintf("%d intents were %s", recDups, DupQoS2Redeliver.Doc(t.broker)))
+	if s.recDups > 0 && t.onlyQoS2() {
+		notes = append(notes, fmt.Sprintf("%d intents were %s", s.recDups, DupQoS2Redeliver.Doc(t.broker)))
 	}
-	if relayed > 0 {
-		notes = append(notes, fmt.Sprintf("%d intents were %s", relayed, DupRelayed.Doc(t.broker)))
+	if s.relayed > 0 {
+		notes = append(notes, fmt.Sprintf("%d intents were %s", s.relayed, DupRelayed.Doc(t.broker)))
 	}
-	notes = append(notes, t.stage.notes()...)
+	return append(notes, t.stage.notes()...)
+}
+
+// consumerNotes say what the consumers went through (crashes, lost
+// leases, unconfirmed acks) and what they did: duplicates, out of order,
+// refused; and the intents the broker refused.
+func (t *tally) consumerNotes(c Counts, s intentSums) []string {
+	var notes []string
 	if t.crashes > 0 {
 		notes = append(notes, fmt.Sprintf("%d consumer crashes, each followed by a replacement; the broker redelivers whatever a crashed consumer had not acked", t.crashes))
 	}
@@ -672,8 +771,8 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	if c.Duplicates > 0 {
 		notes = append(notes, fmt.Sprintf("%d intents had their effect applied more than once: the strategy did not recognise the redelivery", c.Duplicates))
 	}
-	if ackedAgain > 0 {
-		notes = append(notes, fmt.Sprintf("%d of them were delivered again after the consumer had acked them (%s): %s", ackedAgain, DupAckedAgain, DupAckedAgain.Doc(t.broker)))
+	if s.ackedAgain > 0 {
+		notes = append(notes, fmt.Sprintf("%d of them were delivered again after the consumer had acked them (%s): %s", s.ackedAgain, DupAckedAgain, DupAckedAgain.Doc(t.broker)))
 	}
 	if c.OutOfOrder > 0 {
 		notes = append(notes, fmt.Sprintf("%d intents had their effect applied after the effect of a later-published intent of the same account: the consumers applied the account's updates out of publication order (partitions read in parallel, a redelivery after the next update); a strategy that needs their order must refuse them (version-cas) or the producer must keep one account's updates on one partition", c.OutOfOrder))
@@ -684,6 +783,12 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	if c.Refused > 0 {
 		notes = append(notes, fmt.Sprintf("%d intents were refused by the broker (a nack, or an error saying it did not take them) and never applied: the producer was told, so they are counted as refused, not lost", c.Refused))
 	}
+	return notes
+}
+
+// lossNotes say, per cause, how many intents were lost where and why.
+func (t *tally) lossNotes(lost map[Cause]int) []string {
+	var notes []string
 	for _, cause := range lossCauses {
 		n := lost[cause]
 		if n == 0 {
@@ -695,6 +800,14 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 		}
 		notes = append(notes, note)
 	}
+	return notes
+}
+
+// unfinishedNotes say what was still on its way when the run ended and
+// is not counted as lost: in flight at an interrupt, starved, never
+// delivered, still looping.
+func (t *tally) unfinishedNotes(c Counts, s intentSums) []string {
+	var notes []string
 	ended := "when the drain gave up"
 	switch {
 	case t.interrupted:
@@ -702,16 +815,14 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	case t.drain == nil:
 		ended = "when the run ended, before its drain"
 	}
-	if interrupted > 0 {
-		notes = append(notes, fmt.Sprintf("%d intents were still on their way when the run was interrupted (in a consumer's hands, delivered and never acked, or written and not yet published): not counted as lost", interrupted))
-	}
-	if t.starved() {
-		c.Starved = waiting[LostUndelivered] + waiting[LostUnconfirmed]
+	if s.interrupted > 0 {
+		notes = append(notes, fmt.Sprintf("%d intents were still on their way when the run was interrupted (in a consumer's hands, delivered and never acked, or written and not yet published): not counted as lost", s.interrupted))
 	}
 	if c.Starved > 0 {
 		notes = append(notes, fmt.Sprintf("%d intents were starved: never delivered while %d poison messages looped ahead of them (each delivery fails and is requeued at the head of the queue, with no delivery limit, so the consumers' prefetch holds only them); still on the broker, not lost. Set a delivery limit, reject permanent failures, or raise the prefetch",
 			c.Starved, len(t.drain.Intents)))
 	}
+	waiting := s.waiting
 	if t.starved() {
 		waiting = nil
 	}
@@ -721,20 +832,12 @@ func (t *tally) counts(audit history.Audit) (Counts, []string) {
 	if n := waiting[LostUnconfirmed]; n > 0 {
 		notes = append(notes, fmt.Sprintf("%d unconfirmed intents had not been delivered %s: not counted as lost", n, ended))
 	}
-	if len(stillLooping) > 0 {
-		slices.Sort(stillLooping)
+	if len(s.stillLooping) > 0 {
+		slices.Sort(s.stillLooping)
 		notes = append(notes, fmt.Sprintf("%d intents were still looping on the broker %s (intents %s): each delivery went back unsettled (its processing failed, or its consumer crashed before the ack) and the broker gives it out again; not counted as lost, nor applied",
-			len(stillLooping), ended, intentList(stillLooping)))
+			len(s.stillLooping), ended, intentList(s.stillLooping)))
 	}
-	if len(audit.BalanceMismatch) > 0 {
-		notes = append(notes, fmt.Sprintf("%d accounts' balances disagree with their ledger rows", len(audit.BalanceMismatch)))
-	}
-	if (t.drained() || t.starved()) && len(t.drain.Intents) > 0 && t.claims == "" {
-		// (A list the history disagrees with is for the variant's
-		// invalid line to say, not a note.)
-		notes = append(notes, fmt.Sprintf("%d poison messages were still looping when the drain ended (each failed delivery requeued, no delivery limit): %d failed deliveries in all are counted in faults", len(t.drain.Intents), t.faults))
-	}
-	return c, notes
+	return notes
 }
 
 // drained reports whether the drain ended with nothing left on the broker.
@@ -743,73 +846,6 @@ func (t *tally) drained() bool { return t.drain != nil && t.drain.Drained }
 // starved reports whether the drain ended with messages waiting behind
 // looping poison messages: a finding, not an incomplete drain.
 func (t *tally) starved() bool { return t.drain != nil && !t.drain.Drained && t.drain.Starved }
-
-// Meta is what a run records about itself besides the history.
-type Meta struct {
-	Scenario string        `json:"scenario"`
-	Seed     int64         `json:"seed"`
-	Messages int           `json:"messages"`
-	Broker   string        `json:"broker"`
-	Duration time.Duration `json:"duration_ns"`
-	// Incomplete says why the run ended early (deadline, interrupted, a
-	// store that died), when it did; its counts are then what was
-	// recorded until then.
-	Incomplete string `json:"incomplete,omitempty"`
-	// Error says why the run could not start at all (a broker or store
-	// that cannot be reached, a consumer that exits while starting): there
-	// are no counts, and the run is judged as an error.
-	Error string `json:"error,omitempty"`
-	// Provenance says what produced the run.
-	Provenance *Provenance `json:"provenance,omitempty"`
-}
-
-// Provenance says what produced a run: dqbench's build, the broker and
-// the libraries the run used, so a saved run or a CI report says what it
-// measured.
-type Provenance struct {
-	DQBench string `json:"dqbench"` // module version and VCS revision
-	Go      string `json:"go"`
-	// Broker is the broker's kind, mode and address, and its own version
-	// where it tells (RabbitMQ's server properties, mosquitto -h).
-	Broker string `json:"broker"`
-	// Clients are the client libraries and embedded brokers this run
-	// used, each "module version".
-	Clients []string `json:"clients,omitempty"`
-	// Stores are the stores the variants used, each with its driver.
-	Stores []string `json:"stores,omitempty"`
-}
-
-// Plan is what the judge needs of a scenario: its variants and their
-// expectations. The scenario package builds it.
-type Plan struct {
-	// Broker is the run's broker kind: the causes of duplicates name its
-	// mechanisms.
-	Broker   catalog.BrokerKind
-	Variants []PlanVariant
-}
-
-// PlanVariant is one variant to judge.
-type PlanVariant struct {
-	Name     string
-	Strategy string
-	Expect   []Expect
-	Varies   []Varies
-	// Window is how long the variant's strategy remembers a message id
-	// (redis-setnx ttl, dedup-table retention), nil when it has no limit.
-	Window *Window
-	// PublishWindow is how long the broker remembers a message id to drop
-	// a republish (NATS duplicate_window with msg_id business), or nil.
-	PublishWindow *Window
-}
-
-// Window is how long a message id is remembered to drop what comes again
-// with it: a consumer's dedup TTL or retention (a redelivery later than it
-// finds the marker gone), or a broker's dedup window of publishes (NATS
-// duplicate_window: a republish later than it is stored again).
-type Window struct {
-	Key string        `json:"key"` // the setting, e.g. "ttl"
-	D   time.Duration `json:"ns"`
-}
 
 // Gap is the largest time between an intent's first and last delivery
 // (or publish) in a variant: what a dedup window must outlast for what
@@ -884,19 +920,6 @@ func roundGap(d time.Duration) time.Duration {
 // Outlasted says whether the gap is longer than the window: something
 // came again after its id was forgotten.
 func (g Gap) Outlasted() bool { return g.Window != nil && g.D > g.Window.D }
-
-// Varies is a count that may differ between runs with one seed, and why.
-type Varies struct {
-	Count string `json:"count"`
-	Why   string `json:"why"`
-}
-
-// Expect is one expectation on a count, e.g. duplicates > 0.
-type Expect struct {
-	Count string           // a name from Table
-	Text  string           // the comparison as written, e.g. "> 0"
-	Holds func(n int) bool // whether a count meets it
-}
 
 // ExpectationResult is one checked expectation.
 type ExpectationResult struct {

@@ -159,7 +159,7 @@ func TestInspectQoS2Violations(t *testing.T) {
 		}
 		events := join(published(1), published(2), one(
 			d(1, "c1/1"), effect(1, true), d(1, "c1/2"), effect(1, true),
-			history.Event{Variant: "v", Type: history.Fault, Fault: "sub-PUBREC", Point: "PUBREC/subscriber", Intent: 2},
+			history.Event{Variant: "v", Type: history.Fault, Fault: "sub-PUBREC", Point: "PUBREC/subscriber", Packet: "PUBREC", Leg: "subscriber", Intent: 2},
 			d(2, "c1/3"), effect(2, true), d(2, "c1/3"), effect(2, true),
 		))
 		plan := check.Plan{Broker: catalog.MQTT, Variants: []check.PlanVariant{{Name: "v", Strategy: "none"}}}

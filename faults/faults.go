@@ -190,7 +190,8 @@ func armAckLost(f Fault, env Env) (bool, error) {
 		p = &catalog.AckLostParams{}
 	}
 	armed, err := power(f, env, brokers.LosePackets{Packet: p.Packet, Leg: p.Leg, Fires: f.Schedule.Fires, Lost: func(intent int) {
-		env.Fired(history.Event{Type: history.Fault, Fault: f.Name, Point: string(p.Packet) + "/" + string(p.Leg), Intent: intent})
+		env.Fired(history.Event{Type: history.Fault, Fault: f.Name, Point: string(p.Packet) + "/" + string(p.Leg), Intent: intent,
+			Packet: string(p.Packet), Leg: string(p.Leg)})
 	}})
 	if !errors.Is(err, brokers.ErrNoPower) {
 		return armed, err

@@ -109,6 +109,14 @@ func fastDecode(line []byte, e *Event, intern map[string]string) bool {
 			e.Starved, p, ok = readBool(line, p)
 		case "deaths":
 			e.Deaths, p, ok = readIntInt(line, p)
+		case "lease_lost":
+			e.LeaseLost, p, ok = readBool(line, p)
+		case "fire_and_forget":
+			e.FireAndForget, p, ok = readBool(line, p)
+		case "packet":
+			e.Packet, p, ok = readString(line, p, intern)
+		case "leg":
+			e.Leg, p, ok = readString(line, p, intern)
 		default:
 			return false
 		}

@@ -48,6 +48,10 @@ func appendEvent(b []byte, e *Event) []byte {
 	b = appendBool(b, `,"refused":true`, e.Refused)
 	b = appendBool(b, `,"starved":true`, e.Starved)
 	b = appendInt(b, `,"deaths":`, int64(e.Deaths))
+	b = appendBool(b, `,"lease_lost":true`, e.LeaseLost)
+	b = appendBool(b, `,"fire_and_forget":true`, e.FireAndForget)
+	b = appendStr(b, `,"packet":`, e.Packet)
+	b = appendStr(b, `,"leg":`, e.Leg)
 	return append(b, '}', '\n')
 }
 

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"strings"
 	"sync"
 	"time"
 )
@@ -117,6 +118,21 @@ type Event struct {
 	// with on_failure retry-queue, one rejection from the variant's queue
 	// and one expiry from the wait queue per trip).
 	Deaths int `json:"deaths,omitempty"`
+	// LeaseLost, with crash: the instance stalled past its lease
+	// (consumer-zombie) rather than died: the broker gave its deliveries
+	// to another instance while it still held them. (Reason begins with
+	// LeaseLost too, for people.)
+	LeaseLost bool `json:"lease_lost,omitempty"`
+	// FireAndForget, with pub-failed: the send asked for no confirm
+	// (Kafka acks=0, MQTT QoS 0: brokers.ErrUnconfirmed), so its outcome
+	// is unknown by design, not because something failed.
+	FireAndForget bool `json:"fire_and_forget,omitempty"`
+	// Packet and Leg, with the fault of an MQTT ack-lost: the
+	// acknowledgement packet it lost (a catalog.MQTTPacket) and the leg it
+	// lost it on (a catalog.Leg: "publisher", "subscriber"). Point says
+	// the same for people: "PUBREC/subscriber".
+	Packet string `json:"packet,omitempty"`
+	Leg    string `json:"leg,omitempty"`
 }
 
 // Recorder writes events from many goroutines to one stream, in the order
@@ -229,6 +245,27 @@ var ErrMalformed = errors.New("malformed history")
 // deliveries to another instance while it still held them.
 const LeaseLost = "lease lost"
 
+// fireAndForgetText is what brokers.ErrUnconfirmed said in the pub-failed
+// Reason of the builds that recorded no FireAndForget.
+const fireAndForgetText = "sent without confirmation (fire and forget)"
+
+// typedFromText sets the typed fields of e that a history from an older
+// build says only in its text (LeaseLost, FireAndForget, Packet and Leg),
+// so that a saved run is judged and told the same by this build. A newer
+// build's events carry both, and come out unchanged.
+func typedFromText(e *Event) {
+	switch e.Type {
+	case Crash:
+		e.LeaseLost = e.LeaseLost || strings.HasPrefix(e.Reason, LeaseLost)
+	case PubFailed:
+		e.FireAndForget = e.FireAndForget || strings.Contains(e.Reason, fireAndForgetText)
+	case Fault:
+		if packet, leg, ok := strings.Cut(e.Point, "/"); ok && e.Packet == "" && e.Leg == "" {
+			e.Packet, e.Leg = packet, leg // an MQTT protocol fault: "PUBREC/subscriber"
+		}
+	}
+}
+
 // Scan reads JSON lines one event at a time; it stops at the first error,
 // which names the line and wraps ErrMalformed when the file is at fault.
 func Scan(r io.Reader) iter.Seq2[Event, error] { return ScanRun(r, 0) }
@@ -260,6 +297,7 @@ func ScanRun(r io.Reader, messages int) iter.Seq2[Event, error] {
 				yield(Event{}, fmt.Errorf("%w: line %d: %s", ErrMalformed, line, why))
 				return
 			}
+			typedFromText(&e)
 			if !yield(e, nil) {
 				return
 			}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"sync"
@@ -37,6 +38,9 @@ func sample() []history.Event {
 		{T: 13 * time.Millisecond, Variant: "naive", Type: history.DeadLetter, Intent: 3},
 		{T: 14 * time.Millisecond, Variant: "retry", Type: history.Reject, Intent: 5, Attempt: 1, Consumer: 1, Reason: "wait queue dqbench-x-wait"},
 		{T: 15 * time.Millisecond, Variant: "retry", Type: history.Deliver, Intent: 5, Attempt: 2, Consumer: 1, Deaths: 2},
+		{T: 16 * time.Millisecond, Variant: "zombie", Type: history.Crash, Consumer: 2, LeaseLost: true, Reason: "lease lost: stalled at before-process past its session timeout; another instance took over"},
+		{T: 17 * time.Millisecond, Variant: "qos0", Type: history.PubFailed, Intent: 6, Attempt: 1, FireAndForget: true, Reason: "sent without confirmation (fire and forget)"},
+		{T: 18 * time.Millisecond, Variant: "qos2", Type: history.Fault, Fault: "sub-PUBREC", Point: "PUBREC/subscriber", Packet: "PUBREC", Leg: "subscriber", Intent: 7},
 		{T: time.Minute, Variant: "naive \"quoted\" ünïcode", Type: history.Drain, Drained: true},
 		{T: time.Minute, Variant: "poison", Type: history.Drain, Starved: true, Backlog: 110, Intents: []int{10, 20}, Reason: "starved"},
 		{T: time.Hour, Variant: "ctl\x01\t<&>\u2028\\", Type: history.Drain, Backlog: 7, Reason: "no progress"},
@@ -58,6 +62,40 @@ func TestWriteReadRoundTrip(t *testing.T) {
 	}
 	if !reflect.DeepEqual(out, in) {
 		t.Errorf("round trip changed the events:\n got %+v\nwant %+v", out, in)
+	}
+}
+
+// A history from a build before the typed fields says lease lost, fire
+// and forget and an MQTT fault's packet and leg only in its text: Read
+// sets the typed fields from it, and leaves the rest alone.
+func TestReadTypesOlderText(t *testing.T) {
+	in := strings.Join([]string{
+		`{"t":1,"variant":"v","type":"crash","consumer":2,"reason":"lease lost: stalled at before-process past its session timeout; another instance took over"}`,
+		`{"t":2,"variant":"v","type":"crash","consumer":3,"reason":"connection reset"}`,
+		`{"t":3,"variant":"v","type":"pub-failed","intent":1,"attempt":1,"reason":"mqtt: sent without confirmation (fire and forget)"}`,
+		`{"t":4,"variant":"v","type":"pub-failed","intent":2,"attempt":1,"reason":"timed out"}`,
+		`{"t":5,"variant":"v","type":"fault","intent":3,"fault":"sub-PUBREC","point":"PUBREC/subscriber"}`,
+		`{"t":6,"variant":"v","type":"fault","intent":4,"fault":"crash","point":"before-process"}`,
+	}, "\n")
+	got, err := history.Read(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	typed := func(e history.Event) string {
+		return fmt.Sprintf("lease_lost=%v fire_and_forget=%v packet=%q leg=%q", e.LeaseLost, e.FireAndForget, e.Packet, e.Leg)
+	}
+	want := []string{
+		`lease_lost=true fire_and_forget=false packet="" leg=""`,
+		`lease_lost=false fire_and_forget=false packet="" leg=""`,
+		`lease_lost=false fire_and_forget=true packet="" leg=""`,
+		`lease_lost=false fire_and_forget=false packet="" leg=""`,
+		`lease_lost=false fire_and_forget=false packet="PUBREC" leg="subscriber"`,
+		`lease_lost=false fire_and_forget=false packet="" leg=""`,
+	}
+	for i, e := range got {
+		if typed(e) != want[i] {
+			t.Errorf("line %d: %s, want %s", i+1, typed(e), want[i])
+		}
 	}
 }
 
@@ -390,6 +428,7 @@ func FuzzDecode(f *testing.F) {
 		if len(slow.Intents) == 0 {
 			slow.Intents = nil // an empty list is no list: the writer omits both
 		}
+		history.TypedFromText(&slow)
 		if len(fast) != 1 || !reflect.DeepEqual(fast[0], slow) {
 			t.Fatalf("Read(%q) = %+v, encoding/json gives %+v", line, fast, slow)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -48,5 +49,40 @@ func TestGaveUpRecordedOnce(t *testing.T) {
 	}
 	if got[history.PubFailed] != 2 || got[history.Confirm] != 1 {
 		t.Errorf("events %v: want 2 pub-failed (one per given-up attempt) and the late confirm", got)
+	}
+}
+
+// TestFireAndForgetRecorded: a send that asks for no confirm
+// (brokers.ErrUnconfirmed, wrapped or not) is a pub-failed with
+// fire_and_forget; another failure is not.
+func TestFireAndForgetRecorded(t *testing.T) {
+	var buf bytes.Buffer
+	rec := history.NewRecorder(time.Now(), &buf)
+	held := &heldProducer{}
+	p := recording.NewProducer(held, rec.Variant("v"))
+	for intent := 1; intent <= 2; intent++ {
+		p.Publish(context.Background(), brokers.Message{Intent: intent, Attempt: 1}, func(error) {})
+	}
+	held.done[0](fmt.Errorf("mqtt: %w", brokers.ErrUnconfirmed))
+	held.done[1](errors.New("timed out"))
+	if err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want := map[int]bool{1: true, 2: false}
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		if !strings.Contains(line, `"type":"pub-failed"`) {
+			continue
+		}
+		intent := 1
+		if strings.Contains(line, `"intent":2`) {
+			intent = 2
+		}
+		if got := strings.Contains(line, `"fire_and_forget":true`); got != want[intent] {
+			t.Errorf("intent %d: %s; want fire_and_forget %v", intent, line, want[intent])
+		}
+		delete(want, intent)
+	}
+	if len(want) > 0 {
+		t.Errorf("no pub-failed for intents %v", want)
 	}
 }

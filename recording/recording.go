@@ -3,9 +3,11 @@ package recording
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/dqbench/dqbench/brokers"
+	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/history"
 )
 
@@ -37,7 +39,7 @@ func (p *Producer) Publish(ctx context.Context, m brokers.Message, done func(err
 		refused := errors.Is(err, brokers.ErrRefused)
 		if gaveUp := p.answered(m.Intent, m.Attempt); err != nil && (!gaveUp || refused) {
 			p.rec.Record(history.Event{Type: history.PubFailed, Intent: m.Intent, Attempt: m.Attempt, Reason: err.Error(),
-				Refused: refused})
+				Refused: refused, FireAndForget: errors.Is(err, brokers.ErrUnconfirmed)})
 		} else if err == nil {
 			p.rec.Record(history.Event{Type: history.Confirm, Intent: m.Intent, Attempt: m.Attempt})
 		}
@@ -171,6 +173,15 @@ func (c *Consumer) AckBatch(ctx context.Context, ds []brokers.Delivery) error {
 func (c *Consumer) Abandon(reason string) {
 	c.c.Abandon()
 	c.rec.Record(history.Event{Type: history.Crash, Consumer: c.gen, Reason: reason})
+}
+
+// LoseLease kills the instance's connection as Abandon does, for an
+// instance that stalled past its lease at point p and goes on as a zombie:
+// its crash event says LeaseLost.
+func (c *Consumer) LoseLease(p catalog.CrashPoint) {
+	c.c.Abandon()
+	c.rec.Record(history.Event{Type: history.Crash, Consumer: c.gen, LeaseLost: true,
+		Reason: fmt.Sprintf("%s: stalled at %s past its session timeout; another instance took over", history.LeaseLost, p)})
 }
 
 // Close stops the instance at the end of a run, within ctx.

@@ -434,7 +434,7 @@ func (z *zombies) pass(p catalog.CrashPoint, intent int) {
 func (r *variantRun) stall(ctx context.Context, c *recording.Consumer, p catalog.CrashPoint, d brokers.Delivery) {
 	k := passKey{p, d.Intent}
 	ch := r.zombies.wait(k)
-	c.Abandon(fmt.Sprintf("%s: stalled at %s past its session timeout; another instance took over", history.LeaseLost, p))
+	c.LoseLease(p)
 	r.startSlot()
 	select {
 	case <-ch:

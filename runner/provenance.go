@@ -6,7 +6,7 @@ import (
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
-	"github.com/dqbench/dqbench/check"
+	"github.com/dqbench/dqbench/history"
 	"github.com/dqbench/dqbench/internal/buildinfo"
 	"github.com/dqbench/dqbench/scenario"
 )
@@ -16,8 +16,8 @@ type serverVersioner interface{ ServerVersion() string }
 
 // provenance says what produces a run of s on b (nil before b is open):
 // dqbench's build, the broker, and the modules the variants use.
-func provenance(s *scenario.Scenario, b brokers.Broker) *check.Provenance {
-	p := &check.Provenance{DQBench: buildinfo.Version(), Go: buildinfo.Go(), Broker: brokerName(s, b)}
+func provenance(s *scenario.Scenario, b brokers.Broker) *history.Provenance {
+	p := &history.Provenance{DQBench: buildinfo.Version(), Go: buildinfo.Go(), Broker: brokerName(s, b)}
 	var clients, stores []string
 	add := func(list *[]string, module string) {
 		if m := buildinfo.Module(module); !slices.Contains(*list, m) {

@@ -18,7 +18,6 @@ import (
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/brokers/all"
 	"github.com/dqbench/dqbench/catalog"
-	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/history"
 	"github.com/dqbench/dqbench/leftover"
 	"github.com/dqbench/dqbench/scenario"
@@ -53,7 +52,7 @@ type Options struct {
 // Result is what a run produced besides its history: what it was, and each
 // variant's final store audit.
 type Result struct {
-	Meta   check.Meta
+	Meta   history.Meta
 	Audits map[string]history.Audit
 	// Cleanup lists what could not be removed from an external broker.
 	Cleanup []error
@@ -99,7 +98,7 @@ func Run(ctx context.Context, s *scenario.Scenario, opts Options) (*Result, erro
 	base := &variantRun{s: s, broker: b, progress: progress, start: start, storeDir: dir, shutdown: shutdown{hard: hard}}
 	res, errs := runVariants(ctx, cancel, rec, base)
 	recorded() // before the history closes
-	res.Meta = check.Meta{
+	res.Meta = history.Meta{
 		Scenario: s.Name, Seed: s.Seed, Messages: s.Messages,
 		Broker: b.Name(), Duration: time.Since(start), Provenance: provenance(s, b),
 	}
@@ -194,7 +193,7 @@ func interruptible(parent context.Context, deadline time.Time, rec *history.Reco
 
 // notStarted is the result of a run that could not start.
 func notStarted(s *scenario.Scenario, start time.Time, broker string, err error) (*Result, error) {
-	return &Result{Meta: check.Meta{
+	return &Result{Meta: history.Meta{
 		Scenario: s.Name, Seed: s.Seed, Messages: s.Messages,
 		Broker: broker, Duration: time.Since(start), Error: err.Error(),
 		Provenance: provenance(s, nil),

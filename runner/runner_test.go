@@ -482,6 +482,10 @@ variants:
 	if starts != 2+4 || crashes != 4 {
 		t.Errorf("%d instances started and %d crashed, want 6 and 4", starts, crashes)
 	}
+	// The recorder says so in the typed field, not only in the reason.
+	if n := bytes.Count(res.History, []byte(`"lease_lost":true`)); n != 4 {
+		t.Errorf("%d crash events record lease_lost, want 4", n)
+	}
 }
 
 // TestFailOnceRetriedInProcess: on Kafka a failed processing is retried in

@@ -18,10 +18,6 @@ type memoryDedup struct{}
 
 func (memoryDedup) Setup(context.Context, strategy.Env) error { return nil }
 
-func (memoryDedup) Process(context.Context, strategy.Env, strategy.Message, strategy.CrashHook) (strategy.Outcome, error) {
-	panic("a stateful strategy's instance processes, never the strategy")
-}
-
 func (memoryDedup) New(strategy.Env) (strategy.Instance, error) {
 	inst := &memoryInstance{seen: map[string]bool{}}
 	instances = append(instances, inst)

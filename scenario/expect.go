@@ -11,8 +11,8 @@ import (
 	"github.com/invopop/jsonschema"
 
 	"github.com/dqbench/dqbench/catalog"
-	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/internal/strictyaml"
+	"github.com/dqbench/dqbench/plan"
 )
 
 // Expectation is a check on one count: Op is one of ==, !=, >, >=, <, <=.
@@ -143,29 +143,29 @@ func (Expectation) JSONSchema() *jsonschema.Schema {
 
 // Plan is what the judge needs of s: each variant's name, strategy and
 // expectations, in report order.
-func (s *Scenario) Plan() check.Plan {
-	p := check.Plan{Broker: s.Broker.Kind}
+func (s *Scenario) Plan() plan.Plan {
+	p := plan.Plan{Broker: s.Broker.Kind}
 	for _, v := range s.Variants {
-		pv := check.PlanVariant{Name: v.Name, Strategy: string(v.Strategy)}
+		pv := plan.Variant{Name: v.Name, Strategy: string(v.Strategy)}
 		if v.Process != nil {
 			pv.Strategy = v.Process.Label()
 		}
 		if w, ok := v.Params.(catalog.DedupWindow); ok {
 			if key, d := w.DedupWindow(); d > 0 {
-				pv.Window = &check.Window{Key: key, D: d.D()}
+				pv.Window = &plan.Window{Key: key, D: d.D()}
 			}
 		}
 		if w, ok := s.BrokerSettingsFor(v).(catalog.PublishDedupWindow); ok {
 			if key, d := w.PublishDedupWindow(); d > 0 {
-				pv.PublishWindow = &check.Window{Key: key, D: d.D()}
+				pv.PublishWindow = &plan.Window{Key: key, D: d.D()}
 			}
 		}
-		for _, name := range check.CountNames() {
+		for _, name := range plan.CountNames() {
 			if e, ok := v.Expect[name]; ok {
-				pv.Expect = append(pv.Expect, check.Expect{Count: name, Text: e.String(), Holds: e.Holds})
+				pv.Expect = append(pv.Expect, plan.Expect{Count: name, Text: e.String(), Holds: e.Holds})
 			}
 			if why, ok := v.Varies[name]; ok {
-				pv.Varies = append(pv.Varies, check.Varies{Count: name, Why: string(why)})
+				pv.Varies = append(pv.Varies, plan.Varies{Count: name, Why: string(why)})
 			}
 		}
 		p.Variants = append(p.Variants, pv)
@@ -190,7 +190,7 @@ func (e *Expectation) UnmarshalYAMLScalar(v strictyaml.ScalarValue) error {
 // YAMLMapKeys says that a map of expectations takes the count names (from
 // the count table) as keys.
 func (Expectation) YAMLMapKeys() (keys []string, want, nullHint string) {
-	keys = check.CountNames()
+	keys = plan.CountNames()
 	want = fmt.Sprintf(`a mapping of counts to expectations (e.g. duplicates: 0, lost: ">0"; counts: %s)`, strings.Join(keys, ", "))
 	return keys, want, expectationHelp
 }
@@ -217,7 +217,7 @@ func (v *Varies) UnmarshalYAMLScalar(s strictyaml.ScalarValue) error {
 
 // YAMLMapKeys says that varies takes the count names as keys.
 func (Varies) YAMLMapKeys() (keys []string, want, nullHint string) {
-	keys = check.CountNames()
+	keys = plan.CountNames()
 	want = fmt.Sprintf("a mapping of counts to why each may differ between runs with one seed (e.g. lost: how many QoS 0 publishes arrive while no subscriber is online; counts: %s)", strings.Join(keys, ", "))
 	return keys, want, "give the reason as text"
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/dqbench/dqbench/catalog"
-	"github.com/dqbench/dqbench/check"
+	"github.com/dqbench/dqbench/plan"
 )
 
 var scenarioType = reflect.TypeFor[Scenario]()
@@ -114,7 +114,7 @@ func (r renderer) render(v reflect.Value) any {
 
 func sortedKeys(names []string) []string {
 	order := map[string]int{}
-	for i, n := range check.CountNames() {
+	for i, n := range plan.CountNames() {
 		order[n] = i + 1
 	}
 	out := slices.Clone(names)

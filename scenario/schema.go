@@ -10,7 +10,7 @@ import (
 	"github.com/invopop/jsonschema"
 
 	"github.com/dqbench/dqbench/catalog"
-	"github.com/dqbench/dqbench/check"
+	"github.com/dqbench/dqbench/plan"
 )
 
 // Schema returns the JSON Schema (draft 2020-12) of a scenario file, for
@@ -153,7 +153,7 @@ func (Variant) JSONSchemaExtend(s *jsonschema.Schema) {
 		return
 	}
 	counts := jsonschema.NewProperties()
-	for _, c := range check.Table {
+	for _, c := range plan.Table {
 		counts.Set(c.Name, &jsonschema.Schema{Ref: "#/$defs/Expectation", Description: c.Doc})
 	}
 	s.Properties.Set("expect", &jsonschema.Schema{
@@ -176,7 +176,7 @@ func (Variant) JSONSchemaExtend(s *jsonschema.Schema) {
 	}
 	if varies, ok := s.Properties.Get("varies"); ok {
 		reasons := jsonschema.NewProperties()
-		for _, c := range check.Table {
+		for _, c := range plan.Table {
 			reasons.Set(c.Name, &jsonschema.Schema{Type: "string", MinLength: ptr(uint64(1)), MaxLength: ptr(uint64(MaxVariesLen))})
 		}
 		s.Properties.Set("varies", &jsonschema.Schema{

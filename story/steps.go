@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/history"
 )
 
@@ -39,7 +38,7 @@ func (s *Story) Steps() []Step {
 			switch {
 			case e.Refused:
 				text = "refused by the broker: not stored"
-			case strings.Contains(e.Reason, brokers.ErrUnconfirmed.Error()):
+			case e.FireAndForget:
 				text = "sent, no confirm to wait for (fire and forget): outcome unknown"
 				e.Reason = ""
 			default:

@@ -16,7 +16,7 @@ import (
 // strategy cannot protect it.
 type UniqueKey struct{}
 
-var _ Strategy = UniqueKey{}
+var _ Processor = UniqueKey{}
 
 const createOrders = `CREATE TABLE IF NOT EXISTS orders (id BIGINT PRIMARY KEY, account INTEGER NOT NULL, amount BIGINT NOT NULL)`
 
@@ -55,7 +55,7 @@ func (UniqueKey) Process(ctx context.Context, env Env, m Message, _ CrashHook) (
 // transition: rejected, a permanent error that must not be requeued).
 type StateMachine struct{}
 
-var _ Strategy = StateMachine{}
+var _ Processor = StateMachine{}
 
 const createPayments = `CREATE TABLE IF NOT EXISTS payments (id BIGINT PRIMARY KEY, status TEXT NOT NULL)`
 
@@ -113,7 +113,7 @@ func (StateMachine) Process(ctx context.Context, env Env, m Message, _ CrashHook
 // neither a duplicate nor a silent loss, but an update the consumer refused.
 type VersionCAS struct{}
 
-var _ Strategy = VersionCAS{}
+var _ Processor = VersionCAS{}
 
 const createVersions = `CREATE TABLE IF NOT EXISTS versions (account INTEGER PRIMARY KEY, version BIGINT NOT NULL)`
 
@@ -175,7 +175,7 @@ func (VersionCAS) Process(ctx context.Context, env Env, m Message, _ CrashHook) 
 // before the one it follows is skipped (lost) as if done.
 type ValueCAS struct{}
 
-var _ Strategy = ValueCAS{}
+var _ Processor = ValueCAS{}
 
 // The two balances of ValueCAS's accounts: A before an even update.
 const (
@@ -227,7 +227,7 @@ func (ValueCAS) Process(ctx context.Context, env Env, m Message, _ CrashHook) (O
 // insufficient funds, a business refusal (rejected), not a duplicate.
 type ConditionalUpdate struct{}
 
-var _ Strategy = ConditionalUpdate{}
+var _ Processor = ConditionalUpdate{}
 
 const createWallets = `CREATE TABLE IF NOT EXISTS wallets (account INTEGER PRIMARY KEY, balance BIGINT NOT NULL)`
 
@@ -272,7 +272,7 @@ func (ConditionalUpdate) Process(ctx context.Context, env Env, m Message, _ Cras
 // intent at once both see "not processed" and both apply.
 type CheckThenAct struct{}
 
-var _ Strategy = CheckThenAct{}
+var _ Processor = CheckThenAct{}
 
 // No primary key: the pattern has no constraint (an index only for speed).
 const createChecked = `CREATE TABLE IF NOT EXISTS checked (message_id TEXT NOT NULL)`
@@ -316,7 +316,7 @@ func (CheckThenAct) Process(ctx context.Context, env Env, m Message, crash Crash
 // again (duplicate).
 type RedisSetNX struct{}
 
-var _ Strategy = RedisSetNX{}
+var _ Processor = RedisSetNX{}
 
 func (RedisSetNX) Setup(ctx context.Context, env Env) error {
 	if env.Redis == nil {

@@ -14,7 +14,7 @@ import (
 // transaction): a redelivery that comes later than that is applied again.
 type DedupTable struct{}
 
-var _ Strategy = DedupTable{}
+var _ Processor = DedupTable{}
 
 // Setup creates the dedup table, and with a retention the index its
 // purge reads (without one, the index would only cost every insert a
@@ -58,7 +58,7 @@ func (DedupTable) Process(ctx context.Context, env Env, m Message, _ CrashHook) 
 // the effect is lost.
 type DedupTableSplit struct{}
 
-var _ Strategy = DedupTableSplit{}
+var _ Processor = DedupTableSplit{}
 
 func (DedupTableSplit) Setup(ctx context.Context, env Env) error {
 	return env.Store.Setup(ctx, createDedup)

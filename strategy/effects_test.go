@@ -30,7 +30,7 @@ func TestEffectKindsRedelivered(t *testing.T) {
 					t.Fatal(err)
 				}
 				env.Store, env.Effect = st, e.Kind
-				s := All[tc.strategy]
+				s := processor(t, tc.strategy)
 				setup(t, env, s)
 				m := msg(7)
 				m.Effect.Key = m.ID
@@ -106,7 +106,7 @@ func TestValueCASABA(t *testing.T) {
 	} {
 		eachEnv(t, tc.strategy, func(t *testing.T, env Env) {
 			ctx := context.Background()
-			s := All[tc.strategy]
+			s := processor(t, tc.strategy)
 			setup(t, env, s)
 			// Intents 3 and 19: updates 0 and 1 of account 3.
 			for _, intent := range []int{3, 3, 19, 3} {

@@ -21,6 +21,17 @@ func applied(t *testing.T, env Env, intent int) int {
 	return a.Applied[intent]
 }
 
+// processor is the built-in strategy name, which processes deliveries
+// itself (every built-in does).
+func processor(t *testing.T, name catalog.StrategyName) Processor {
+	t.Helper()
+	p, ok := All[name].(Processor)
+	if !ok {
+		t.Fatalf("strategy %s is not a strategy.Processor", name)
+	}
+	return p
+}
+
 func setup(t *testing.T, env Env, s Strategy) {
 	t.Helper()
 	if err := s.Setup(context.Background(), env); err != nil {

@@ -9,7 +9,7 @@ import (
 // None applies the effect on every delivery: each redelivery duplicates it.
 type None struct{}
 
-var _ Strategy = None{}
+var _ Processor = None{}
 
 func (None) Setup(context.Context, Env) error { return nil }
 

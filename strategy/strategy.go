@@ -66,12 +66,22 @@ func (e Env) now() time.Time {
 	return time.Now()
 }
 
-// Strategy processes one delivery. A strategy value is shared by every
-// variant that names it, so it keeps no state of its own: state lives in
-// the store, in Redis, or in a Stateful strategy's per-variant instance.
+// Strategy is a strategy as All holds it. A strategy value is shared by
+// every variant that names it, so it keeps no state of its own: state
+// lives in the store, in Redis, or in a Stateful strategy's per-variant
+// instance. Besides Setup, a strategy is a Processor (it processes every
+// variant's deliveries itself) or Stateful (New returns each variant's
+// Instance, which processes them); Open tells which.
 type Strategy interface {
 	// Setup creates the tables the strategy needs beside the business tables.
 	Setup(ctx context.Context, env Env) error
+}
+
+// Processor is a strategy that processes one delivery itself, with no
+// state but what it keeps in the store or in Redis: it is its own
+// Instance in every variant.
+type Processor interface {
+	Strategy
 	// Process handles one delivery of m.
 	Process(ctx context.Context, env Env, m Message, crash CrashHook) (Outcome, error)
 }
@@ -89,8 +99,8 @@ type Instance interface {
 
 // Stateful is a strategy that keeps state of its own per variant (ids
 // seen in memory, entries that expire): New, called after Setup, returns
-// the variant's instance, which holds that state. A strategy without New
-// is its own instance.
+// the variant's instance, which holds that state and processes. It needs
+// no Process of its own.
 type Stateful interface {
 	Strategy
 	New(env Env) (Instance, error)
@@ -123,7 +133,8 @@ var All = map[catalog.StrategyName]Strategy{
 }
 
 // Open sets up strategy name for one variant (Setup) and returns the
-// variant's instance: a Stateful strategy's New, else the strategy itself.
+// variant's instance: a Stateful strategy's New, else the Processor
+// itself.
 func Open(ctx context.Context, name catalog.StrategyName, env Env) (Instance, error) {
 	st, ok := All[name]
 	if !ok {
@@ -132,19 +143,22 @@ func Open(ctx context.Context, name catalog.StrategyName, env Env) (Instance, er
 	if err := st.Setup(ctx, env); err != nil {
 		return nil, fmt.Errorf("set up strategy %s: %w", name, err)
 	}
-	if s, ok := st.(Stateful); ok {
-		inst, err := s.New(env)
+	switch st := st.(type) {
+	case Stateful:
+		inst, err := st.New(env)
 		if err != nil {
 			return nil, fmt.Errorf("start strategy %s: %w", name, err)
 		}
 		return inst, nil
+	case Processor:
+		return stateless{st}, nil
 	}
-	return stateless{st}, nil
+	return nil, fmt.Errorf("strategy %s (%T) has neither Process nor New: implement strategy.Processor or strategy.Stateful", name, st)
 }
 
 // stateless is a strategy without state of its own as its variant's
 // instance.
-type stateless struct{ Strategy }
+type stateless struct{ Processor }
 
 func (stateless) Close() error { return nil }
 

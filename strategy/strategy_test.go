@@ -53,7 +53,7 @@ func TestRedelivery(t *testing.T) {
 			ctx := context.Background()
 			env.Params = tc.params
 			env.Effect = tc.effect
-			st := All[tc.strategy]
+			st := processor(t, tc.strategy)
 			if err := st.Setup(ctx, env); err != nil {
 				t.Fatal(err)
 			}
@@ -89,11 +89,11 @@ func TestSplitLosesOnCrashBetween(t *testing.T) {
 		{"dedup-table-split", catalog.BetweenDedupAndEffect},
 		{"redis-setnx", catalog.BetweenSetnxAndEffect},
 	} {
-		eachEnv(t, tc.strategy, func(t *testing.T, env Env) { testLosesOnCrashBetween(t, env, All[tc.strategy], tc.point) })
+		eachEnv(t, tc.strategy, func(t *testing.T, env Env) { testLosesOnCrashBetween(t, env, processor(t, tc.strategy), tc.point) })
 	}
 }
 
-func testLosesOnCrashBetween(t *testing.T, env Env, s Strategy, point catalog.CrashPoint) {
+func testLosesOnCrashBetween(t *testing.T, env Env, s Processor, point catalog.CrashPoint) {
 	ctx := context.Background()
 	if err := s.Setup(ctx, env); err != nil {
 		t.Fatal(err)
