@@ -164,7 +164,7 @@ func (Variant) JSONSchemaExtend(s *jsonschema.Schema) {
 	})
 	if sweep, ok := s.Properties.Get("sweep_expect"); ok {
 		counts := jsonschema.NewProperties()
-		for _, c := range check.Table {
+		for _, c := range plan.Table {
 			counts.Set(c.Name, &jsonschema.Schema{Ref: "#/$defs/SweepExpectation", Description: c.Doc})
 		}
 		s.Properties.Set("sweep_expect", &jsonschema.Schema{

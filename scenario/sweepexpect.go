@@ -9,8 +9,8 @@ import (
 
 	"github.com/invopop/jsonschema"
 
-	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/internal/strictyaml"
+	"github.com/dqbench/dqbench/plan"
 )
 
 // SweepExpectation is a check over the runs of a sweep ("dqbench sweep"),
@@ -113,7 +113,7 @@ func (x *SweepExpectation) UnmarshalYAMLScalar(v strictyaml.ScalarValue) error {
 // YAMLMapKeys says that a map of sweep expectations takes the count names
 // as keys.
 func (SweepExpectation) YAMLMapKeys() (keys []string, want, nullHint string) {
-	keys = check.CountNames()
+	keys = plan.CountNames()
 	want = fmt.Sprintf(`a mapping of counts to expectations over a sweep's runs (e.g. lost: "== 0 in every run", duplicates: "> 0 in at least 95%% of runs"; counts: %s)`, strings.Join(keys, ", "))
 	return keys, want, sweepExpectationHelp
 }
@@ -141,7 +141,7 @@ func (e SweepExpect) Check() string { return e.Count + " " + e.SweepExpectation.
 // SweepExpects are v's sweep expectations, in the order of the counts.
 func (v *Variant) SweepExpects() []SweepExpect {
 	var out []SweepExpect
-	for _, name := range check.CountNames() {
+	for _, name := range plan.CountNames() {
 		if x, ok := v.SweepExpect[name]; ok {
 			out = append(out, SweepExpect{Count: name, SweepExpectation: x})
 		}
@@ -169,8 +169,8 @@ func (s *Scenario) AddSweepExpect(arg string) error {
 		}
 		return fmt.Errorf("%s: scenario %s has no variant %s%s; its variants: %s", echo(arg), s.Name, echo(name), suggest(name, all), strings.Join(all, ", "))
 	}
-	if !slices.Contains(check.CountNames(), count) {
-		return fmt.Errorf("%s: no count named %s%s; counts: %s", echo(arg), echo(count), suggest(count, check.CountNames()), strings.Join(check.CountNames(), ", "))
+	if !slices.Contains(plan.CountNames(), count) {
+		return fmt.Errorf("%s: no count named %s%s; counts: %s", echo(arg), echo(count), suggest(count, plan.CountNames()), strings.Join(plan.CountNames(), ", "))
 	}
 	x, err := ParseSweepExpectation(text)
 	if err != nil {
