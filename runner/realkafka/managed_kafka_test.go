@@ -1,4 +1,4 @@
-package runner
+package realkafka_test
 
 import (
 	"context"
