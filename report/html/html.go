@@ -147,7 +147,7 @@ type runView struct {
 	Bin          time.Duration
 	Notes        []note
 	Stories      []storyView
-	Shown        map[string]string // per variant: "10 of 42 duplicates shown"
+	Told         []who // per variant with anomalies, in order: "10 of 42" of them told
 	ScenarioYAML string
 	Counts       []countRow // every count, a row each, a column per variant
 }
@@ -256,7 +256,7 @@ func leadingNumber(s string) (string, string) {
 }
 
 func newRunView(r Run) runView {
-	rv := runView{Run: r.Judged, Verdict: r.Judged.Verdict(), Reasons: reasons(r.Judged), Lesson: r.Lesson, ScenarioYAML: r.Scenario, Shown: map[string]string{}}
+	rv := runView{Run: r.Judged, Verdict: r.Judged.Verdict(), Reasons: reasons(r.Judged), Lesson: r.Lesson, ScenarioYAML: r.Scenario}
 	judgedToEnd := r.Judged.Incomplete == ""
 	for _, v := range r.Judged.Variants {
 		rv.Said = append(rv.Said, sentence(v, r.Judged.Messages, judgedToEnd))
@@ -284,7 +284,7 @@ func newRunView(r Run) runView {
 			}
 		}
 		if total := a.Total(); total > 0 {
-			rv.Shown[a.Variant] = fmt.Sprintf("%d of %d anomalous intents told", told, total)
+			rv.Told = append(rv.Told, who{a.Variant, fmt.Sprintf("%d of %d", told, total)})
 		}
 	}
 	return rv

@@ -163,7 +163,8 @@ func TestNoRun(t *testing.T) {
 // variant's verdict in one sentence, before any chart; duplicates and
 // lost each have their own scale (42 of 2,000 is a full bar, not a
 // sliver) and a count that is 0 everywhere is said in words; a note true
-// of several variants but for its number is said once; and no chart has
+// of several variants but for its number is said once, and so is how many
+// of each variant's anomalous intents are told; and no chart has
 // a fixed width (a phone shows it whole).
 func TestLesson(t *testing.T) {
 	run := judged(func(r *check.Run) {
@@ -181,6 +182,10 @@ func TestLesson(t *testing.T) {
 		r.Passed = false
 	})
 	run.Lesson = "Kafka consumer killed after the effect: none duplicates, split loses"
+	run.Anomalies = []check.Anomalies{
+		{Variant: "none", ByCause: map[check.Cause]int{"redelivered": 42}},
+		{Variant: "split", ByCause: map[check.Cause]int{"skipped": 50}},
+	}
 	var buf bytes.Buffer
 	if err := html.Write(&buf, []html.Run{run}); err != nil {
 		t.Fatal(err)
@@ -209,6 +214,8 @@ func TestLesson(t *testing.T) {
 		// said once, with each variant's number
 		`<li><b>none</b> 42, <b>split</b> 91: consumer crashes, each followed by a replacement</li>`,
 		`<li><b>none</b>: 42 intents had their effect applied more than once</li>`,
+		// which stories are told, said once for every variant
+		`<p class="meta">Told here, of each variant's duplicated and lost intents (every cause, the lowest ids first): <b>none</b> 0 of 42, <b>split</b> 0 of 50.</p>`,
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %s", want)
