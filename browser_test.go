@@ -387,13 +387,13 @@ func TestRunReportsInBrowser(t *testing.T) {
 			}
 			// The lesson comes first: the description and a verdict per
 			// variant, before any chart.
-			lesson, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => {
-				const l = document.querySelector("section.run p.lesson"), s = document.querySelector("section.run ul.said"), c = document.querySelector("section.run figure, section.run svg");
-				if (!l || !s) return "no lesson or no verdict sentences";
-				if (c && !(l.compareDocumentPosition(c) & Node.DOCUMENT_POSITION_FOLLOWING)) return "a chart comes before the lesson";
-				if (s.querySelectorAll("li").length != document.querySelectorAll("section.run svg.timeline").length) return "not one verdict sentence per variant";
+			lesson, err := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll("section.run")].map(run => {
+				const l = run.querySelector("p.lesson"), s = run.querySelector("ul.said"), c = run.querySelector("figure, svg");
+				if (!l || !s) return run.dataset.scenario + ": no lesson or no verdict sentences";
+				if (c && !(l.compareDocumentPosition(c) & Node.DOCUMENT_POSITION_FOLLOWING)) return run.dataset.scenario + ": a chart comes before the lesson";
+				if (s.querySelectorAll("li").length != run.querySelectorAll("svg.timeline").length) return run.dataset.scenario + ": not one verdict sentence per variant";
 				return "";
-			})()`))
+			}).filter(p => p).join("; ")`))
 			must(err)
 			if lesson != "" {
 				t.Errorf("%s at %d px: %s", name, width, lesson)
