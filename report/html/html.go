@@ -173,6 +173,9 @@ func sentence(v check.Variant, messages int, judged bool) said {
 		lost = fmt.Sprintf("%d lost", n)
 	}
 	text := fmt.Sprintf("of %d intents, %s and %s", messages, dup, lost)
+	if !judged {
+		text = fmt.Sprintf("until the run was cut short, %s and %s", dup, lost)
+	}
 	var expected, broke []string
 	for _, e := range v.Expectations {
 		if e.Passed || e.Skipped {
@@ -187,7 +190,7 @@ func sentence(v check.Variant, messages int, judged bool) said {
 		text += "; the experiment does not count: " + strings.Join(v.Invalid, "; ")
 	case !judged:
 		s.Verdict = check.VerdictIncomplete
-		text += "; not judged: the run was cut short"
+		text += ": counts so far, not judged"
 	case len(broke) > 0:
 		s.Verdict = check.VerdictFail
 		text += ", not as the scenario expects: " + strings.Join(broke, "; ")

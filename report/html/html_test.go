@@ -228,6 +228,19 @@ func TestLesson(t *testing.T) {
 		t.Error("an SVG has a fixed width: it does not fit a phone")
 	}
 
+	cut := judged(func(r *check.Run) {
+		r.Incomplete = "interrupted (Ctrl-C)"
+		r.Variants[0].Counts.Duplicates = 3
+		r.Variants[0].Expectations[0].Skipped, r.Variants[0].Expectations[0].Passed = true, false
+	})
+	buf.Reset()
+	if err := html.Write(&buf, []html.Run{cut}); err != nil {
+		t.Fatal(err)
+	}
+	if want := `<span class="INCOMPLETE">INCOMPLETE</span> <b>none</b>: until the run was cut short, 3 applied twice or more and none lost: counts so far, not judged.`; !strings.Contains(buf.String(), want) {
+		t.Errorf("an interrupted run's sentence: page lacks %s", want)
+	}
+
 	none := judged(func(r *check.Run) {})
 	buf.Reset()
 	if err := html.Write(&buf, []html.Run{none}); err != nil {
