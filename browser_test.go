@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
@@ -56,7 +58,7 @@ func TestHTMLReportInBrowser(t *testing.T) {
 	}
 
 	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]),
-		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 1300))
+		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 1750))
 	actx, cancel := chromedp.NewExecAllocator(t.Context(), opts...)
 	defer cancel()
 	var mu sync.Mutex
@@ -277,4 +279,176 @@ func TestSweepHTMLInBrowser(t *testing.T) {
 	for _, p := range problems {
 		t.Error(p)
 	}
+}
+
+var (
+	pagesFlag   = flag.String("pages", "", "with TestRunReportsInBrowser, check these comma-separated HTML pages (made by any dqbench) instead of running the built-ins")
+	screenshots = flag.String("screenshots", "", "with TestRunReportsInBrowser, save each page at each width into this directory as 2000 px high PNG tiles (SCENARIO-WIDTH-N.png)")
+)
+
+// TestRunReportsInBrowser runs built-ins for real with --html (quickstart
+// on embedded Kafka, nats-msg-id-dedup on embedded NATS, mqtt-client-qos2
+// on embedded MQTT and, when a RabbitMQ answers on 127.0.0.1:5672,
+// rabbitmq-quorum-acked-redelivery) and loads each page as a phone (390
+// px wide) and a laptop (1280 px) show it: nothing sticks out of the
+// window or scrolls sideways, the lesson (the scenario's description and
+// each variant's verdict) comes before the charts, every timeline spans
+// most of the window, and no timeline's label overlaps its scale.
+func TestRunReportsInBrowser(t *testing.T) {
+	exe := browser()
+	if exe == "" {
+		t.Skip("no Chromium or Chrome found (install Debian's chromium: apt-get install -y chromium); skipping the browser test")
+	}
+	if testing.Short() {
+		t.Skip("-short: skipping the real runs and the browser")
+	}
+	var pages []string
+	if *pagesFlag != "" {
+		pages = strings.Split(*pagesFlag, ",")
+	} else {
+		scenarios := []string{"quickstart", "nats-msg-id-dedup", "mqtt-client-qos2"}
+		if c, err := net.DialTimeout("tcp", "127.0.0.1:5672", time.Second); err == nil {
+			c.Close()
+			scenarios = append(scenarios, "rabbitmq-quorum-acked-redelivery")
+		} else {
+			t.Logf("no RabbitMQ on 127.0.0.1:5672 (%v): not checking rabbitmq-quorum-acked-redelivery's page", err)
+		}
+		dir := t.TempDir()
+		for _, sc := range scenarios {
+			page := filepath.Join(dir, sc+".html")
+			var out, errOut bytes.Buffer
+			code := cmd.Execute(t.Context(), []string{"run", sc, "--html", page},
+				cmd.Streams{In: strings.NewReader(""), Out: &out, Err: &errOut})
+			if code != cmd.ExitPass && code != cmd.ExitFail {
+				t.Fatalf("dqbench run %s --html: exit %d\n%s%s", sc, code, out.String(), errOut.String())
+			}
+			pages = append(pages, page)
+		}
+	}
+
+	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]),
+		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(390, 844))
+	actx, cancel := chromedp.NewExecAllocator(t.Context(), opts...)
+	defer cancel()
+	var mu sync.Mutex
+	var problems []string
+	listen := func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch e := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			problems = append(problems, "script exception: "+e.ExceptionDetails.Text)
+		case *log.EventEntryAdded:
+			if e.Entry.Level == log.EntryLevelError {
+				problems = append(problems, "browser error: "+e.Entry.Text)
+			}
+		case *network.EventRequestWillBeSent:
+			if !strings.HasPrefix(e.Request.URL, "file://") && !strings.HasPrefix(e.Request.URL, "data:") {
+				problems = append(problems, "fetched "+e.Request.URL)
+			}
+		}
+	}
+	ctx, cancel := chromedp.NewContext(actx, chromedp.WithListener(listen))
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := chromedp.Call(ctx, network.Enable, network.EnableParams{})
+	must(err)
+	_, err = chromedp.Call(ctx, log.Enable, cdp.Empty{})
+	must(err)
+	_, err = chromedp.Call(ctx, runtime.Enable, cdp.Empty{})
+	must(err)
+
+	for _, file := range pages {
+		name := strings.TrimSuffix(filepath.Base(file), ".html")
+		for _, width := range []int64{390, 1280} {
+			abs, err := filepath.Abs(file)
+			must(err)
+			must(chromedp.Do(ctx, chromedp.EmulateViewport(width, 844), chromedp.Navigate("file://"+abs), chromedp.WaitVisible(chromedp.CSS("section.run"))))
+			// Nothing scrolls sideways: not the page, not a table, not the scenario.
+			overflow, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth - document.documentElement.clientWidth`))
+			must(err)
+			if overflow > 0 {
+				t.Errorf("%s at %d px: the page is %d px wider than the window", name, width, overflow)
+			}
+			wide, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("body *")]
+				.filter(e => { const r = e.getBoundingClientRect(); return r.width > 0 && (r.right > document.documentElement.clientWidth + 0.5 || r.left < -0.5)
+					|| e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflowX != "visible" })
+				.map(e => e.tagName + "." + (e.getAttribute("class") || "") + " " + (e.textContent || "").slice(0, 40))`))
+			must(err)
+			if len(wide) > 0 {
+				t.Errorf("%s at %d px: these stick out of the window or scroll sideways: %q", name, width, wide[:min(len(wide), 12)])
+			}
+			// The lesson comes first: the description and a verdict per
+			// variant, before any chart.
+			lesson, err := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll("section.run")].map(run => {
+				const l = run.querySelector("p.lesson"), s = run.querySelector("ul.said"), c = run.querySelector("figure, svg");
+				if (!l || !s) return run.dataset.scenario + ": no lesson or no verdict sentences";
+				if (c && !(l.compareDocumentPosition(c) & Node.DOCUMENT_POSITION_FOLLOWING)) return run.dataset.scenario + ": a chart comes before the lesson";
+				if (s.querySelectorAll("li").length != run.querySelectorAll("svg.timeline").length) return run.dataset.scenario + ": not one verdict sentence per variant";
+				return "";
+			}).filter(p => p).join("; ")`))
+			must(err)
+			if lesson != "" {
+				t.Errorf("%s at %d px: %s", name, width, lesson)
+			}
+			// Every timeline spans most of the window, and its label
+			// does not overlap its scale's numbers.
+			tl, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("svg.timeline")].flatMap(svg => {
+				const out = [], w = svg.getBoundingClientRect().width, page = document.documentElement.clientWidth;
+				if (w < page * 0.6) out.push(svg.dataset.variant + ": " + Math.round(w) + " px wide");
+				const fig = svg.closest("figure");
+				const label = fig && fig.querySelector("figcaption");
+				const over = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+				for (const n of fig ? fig.querySelectorAll(".y span, text") : []) {
+					if (label && over(label.getBoundingClientRect(), n.getBoundingClientRect())) out.push(svg.dataset.variant + ": its label overlaps " + n.textContent);
+				}
+				return out;
+			})`))
+			must(err)
+			if len(tl) > 0 {
+				t.Errorf("%s at %d px: timelines: %q", name, width, tl)
+			}
+			n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("svg.timeline").length`))
+			must(err)
+			if n == 0 {
+				t.Errorf("%s at %d px: no timeline", name, width)
+			}
+			if *screenshots != "" {
+				must(screenshotTiles(ctx, filepath.Join(*screenshots, name+"-"+strconv.FormatInt(width, 10)), width))
+			}
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, p := range problems {
+		t.Error(p)
+	}
+}
+
+// screenshotTiles saves the page as PNGs of its width and 2000 px high,
+// top to bottom: prefix-1.png, prefix-2.png, ...
+func screenshotTiles(ctx context.Context, prefix string, width int64) error {
+	height, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`document.documentElement.scrollHeight`))
+	if err != nil {
+		return err
+	}
+	for i, y := 1, 0.0; y < height; i, y = i+1, y+2000 {
+		beyond := true
+		shot, err := chromedp.Call(ctx, page.CaptureScreenshot, page.CaptureScreenshotParams{CaptureBeyondViewport: &beyond,
+			Clip: &page.Viewport{X: 0, Y: y, Width: float64(width), Height: min(2000, height-y), Scale: 1}})
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(prefix+"-"+strconv.Itoa(i)+".png", shot.Data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }

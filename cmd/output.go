@@ -133,7 +133,7 @@ func judgeHistory(hist io.ReadSeeker, sc *scenario.Scenario, meta check.Meta, au
 	if err != nil {
 		return judged{}, err
 	}
-	return judged{run: in.Run, html: &html.Run{Judged: in.Run, Anomalies: anomalies, Story: col, Scenario: string(y), Broker: in.Broker}}, nil
+	return judged{run: in.Run, html: &html.Run{Judged: in.Run, Anomalies: anomalies, Story: col, Scenario: string(y), Broker: in.Broker, Lesson: sc.Description}}, nil
 }
 
 // writeReports writes the report in the chosen format to Out and, with
