@@ -51,6 +51,7 @@ func TestScripts(t *testing.T) {
 			"waitfor":    cmdWaitFor,
 			"waitgone":   cmdWaitGone,
 			"procgone":   cmdProcGone,
+			"tlsnats":    cmdTLSNATS,
 		},
 		Condition: func(cond string) (bool, error) {
 			if cond == "mosquitto" { // the mosquitto binary is installed

@@ -49,6 +49,9 @@ type Broker struct {
 	// MaxLength: the kind's queues can be bounded (producer max_length and
 	// overflow).
 	MaxLength bool
+	// AuthKeys are the keys of auth (Auth) the kind's clients can use;
+	// none: the kind takes no tls or auth (its settings are not Secured).
+	AuthKeys []string
 	// NewSettings returns a pointer to a zero value of the kind's own
 	// settings (the broker keys besides kind, mode and addresses). A
 	// settings type may have a Defaults() method, called after decoding.
@@ -283,6 +286,7 @@ var Brokers = []Broker{
 		DeliveryLimit: func(any) string {
 			return "NATS counts deliveries with the broker's max_deliver (the consumer's MaxDeliver); set max_deliver on the broker instead"
 		},
+		AuthKeys:    AuthKeys(),
 		NewSettings: func() any { return new(NATSSettings) },
 		StoredTwice: "a republish after a lost publish ack that the stream's duplicate window did not drop: the copy carried a Nats-Msg-Id new to the stream, none at all, or one the duplicate_window had already forgotten",
 		AckedAgain:  "the server never received the ack (a plain ack is not confirmed: it was lost on the way, or with the consumer's connection), so it delivered the message again once ack_wait had passed",

@@ -58,6 +58,8 @@ Progress goes to stderr: a line redrawn on a terminal, else a line every
 
 ` + envHelp() + `
 
+` + securityHelp() + `
+
 Exit codes (as run's, over every run):
   0  every run passed
   1  an expectation failed in some run
@@ -79,6 +81,7 @@ Exit codes (as run's, over every run):
 				return err
 			}
 			o.fromEnv = from
+			o.security = readSecurityEnv(s.lookupEnv)
 			o.messagesSet = c.Flags().Changed("messages")
 			o.timeoutSet = c.Flags().Changed("timeout")
 			return runSweep(c.Context(), s, o, args[0], c.Flags())

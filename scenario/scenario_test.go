@@ -40,6 +40,7 @@ var fixtures = []fixture{
 	{file: "valid/nats-managed-failover.yaml"},
 	{file: "valid/process.yaml"},
 	{file: "valid/process-nats.yaml"},
+	{file: "valid/nats-tls.yaml"},
 
 	{"invalid/unquoted-comparison.yaml", []string{
 		`8:13: YAML syntax error: invalid header option: "0"; a value that starts with > or | must be quoted: write a comparison as lost: ">0"`,
@@ -242,8 +243,23 @@ var fixtures = []fixture{
 		`5:12: faults[0]: slow-processing cannot act here: it needs a broker that delivers a message again when its consumer holds it too long while still connected (NATS JetStream's ack_wait, RabbitMQ's consumer_timeout); use broker kind: nats, or kind: rabbitmq, mode: managed with consumer_timeout`,
 	}},
 	{"invalid/nats-address.yaml", []string{
-		`6:15: broker.addresses[0]: "tcp://127.0.0.1:4222" is not a NATS URL (nats://HOST:PORT) (e.g. "nats://127.0.0.1:4222")`,
-		`6:39: broker.addresses[1]: "nats://127.0.0.1" is not a NATS URL (nats://HOST:PORT): no port`,
+		`6:15: broker.addresses[0]: "tcp://127.0.0.1:4222" is not a NATS URL (nats://HOST:PORT, or tls://HOST:PORT for TLS) (e.g. "nats://127.0.0.1:4222")`,
+		`6:39: broker.addresses[1]: "nats://127.0.0.1" is not a NATS URL (nats://HOST:PORT, or tls://HOST:PORT for TLS): no port`,
+	}},
+	{"invalid/tls-settings.yaml", []string{
+		`5:8: broker.tls: only with mode: external; the nats broker dqbench runs itself (mode: embedded) speaks plain TCP`,
+		`5:15: broker.tls.cert: a client certificate needs both cert and key (PEM files); add key`,
+		`6:9: broker.auth: only with mode: external`,
+		`6:9: broker.auth: log in one way, not user and token`,
+		`6:58: broker.auth.password_env: give the password one way: password_file or password_env, not both`,
+	}},
+	{"invalid/tls-on-kafka.yaml", []string{
+		`7:3: broker.tls: kafka takes no tls (only nats does)`,
+	}},
+	{"invalid/tls-protocol-faults.yaml", []string{
+		`8:12: faults[0].type: confirm-lost cannot act over TLS: dqbench's in-process proxy reads the broker's protocol`,
+		`9:12: faults[1].type: ack-lost cannot act over TLS`,
+		`13:14: variants[1].process: a process variant cannot run over TLS`,
 	}},
 	{"invalid/nats-ack-wait.yaml", []string{
 		`5:11: faults[0]: consumer-crash: a consumer killed with unacked messages gets them back from NATS only after ack_wait (30s), and the drain gives up after 10s without progress; set broker ack_wait below drain`,

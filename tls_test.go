@@ -1,0 +1,63 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nkeys"
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/dqbench/dqbench/internal/testcerts"
+)
+
+// tlsnats: start two real nats-servers (the library, in this process)
+// with JetStream for the rest of the script: a plain one ($NATS_PLAIN)
+// and one that speaks only TLS, verifies client certificates and has an
+// nkey user and the user dq with the password in $WORK/password
+// ($NATS_TLS). The certificates are made here, in $WORK/certs (ca.pem,
+// dqbench-client.pem, dqbench-client-key.pem), with a second CA the
+// server does not use in $WORK/other; the nkey user's seed is in
+// $WORK/seed.
+func cmdTLSNATS(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: tlsnats")
+	}
+	dir := func(name string) string {
+		d := ts.MkAbs(name)
+		ts.Check(os.MkdirAll(d, 0o755))
+		return d
+	}
+	certs, err := testcerts.Write(dir("certs"), "dqbench-script-ca")
+	ts.Check(err)
+	_, err = testcerts.Write(dir("other"), "another-ca")
+	ts.Check(err)
+	kp, err := nkeys.CreateUser()
+	ts.Check(err)
+	seed, _ := kp.Seed()
+	pub, _ := kp.PublicKey()
+	ts.Check(os.WriteFile(ts.MkAbs("seed"), seed, 0o600))
+	ts.Check(os.WriteFile(ts.MkAbs("password"), []byte("Pw-4e7b-right\n"), 0o600))
+	tlsCfg, err := certs.ServerConfig(true)
+	ts.Check(err)
+	start := func(env string, opts server.Options) {
+		opts.Host, opts.Port = "127.0.0.1", server.RANDOM_PORT
+		opts.JetStream, opts.StoreDir = true, dir(filepath.Join("js", env))
+		opts.NoLog, opts.NoSigs = true, true
+		srv, err := server.NewServer(&opts)
+		ts.Check(err)
+		go srv.Start()
+		ts.Defer(func() { srv.Shutdown(); srv.WaitForShutdown() })
+		if !srv.ReadyForConnections(10 * time.Second) {
+			ts.Fatalf("nats-server %s did not start", env)
+		}
+		ts.Setenv(env, srv.ClientURL())
+	}
+	start("NATS_PLAIN", server.Options{})
+	start("NATS_TLS", server.Options{
+		TLS: true, TLSVerify: true, TLSConfig: tlsCfg,
+		Nkeys: []*server.NkeyUser{{Nkey: pub}},
+		Users: []*server.User{{Username: "dq", Password: "Pw-4e7b-right"}},
+	})
+}
