@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/dqbench/dqbench/internal/testcerts"
+	"github.com/dqbench/dqbench/internal/tlsservers"
 )
 
 // tlsnats: start two real nats-servers (the library, in this process)
@@ -60,4 +62,27 @@ func cmdTLSNATS(ts *testscript.TestScript, neg bool, args []string) {
 		Nkeys: []*server.NkeyUser{{Nkey: pub}},
 		Users: []*server.User{{Username: "dq", Password: "Pw-4e7b-right"}},
 	})
+}
+
+// tlsrabbitmq: start a real one-node RabbitMQ (from the installed
+// rabbitmq-server) for the rest of the script, with a TLS listener that
+// requires client certificates ($RABBIT_TLS, amqps://; $RABBIT_TLS_AS_AMQP
+// is amqp:// to it) besides its plain one ($RABBIT_PLAIN), and the user
+// dq instead of guest, its password in $WORK/rabbit-password. The
+// certificates are in $RABBIT_CERTS (ca.pem, dqbench-client.pem,
+// dqbench-client-key.pem).
+func cmdTLSRabbitMQ(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: tlsrabbitmq")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r, err := tlsservers.StartRabbitMQ(ctx)
+	ts.Check(err)
+	ts.Defer(func() { _ = r.Cluster.Stop() })
+	ts.Check(os.WriteFile(ts.MkAbs("rabbit-password"), []byte(tlsservers.RabbitMQPassword+"\n"), 0o600))
+	ts.Setenv("RABBIT_PLAIN", r.PlainURL)
+	ts.Setenv("RABBIT_TLS", r.TLSURL)
+	ts.Setenv("RABBIT_TLS_AS_AMQP", r.TLSAsAMQP)
+	ts.Setenv("RABBIT_CERTS", r.Certs.Dir)
 }

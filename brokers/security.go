@@ -103,6 +103,7 @@ func TLSFailure(err error) string {
 	var hostname x509.HostnameError
 	var invalid x509.CertificateInvalidError
 	var header tls.RecordHeaderError
+	var alert tls.AlertError
 	switch {
 	case errors.As(err, &unknown):
 		return "the server's certificate is signed by a CA dqbench does not trust (" + unknown.Error() + "); give the CA that signed it in broker tls.ca (or DQBENCH_TLS_CA)"
@@ -110,8 +111,23 @@ func TLSFailure(err error) string {
 		return "the server's certificate is not for this name (" + hostname.Error() + "); connect by a name the certificate carries, or set broker tls.server_name"
 	case errors.As(err, &invalid):
 		return "the server's certificate is not valid (" + invalid.Error() + ")"
+	case errors.As(err, &alert) && (alert == 116 || alert == 42 || alert == 48 || alert == 40),
+		// certificate_required, bad_certificate, unknown_ca, handshake_failure;
+		// as text where a client library kept only the message (amqp091)
+		err != nil && strings.Contains(err.Error(), "remote error: tls: "):
+		return "the server refused dqbench's TLS (" + remoteAlert(err) + "): it wants a client certificate signed by a CA it trusts; give one in broker tls.cert and tls.key (or DQBENCH_TLS_CERT, DQBENCH_TLS_KEY)"
 	case errors.As(err, &header):
 		return "the server did not answer the TLS handshake with TLS (is the port a plain listener? use the plain URL scheme and leave out tls, or the server's TLS port)"
 	}
 	return ""
+}
+
+// remoteAlert is the TLS alert the server sent, as Go words it.
+func remoteAlert(err error) string {
+	msg := err.Error()
+	i := strings.Index(msg, "remote error: tls: ")
+	if i < 0 {
+		return msg
+	}
+	return strings.TrimRight(msg[i:], `"`)
 }

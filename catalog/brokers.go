@@ -153,18 +153,14 @@ func HostPort(a string) error {
 	return nil
 }
 
-// AMQPURL checks an amqp:// URL with a host (RabbitMQ). amqps:// (TLS)
-// is refused here rather than when the run dials it: dqbench's clients do
-// not speak TLS yet.
+// AMQPURL checks an amqp:// URL (amqps:// for TLS) with a host
+// (RabbitMQ).
 func AMQPURL(a string) error {
 	u, err := ParseURL(a)
 	if errors.Is(err, errUserinfo) {
 		return fmt.Errorf("not an AMQP URL (amqp://USER:PASSWORD@HOST:PORT/VHOST): %w", err)
 	}
-	if err == nil && u.Scheme == "amqps" {
-		return errors.New("amqps:// (TLS), which dqbench does not support yet; use amqp:// to a listener without TLS")
-	}
-	if err != nil || u.Scheme != "amqp" {
+	if err != nil || (u.Scheme != "amqp" && u.Scheme != "amqps") {
 		return errors.New("not an AMQP URL (amqp://USER:PASSWORD@HOST:PORT/VHOST)")
 	}
 	if err := HostAndPort(u, false); err != nil {
@@ -252,6 +248,7 @@ var Brokers = []Broker{
 		DefaultAddress: "amqp://guest:guest@127.0.0.1:5672/",
 		ValidAddress:   AMQPURL,
 		AutoAck:        true,
+		AuthKeys:       PasswordKeys,
 		NewSettings:    func() any { return new(RabbitMQSettings) },
 		StoredTwice:    "a republish after a lost publisher confirm: the queue had the message, the producer was not told and published it again, and RabbitMQ keeps every copy it is given",
 		AckedAgain:     "the queue had not applied the ack when the consumer went away (a quorum queue holds a channel's acks back once 32 are pending, and a channel that dies drops them: rabbitmq-server #10327; a classic queue drops the acks still unread in a socket that is reset)",

@@ -168,19 +168,26 @@ func TestSecretsNeverPrinted(t *testing.T) {
 			t.Fatal(err)
 		}
 		secretEnv := map[string]string{"MY_SECRET": p.pw, "DQBENCH_PASSWORD": p.pw, "DQBENCH_TOKEN": p.pw}
-		for _, a := range []string{
+		passwordAuth := []string{
 			"{user: u, password_file: " + strconv.Quote(file) + "}",
 			"{user: u, password_env: MY_SECRET}",
-			"{token_file: " + strconv.Quote(file) + "}",
-			"{token_env: MY_SECRET}",
+		}
+		for _, k := range []struct {
+			kind, address string
+			auth          []string
+		}{
+			{"nats", "tls://127.0.0.1:4222", append(passwordAuth, "{token_file: "+strconv.Quote(file)+"}", "{token_env: MY_SECRET}")},
+			{"rabbitmq", "amqps://127.0.0.1:5671/", passwordAuth},
 		} {
-			sc := filepath.Join(t.TempDir(), "auth.yaml")
-			if err := os.WriteFile(sc, []byte(kindScenario("nats", "mode: external, addresses: [\"tls://127.0.0.1:4222\"], tls: {ca: ca.pem}, auth: "+a)), 0o644); err != nil {
-				t.Fatal(err)
+			for _, a := range k.auth {
+				sc := filepath.Join(t.TempDir(), "auth.yaml")
+				if err := os.WriteFile(sc, []byte(kindScenario(k.kind, "mode: external, addresses: [\""+k.address+"\"], tls: {ca: ca.pem}, auth: "+a)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				cases = append(cases,
+					tc{name: k.kind + " auth " + a + " " + p.pw, args: []string{"run", sc}, env: secretEnv},
+					tc{name: k.kind + " auth " + a + " validate " + p.pw, args: []string{"validate", sc}, env: secretEnv})
 			}
-			cases = append(cases,
-				tc{name: "auth " + a + " " + p.pw, args: []string{"run", sc}, env: secretEnv},
-				tc{name: "auth " + a + " validate " + p.pw, args: []string{"validate", sc}, env: secretEnv})
 		}
 		base := filepath.Join(t.TempDir(), "nats-base.yaml")
 		if err := os.WriteFile(base, []byte(kindScenario("nats", "mode: external")), 0o644); err != nil {

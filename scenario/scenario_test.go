@@ -41,6 +41,7 @@ var fixtures = []fixture{
 	{file: "valid/process.yaml"},
 	{file: "valid/process-nats.yaml"},
 	{file: "valid/nats-tls.yaml"},
+	{file: "valid/rabbitmq-tls.yaml"},
 
 	{"invalid/unquoted-comparison.yaml", []string{
 		`8:13: YAML syntax error: invalid header option: "0"; a value that starts with > or | must be quoted: write a comparison as lost: ">0"`,
@@ -147,8 +148,9 @@ var fixtures = []fixture{
 		`3:66: broker.addresses[1]: "127.0.0.1:65536" is not host:port: port 65536 is not from 1 to 65535`,
 		`3:85: broker.addresses[2]: "bad host:9092" is not host:port: the host "bad host" has a space in it`,
 	}},
-	{"invalid/amqps.yaml", []string{
-		`3:38: broker.addresses[0]: "amqps://guest:***@127.0.0.1:5671/" is amqps:// (TLS), which dqbench does not support yet`,
+	{"invalid/rabbitmq-tls-plain.yaml", []string{
+		`3:70: broker.tls: TLS to RabbitMQ is asked by an amqps:// address, and broker.addresses[0] is amqp:// (plain)`,
+		`3:112: broker.auth.token_env: rabbitmq's clients cannot log in with token_env; it takes user, password_file, password_env`,
 	}},
 	{"invalid/leader-move-one-node.yaml", []string{
 		`5:11: faults[0]: leader-move cannot act here: it hands each partition's leadership to another replica, and a one-node cluster has none; add brokers: 3 to the broker`,
@@ -254,7 +256,7 @@ var fixtures = []fixture{
 		`6:58: broker.auth.password_env: give the password one way: password_file or password_env, not both`,
 	}},
 	{"invalid/tls-on-kafka.yaml", []string{
-		`7:3: broker.tls: kafka takes no tls (only nats does)`,
+		`7:3: broker.tls: kafka takes no tls (only rabbitmq, nats does)`,
 	}},
 	{"invalid/tls-protocol-faults.yaml", []string{
 		`8:12: faults[0].type: confirm-lost cannot act over TLS: dqbench's in-process proxy reads the broker's protocol`,

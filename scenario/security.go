@@ -49,6 +49,17 @@ func securityProblems(s *Scenario, has func(string) bool) []problem {
 		}
 		add(path, "a client certificate needs both cert and key (PEM files); add %s", missing)
 	}
+	if st.TLS != nil && s.Broker.Kind == catalog.RabbitMQ && mode == catalog.External {
+		for i, a := range s.Broker.Addresses {
+			if u, err := catalog.ParseURL(a); err == nil && u.Scheme == "amqp" {
+				add("broker.tls", "TLS to RabbitMQ is asked by an amqps:// address, and broker.addresses[%d] is amqp:// (plain); write amqps:// (port 5671 when none is given)", i)
+				break
+			}
+		}
+		if len(s.Broker.Addresses) == 0 {
+			add("broker.tls", "TLS to RabbitMQ is asked by an amqps:// address, and the default address is amqp:// (plain); add addresses: [\"amqps://USER@HOST:5671/\"]")
+		}
+	}
 	if a := st.Auth; a != nil {
 		out = append(out, authProblems(kind, a, has)...)
 	}
@@ -65,9 +76,11 @@ func authProblems(kind catalog.Broker, a *catalog.Auth, has func(string) bool) [
 	add := func(path, format string, args ...any) {
 		out = append(out, problem{path, path + ": " + fmt.Sprintf(format, args...)})
 	}
+	unsupported := false
 	for _, key := range catalog.AuthKeys() {
 		if has("broker.auth."+key) && !slices.Contains(kind.AuthKeys, key) {
 			add("broker.auth."+key, "%s's clients cannot log in with %s; it takes %s", kind.Kind, key, strings.Join(kind.AuthKeys, ", "))
+			unsupported = true
 		}
 	}
 	if a.PasswordFile != "" && a.PasswordEnv != "" {
@@ -97,7 +110,7 @@ func authProblems(kind catalog.Broker, a *catalog.Auth, has func(string) bool) [
 			ways = append(ways, w.key)
 		}
 	}
-	if len(ways) > 1 {
+	if len(ways) > 1 && !unsupported {
 		add("broker.auth", "log in one way, not %s: a user and password, a token, an nkey seed or a .creds file", strings.Join(ways, " and "))
 	}
 	return out
