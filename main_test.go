@@ -46,14 +46,15 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exits":       cmdExits,
-			"count":       cmdCount,
-			"samecounts":  cmdSameCounts,
-			"waitfor":     cmdWaitFor,
-			"waitgone":    cmdWaitGone,
-			"procgone":    cmdProcGone,
-			"tlsnats":     cmdTLSNATS,
-			"tlsrabbitmq": cmdTLSRabbitMQ,
+			"exits":        cmdExits,
+			"count":        cmdCount,
+			"samecounts":   cmdSameCounts,
+			"waitfor":      cmdWaitFor,
+			"waitgone":     cmdWaitGone,
+			"procgone":     cmdProcGone,
+			"tlsnats":      cmdTLSNATS,
+			"tlsrabbitmq":  cmdTLSRabbitMQ,
+			"tlsmosquitto": cmdTLSMosquitto,
 		},
 		Condition: func(cond string) (bool, error) {
 			if cond == "mosquitto" { // the mosquitto binary is installed

@@ -86,3 +86,26 @@ func cmdTLSRabbitMQ(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv("RABBIT_TLS_AS_AMQP", r.TLSAsAMQP)
 	ts.Setenv("RABBIT_CERTS", r.Certs.Dir)
 }
+
+// tlsmosquitto: start the installed mosquitto for the rest of the script
+// with a TLS listener that requires client certificates ($MQTT_TLS,
+// ssl://; $MQTT_TLS_AS_TCP is tcp:// to it) besides a plain one
+// ($MQTT_PLAIN), no anonymous clients, and a password file with the user
+// dq, whose password is in $WORK/mqtt-password. The certificates are in
+// $WORK/mqtt-certs (ca.pem, dqbench-client.pem, dqbench-client-key.pem).
+func cmdTLSMosquitto(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: tlsmosquitto")
+	}
+	dir := ts.MkAbs("mqtt-certs")
+	ts.Check(os.MkdirAll(dir, 0o755))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	m, err := tlsservers.StartMosquitto(ctx, dir)
+	ts.Check(err)
+	ts.Defer(m.Close)
+	ts.Check(os.WriteFile(ts.MkAbs("mqtt-password"), []byte(tlsservers.MQTTPassword+"\n"), 0o600))
+	ts.Setenv("MQTT_PLAIN", m.PlainURL)
+	ts.Setenv("MQTT_TLS", m.TLSURL)
+	ts.Setenv("MQTT_TLS_AS_TCP", m.TLSAsTCP)
+}

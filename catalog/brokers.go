@@ -169,17 +169,19 @@ func AMQPURL(a string) error {
 	return nil
 }
 
-// MQTTURL checks a tcp:// or mqtt:// URL with a host and a port (MQTT).
+// MQTTURL checks a tcp:// or mqtt:// URL (ssl:// or mqtts:// for TLS)
+// with a host and a port (MQTT).
 func MQTTURL(a string) error {
+	const want = "not an MQTT URL (tcp://HOST:PORT, or ssl://HOST:PORT for TLS)"
 	u, err := ParseURL(a)
 	if errors.Is(err, errUserinfo) {
-		return fmt.Errorf("not an MQTT URL (tcp://HOST:PORT): %w", err)
+		return fmt.Errorf("%s: %w", want, err)
 	}
-	if err != nil || (u.Scheme != "tcp" && u.Scheme != "mqtt") {
-		return errors.New("not an MQTT URL (tcp://HOST:PORT)")
+	if err != nil || (u.Scheme != "tcp" && u.Scheme != "mqtt" && u.Scheme != "ssl" && u.Scheme != "mqtts") {
+		return errors.New(want)
 	}
 	if err := HostAndPort(u, true); err != nil {
-		return fmt.Errorf("not an MQTT URL (tcp://HOST:PORT): %w", err)
+		return fmt.Errorf("%s: %w", want, err)
 	}
 	return nil
 }
@@ -267,6 +269,7 @@ var Brokers = []Broker{
 		Modes:          []Mode{Embedded, External, Managed},
 		ExampleAddress: "tcp://127.0.0.1:1883",
 		ValidAddress:   MQTTURL,
+		AuthKeys:       PasswordKeys,
 		NewSettings:    func() any { return new(MQTTSettings) },
 		StoredTwice:    "a QoS 1 resend: the publishing client sent the PUBLISH again after its PUBACK was lost or its connection broke, and at QoS 1 the broker takes and forwards every copy",
 		AckedAgain:     "its PUBACK never reached the broker (lost with the connection), and the broker sends a persistent session's unacknowledged messages again when the client reconnects",

@@ -149,7 +149,7 @@ var fixtures = []fixture{
 		`3:85: broker.addresses[2]: "bad host:9092" is not host:port: the host "bad host" has a space in it`,
 	}},
 	{"invalid/rabbitmq-tls-plain.yaml", []string{
-		`3:70: broker.tls: TLS to RabbitMQ is asked by an amqps:// address, and broker.addresses[0] is amqp:// (plain)`,
+		`3:70: broker.tls: TLS to rabbitmq is an address with amqps://, and broker.addresses[0] is amqp:// (plain); write amqps://`,
 		`3:112: broker.auth.token_env: rabbitmq's clients cannot log in with token_env; it takes user, password_file, password_env`,
 	}},
 	{"invalid/leader-move-one-node.yaml", []string{
@@ -255,8 +255,13 @@ var fixtures = []fixture{
 		`6:9: broker.auth: log in one way, not user and token`,
 		`6:58: broker.auth.password_env: give the password one way: password_file or password_env, not both`,
 	}},
+	{"invalid/mqtt-tls.yaml", []string{
+		`7:8: broker.tls: TLS to mqtt is an address with ssl:// (or mqtts://), and broker.addresses[0] is tcp:// (plain)`,
+		`9:12: faults[0].type: ack-lost cannot act over TLS`,
+		`11:55: variants[0].mqtt.auth: TLS and the login are the broker's, for every variant; write auth in broker`,
+	}},
 	{"invalid/tls-on-kafka.yaml", []string{
-		`7:3: broker.tls: kafka takes no tls (only rabbitmq, nats does)`,
+		`7:3: broker.tls: kafka takes no tls (only rabbitmq, mqtt, nats does)`,
 	}},
 	{"invalid/tls-protocol-faults.yaml", []string{
 		`8:12: faults[0].type: confirm-lost cannot act over TLS: dqbench's in-process proxy reads the broker's protocol`,

@@ -49,15 +49,22 @@ func securityProblems(s *Scenario, has func(string) bool) []problem {
 		}
 		add(path, "a client certificate needs both cert and key (PEM files); add %s", missing)
 	}
-	if st.TLS != nil && s.Broker.Kind == catalog.RabbitMQ && mode == catalog.External {
+	if scheme, ok := tlsScheme[s.Broker.Kind]; ok && st.TLS != nil && mode == catalog.External {
 		for i, a := range s.Broker.Addresses {
-			if u, err := catalog.ParseURL(a); err == nil && u.Scheme == "amqp" {
-				add("broker.tls", "TLS to RabbitMQ is asked by an amqps:// address, and broker.addresses[%d] is amqp:// (plain); write amqps:// (port 5671 when none is given)", i)
+			if u, err := catalog.ParseURL(a); err == nil && !catalog.UsesTLS(nil, []string{a}) {
+				add("broker.tls", "TLS to %s is an address with %s, and broker.addresses[%d] is %s:// (plain); write %s", s.Broker.Kind, scheme, i, u.Scheme, scheme)
 				break
 			}
 		}
 		if len(s.Broker.Addresses) == 0 {
-			add("broker.tls", "TLS to RabbitMQ is asked by an amqps:// address, and the default address is amqp:// (plain); add addresses: [\"amqps://USER@HOST:5671/\"]")
+			add("broker.tls", "TLS to %s is an address with %s, and the default address is plain; add addresses with %s", s.Broker.Kind, scheme, scheme)
+		}
+	}
+	for i, v := range s.Variants {
+		for _, key := range []string{"tls", "auth"} {
+			if path := fmt.Sprintf("variants[%d].mqtt.%s", i, key); v.MQTT != nil && has(path) {
+				add(path, "TLS and the login are the broker's, for every variant; write %s in broker", key)
+			}
 		}
 	}
 	if a := st.Auth; a != nil {
@@ -67,6 +74,13 @@ func securityProblems(s *Scenario, has func(string) bool) []problem {
 		out = append(out, protocolFaultsOverTLS(s)...)
 	}
 	return out
+}
+
+// tlsScheme names, per kind whose TLS an address's scheme asks for, that
+// scheme (nats takes tls: alone as well).
+var tlsScheme = map[catalog.BrokerKind]string{
+	catalog.RabbitMQ: "amqps://",
+	catalog.MQTT:     "ssl:// (or mqtts://)",
 }
 
 // authProblems checks auth's keys against what kind's clients can use:
