@@ -199,6 +199,26 @@ func TestSecretsNeverPrinted(t *testing.T) {
 			tc{name: "DQBENCH_TOKEN " + p.pw, args: []string{"run", base}, env: map[string]string{"DQBENCH_TOKEN": p.pw}},
 			tc{name: "DQBENCH_PASSWORD_FILE " + p.pw, args: []string{"run", base}, env: map[string]string{"DQBENCH_USER": "u", "DQBENCH_PASSWORD_FILE": file}})
 	}
+	// A password in a store URL's query (PostgreSQL's password and
+	// sslpassword, the key's passphrase), in the file, a flag or a variable.
+	for _, pw := range []string{"PW1x%2FPW2y", "PW1x/PW2y"} {
+		for _, param := range []string{"sslpassword", "password"} {
+			u := "postgres://u@127.0.0.1:5432/test?sslmode=verify-full&" + param + "=" + pw + "&sslrootcert=ca.pem"
+			file := filepath.Join(t.TempDir(), "store.yaml")
+			if err := os.WriteFile(file, []byte(kindScenario("kafka", "")+"store: "+strconv.Quote(u)+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			base := filepath.Join(t.TempDir(), "base.yaml")
+			if err := os.WriteFile(base, []byte(kindScenario("kafka", "")), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cases = append(cases,
+				tc{name: "store " + param + " file " + pw, args: []string{"run", file}},
+				tc{name: "store " + param + " validate " + pw, args: []string{"validate", file}},
+				tc{name: "store " + param + " flag " + pw, args: []string{"run", base, "--store", u}},
+				tc{name: "store " + param + " env " + pw, args: []string{"run", base}, env: map[string]string{"DQBENCH_STORE": u}})
+		}
+	}
 	for _, c := range cases {
 		for _, format := range []string{"table", "json", "markdown", "junit", "html"} {
 			args := append([]string(nil), c.args...)
