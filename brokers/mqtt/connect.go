@@ -2,7 +2,6 @@ package mqtt
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
+	"github.com/dqbench/dqbench/internal/tlsprobe"
 )
 
 // connectTimeout bounds one MQTT connect (the TCP dial and the CONNECT,
@@ -142,7 +142,7 @@ func (h *handshake) tlsFail(ctx context.Context, err error) error {
 	case !accepted:
 		return nil // nothing listens: no TLS to speak of
 	case h.sec.tls == nil:
-		if speaksTLS(ctx, hostPort(h.url)) {
+		if tlsprobe.SpeaksTLS(ctx, hostPort(h.url)) {
 			return fail("the port speaks TLS only, and dqbench connected without (a tcp:// URL); use ssl:// (or mqtts://) with the broker's CA in broker tls.ca")
 		}
 		return nil
@@ -198,21 +198,6 @@ func v5Refusal(ca *pahov5.Connack, err error) error {
 		return fmt.Errorf("%w (reason code 0x%x): %v", errV5Login, ca.ReasonCode, err)
 	}
 	return err
-}
-
-// speaksTLS says whether the server at addr answers a TLS handshake
-// (whatever its certificate): why a plain connect to it found no MQTT.
-func speaksTLS(ctx context.Context, addr string) bool {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	d := tls.Dialer{Config: &tls.Config{MinVersion: tls.VersionTLS12}}
-	c, err := d.DialContext(ctx, "tcp", addr)
-	if err == nil {
-		c.Close()
-		return true
-	}
-	var header tls.RecordHeaderError
-	return brokers.TLSFailure(err) != "" && !errors.As(err, &header)
 }
 
 // connectError is a failed MQTT connect: brokers.ErrUnreachable, and why.

@@ -24,6 +24,7 @@ import (
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
+	"github.com/dqbench/dqbench/internal/tlsprobe"
 	"github.com/dqbench/dqbench/leftover"
 	"github.com/dqbench/dqbench/netfault"
 )
@@ -261,7 +262,7 @@ func dial(ctx context.Context, url, via string, wrap func(net.Conn) net.Conn, se
 			return nil, fmt.Errorf("RabbitMQ at %s: %w: %s", masked, errTLS, why)
 		}
 		if tlsCfg == nil && !errors.Is(err, context.DeadlineExceeded) && !isTimeout(err) && !isDialError(err) {
-			if u, perr := amqp.ParseURI(target); perr == nil && speaksTLS(ctx, net.JoinHostPort(u.Host, strconv.Itoa(u.Port))) {
+			if u, perr := amqp.ParseURI(target); perr == nil && tlsprobe.SpeaksTLS(ctx, net.JoinHostPort(u.Host, strconv.Itoa(u.Port))) {
 				return nil, fmt.Errorf("RabbitMQ at %s: %w: the port speaks TLS only, and dqbench connected without (an amqp:// URL); use amqps:// with the server's CA in broker tls.ca", masked, errTLS)
 			}
 		}

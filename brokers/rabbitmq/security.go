@@ -1,12 +1,10 @@
 package rabbitmq
 
 import (
-	"context"
 	"crypto/tls"
 	"errors"
 	"net"
 	neturl "net/url"
-	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -82,19 +80,3 @@ func (s secure) target(url string) (string, *tls.Config, error) {
 // errTLS marks a RabbitMQ whose TLS did not match dqbench's: a
 // certificate not trusted, TLS on one side only.
 var errTLS = errors.New("TLS failed")
-
-// speaksTLS says whether the server at addr answers a TLS handshake
-// (whether or not its certificate is trusted): why an amqp:// connection
-// to it found no AMQP.
-func speaksTLS(ctx context.Context, addr string) bool {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	d := tls.Dialer{NetDialer: &net.Dialer{}, Config: &tls.Config{MinVersion: tls.VersionTLS12}}
-	c, err := d.DialContext(ctx, "tcp", addr)
-	if err == nil {
-		c.Close()
-		return true
-	}
-	var header tls.RecordHeaderError
-	return brokers.TLSFailure(err) != "" && !errors.As(err, &header)
-}
