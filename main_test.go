@@ -55,6 +55,7 @@ func TestScripts(t *testing.T) {
 			"tlsnats":      cmdTLSNATS,
 			"tlsrabbitmq":  cmdTLSRabbitMQ,
 			"tlsmosquitto": cmdTLSMosquitto,
+			"tlskafka":     cmdTLSKafka,
 		},
 		Condition: func(cond string) (bool, error) {
 			if cond == "mosquitto" { // the mosquitto binary is installed

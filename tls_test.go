@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nkeys"
 	"github.com/rogpeppe/go-internal/testscript"
 
+	kafkacluster "github.com/dqbench/dqbench/brokers/kafka/cluster"
 	"github.com/dqbench/dqbench/internal/testcerts"
 	"github.com/dqbench/dqbench/internal/tlsservers"
 )
@@ -108,4 +109,32 @@ func cmdTLSMosquitto(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv("MQTT_PLAIN", m.PlainURL)
 	ts.Setenv("MQTT_TLS", m.TLSURL)
 	ts.Setenv("MQTT_TLS_AS_TCP", m.TLSAsTCP)
+}
+
+// tlskafka: start a real one-node Apache Kafka (the cached jars) for the
+// rest of the script with a SASL_SSL listener that requires client
+// certificates ($KAFKA_SECURE) besides its PLAINTEXT one ($KAFKA_PLAIN),
+// the SCRAM (SHA-256, SHA-512) and PLAIN user dq, whose password is in
+// $WORK/kafka-password. The certificates are in $WORK/kafka-certs
+// (ca.pem, dqbench-client.pem, dqbench-client-key.pem).
+func cmdTLSKafka(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: tlskafka")
+	}
+	dir := ts.MkAbs("kafka-certs")
+	ts.Check(os.MkdirAll(dir, 0o755))
+	certs, err := testcerts.Write(dir, "dqbench-kafka-script-ca")
+	ts.Check(err)
+	const password = "Pw-kf-script-7"
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := kafkacluster.Start(ctx, kafkacluster.Options{Dir: ts.MkAbs("kafka"), Nodes: 1, Owned: true, Secure: &kafkacluster.SecureListener{
+		CA: certs.CA, Cert: certs.Cert, Key: certs.Key, RequireClientCert: true,
+		Users: map[string]string{"dq": password},
+	}})
+	ts.Check(err)
+	ts.Defer(func() { _ = c.Stop() })
+	ts.Check(os.WriteFile(ts.MkAbs("kafka-password"), []byte(password+"\n"), 0o600))
+	ts.Setenv("KAFKA_PLAIN", c.Nodes[0].Addr())
+	ts.Setenv("KAFKA_SECURE", c.Nodes[0].SecureAddr())
 }

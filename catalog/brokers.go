@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -237,6 +238,7 @@ var Brokers = []Broker{
 		Modes:          []Mode{Embedded, External, Managed},
 		ExampleAddress: "127.0.0.1:9092",
 		ValidAddress:   HostPort,
+		AuthKeys:       append(slices.Clone(PasswordKeys), "mechanism"),
 		NewSettings:    func() any { return new(KafkaSettings) },
 		StoredTwice:    "a producer's retry after a lost response without producer idempotence, or a restarted producer's resend, which a new producer id hides from the broker",
 		AckedAgain:     "the group had not stored the offset commit that covered it when the partition passed to another consumer (a crash, a rebalance, an expelled member): the new owner reads on from the last commit the group has",

@@ -27,6 +27,24 @@ type Auth struct {
 	TokenEnv     string `yaml:"token_env" json:"token_env,omitempty" jsonschema:"description=Environment variable holding an authentication token (nats only)."`
 	NKeySeedFile string `yaml:"nkey_seed_file" json:"nkey_seed_file,omitempty" jsonschema:"description=File holding an nkey user's seed (SU...; nats only)."`
 	CredsFile    string `yaml:"creds_file" json:"creds_file,omitempty" jsonschema:"description=A .creds file: a user JWT and its nkey seed (nats only)."`
+	// Mechanism is the SASL mechanism of a Kafka login.
+	Mechanism SASLMechanism `yaml:"mechanism" json:"mechanism,omitempty" jsonschema:"description=The SASL mechanism of the login (kafka only): SCRAM-SHA-256 (default)\\, SCRAM-SHA-512 or PLAIN."`
+}
+
+// SASLMechanism is a Kafka SASL mechanism dqbench's clients log in with
+// (franz-go's sasl packages).
+type SASLMechanism string
+
+// The SASL mechanisms.
+const (
+	ScramSHA256 SASLMechanism = "SCRAM-SHA-256"
+	ScramSHA512 SASLMechanism = "SCRAM-SHA-512"
+	SASLPlain   SASLMechanism = "PLAIN"
+)
+
+// Allowed lists the valid values, for strict decoding and the schema.
+func (SASLMechanism) Allowed() []string {
+	return Strings([]SASLMechanism{ScramSHA256, ScramSHA512, SASLPlain})
 }
 
 // Security is the TLS and login settings of a broker kind whose clients
@@ -35,7 +53,7 @@ type Auth struct {
 // brokers dqbench starts itself speak plain TCP and take no login.
 type Security struct {
 	TLS  *TLS  `yaml:"tls" json:"tls,omitempty" jsonschema:"description=TLS to an external broker: ca\\, cert and key (PEM files)\\, server_name. Mode external only; see docs/scenario.md\\, TLS and authentication."`
-	Auth *Auth `yaml:"auth" json:"auth,omitempty" jsonschema:"description=Login on an external broker: user with password_file or password_env; nats also token_file\\, token_env\\, nkey_seed_file\\, creds_file. Secrets come from files or environment variables only. Mode external only."`
+	Auth *Auth `yaml:"auth" json:"auth,omitempty" jsonschema:"description=Login on an external broker: user with password_file or password_env; nats also token_file\\, token_env\\, nkey_seed_file\\, creds_file; kafka also mechanism (SASL). Secrets come from files or environment variables only. Mode external only."`
 }
 
 // Secured is a kind's settings type that embeds Security.
@@ -65,11 +83,17 @@ var tlsSchemes = []string{"tls", "amqps", "ssl", "mqtts", "rediss"}
 
 // AuthKeys are the keys of auth, in order.
 func AuthKeys() []string {
-	return []string{"user", "password_file", "password_env", "token_file", "token_env", "nkey_seed_file", "creds_file"}
+	return []string{"user", "password_file", "password_env", "token_file", "token_env", "nkey_seed_file", "creds_file", "mechanism"}
 }
 
 // PasswordKeys are the auth keys every kind with a login takes.
 var PasswordKeys = []string{"user", "password_file", "password_env"}
+
+// KafkaRelayFaults act, on a real Kafka, in dqbench's relays in front of
+// the cluster, whose Kafka protocol filter rewrites the brokers'
+// addresses in its answers: a cluster with TLS or a SASL login is reached
+// without them, so these cannot act there.
+var KafkaRelayFaults = []FaultType{ProduceResponseLost, ProducerCrash, AckLost, ConnectionReset, Partition, Latency}
 
 // The environment variables a secret comes from where the scenario names
 // no source: the password of a user with no password_file or

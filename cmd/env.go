@@ -3,6 +3,7 @@ package cmd
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -88,6 +89,7 @@ var securityEnv = []struct {
 	{"DQBENCH_TOKEN_FILE", "auth.token_file", func(_ *catalog.TLS, a *catalog.Auth, v string) { a.TokenFile = v }},
 	{"DQBENCH_NKEY_SEED_FILE", "auth.nkey_seed_file", func(_ *catalog.TLS, a *catalog.Auth, v string) { a.NKeySeedFile = v }},
 	{"DQBENCH_CREDS_FILE", "auth.creds_file", func(_ *catalog.TLS, a *catalog.Auth, v string) { a.CredsFile = v }},
+	{"DQBENCH_SASL_MECHANISM", "auth.mechanism", func(_ *catalog.TLS, a *catalog.Auth, v string) { a.Mechanism = catalog.SASLMechanism(v) }},
 }
 
 // security is what the securityEnv variables set, and the variables that
@@ -102,7 +104,7 @@ type security struct {
 }
 
 // readSecurityEnv reads securityEnv (an empty variable is unset).
-func readSecurityEnv(lookup func(string) (string, bool)) security {
+func readSecurityEnv(lookup func(string) (string, bool)) (security, error) {
 	var s security
 	for _, e := range securityEnv {
 		v, ok := lookup(e.env)
@@ -112,6 +114,9 @@ func readSecurityEnv(lookup func(string) (string, bool)) security {
 		e.set(&s.tls, &s.auth, v)
 		s.from = append(s.from, e.env)
 	}
+	if m := s.auth.Mechanism; m != "" && !slices.Contains(m.Allowed(), string(m)) {
+		return s, withCode(ExitUsage, fmt.Errorf("DQBENCH_SASL_MECHANISM %s: not a SASL mechanism (allowed: %s)", m, strings.Join(m.Allowed(), ", ")))
+	}
 	for _, e := range []struct {
 		env string
 		to  *string
@@ -120,7 +125,7 @@ func readSecurityEnv(lookup func(string) (string, bool)) security {
 			*e.to = e.env
 		}
 	}
-	return s
+	return s, nil
 }
 
 // securityHelp is the paragraph of run --help that lists securityEnv.

@@ -179,6 +179,7 @@ func TestSecretsNeverPrinted(t *testing.T) {
 			{"nats", "tls://127.0.0.1:4222", append(passwordAuth, "{token_file: "+strconv.Quote(file)+"}", "{token_env: MY_SECRET}")},
 			{"rabbitmq", "amqps://127.0.0.1:5671/", passwordAuth},
 			{"mqtt", "ssl://127.0.0.1:8883", passwordAuth},
+			{"kafka", "127.0.0.1:9093", passwordAuth},
 		} {
 			for _, a := range k.auth {
 				sc := filepath.Join(t.TempDir(), "auth.yaml")

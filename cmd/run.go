@@ -122,7 +122,9 @@ and why.
 				return err
 			}
 			o.fromEnv = from
-			o.security = readSecurityEnv(s.lookupEnv)
+			if o.security, err = readSecurityEnv(s.lookupEnv); err != nil {
+				return err
+			}
 			o.seedSet = c.Flags().Changed("seed")
 			o.messagesSet = c.Flags().Changed("messages")
 			o.timeoutSet = c.Flags().Changed("timeout")

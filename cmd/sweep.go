@@ -81,7 +81,9 @@ Exit codes (as run's, over every run):
 				return err
 			}
 			o.fromEnv = from
-			o.security = readSecurityEnv(s.lookupEnv)
+			if o.security, err = readSecurityEnv(s.lookupEnv); err != nil {
+				return err
+			}
 			o.messagesSet = c.Flags().Changed("messages")
 			o.timeoutSet = c.Flags().Changed("timeout")
 			return runSweep(c.Context(), s, o, args[0], c.Flags())

@@ -261,7 +261,13 @@ var fixtures = []fixture{
 		`11:55: variants[0].mqtt.auth: TLS and the login are the broker's, for every variant; write auth in broker`,
 	}},
 	{"invalid/tls-on-kafka.yaml", []string{
-		`7:3: broker.tls: kafka takes no tls (only rabbitmq, mqtt, nats does)`,
+		`6:8: broker.tls: only with mode: external; the kafka broker dqbench runs itself (mode: managed) speaks plain TCP`,
+		`7:9: broker.auth: only with mode: external`,
+		`7:21: broker.auth.mechanism: a SASL mechanism logs a user in; add user`,
+	}},
+	{"invalid/kafka-secured.yaml", []string{
+		`9:12: faults[0].type: connection-reset cannot act on a Kafka reached with TLS or a SASL login`,
+		`12:5: variants[0]: client kafka-go has no TLS or SASL in dqbench yet`,
 	}},
 	{"invalid/tls-protocol-faults.yaml", []string{
 		`8:12: faults[0].type: confirm-lost cannot act over TLS: dqbench's in-process proxy reads the broker's protocol`,

@@ -73,6 +73,29 @@ func securityProblems(s *Scenario, has func(string) bool) []problem {
 	if catalog.UsesTLS(s.Broker.Settings, s.Broker.Addresses) {
 		out = append(out, protocolFaultsOverTLS(s)...)
 	}
+	if s.Broker.Kind == catalog.Kafka && (st.TLS != nil || st.Auth != nil) {
+		out = append(out, kafkaSecured(s)...)
+	}
+	return out
+}
+
+// kafkaSecured: dqbench reaches a Kafka with TLS or a SASL login straight,
+// without its relays, and with franz-go only.
+func kafkaSecured(s *Scenario) []problem {
+	var out []problem
+	for i, f := range s.Faults {
+		overTLS := catalog.UsesTLS(s.Broker.Settings, nil) && catalog.InProcessOnly(f.Type, f.Params) // said already
+		if slices.Contains(catalog.KafkaRelayFaults, f.Type) && !overTLS {
+			path := fmt.Sprintf("faults[%d].type", i)
+			out = append(out, problem{path, fmt.Sprintf("%s: %s cannot act on a Kafka reached with TLS or a SASL login: on a real Kafka it acts in dqbench's relays, whose Kafka protocol filter rewrites the brokers' addresses in the cluster's answers, and dqbench reaches a secured cluster without them; run it against a plain listener, or remove it", path, f.Type)})
+		}
+	}
+	for i, v := range s.Variants {
+		if s.ProducerFor(v).Client == catalog.KafkaGo {
+			path := fmt.Sprintf("variants[%d]", i)
+			out = append(out, problem{path, fmt.Sprintf("%s: client kafka-go has no TLS or SASL in dqbench yet; use client: franz-go (the default)", path)})
+		}
+	}
 	return out
 }
 
@@ -102,6 +125,9 @@ func authProblems(kind catalog.Broker, a *catalog.Auth, has func(string) bool) [
 	}
 	if a.TokenFile != "" && a.TokenEnv != "" {
 		add("broker.auth.token_env", "give the token one way: token_file or token_env, not both")
+	}
+	if a.Mechanism != "" && a.User == "" {
+		add("broker.auth.mechanism", "a SASL mechanism logs a user in; add user")
 	}
 	if a.User == "" && (a.PasswordFile != "" || a.PasswordEnv != "") {
 		path := "broker.auth.password_file"
@@ -184,6 +210,9 @@ func (s *Scenario) UseSecurity(t catalog.TLS, a catalog.Auth) error {
 		if st.Auth != nil {
 			merged = *st.Auth
 		}
+		if a.Mechanism != "" {
+			merged.Mechanism = a.Mechanism
+		}
 		for _, f := range []struct{ dst, src *string }{
 			{&merged.User, &a.User}, {&merged.PasswordFile, &a.PasswordFile}, {&merged.PasswordEnv, &a.PasswordEnv},
 			{&merged.TokenFile, &a.TokenFile}, {&merged.TokenEnv, &a.TokenEnv},
@@ -210,7 +239,8 @@ func (s *Scenario) UseSecurity(t catalog.TLS, a catalog.Auth) error {
 	}
 	has := func(path string) bool {
 		if strings.HasPrefix(path, "broker.auth.") && st.Auth != nil {
-			return fieldValue(st.Auth, strings.TrimPrefix(path, "broker.auth.")) != ""
+			v := fieldValue(st.Auth, strings.TrimPrefix(path, "broker.auth."))
+			return v != "" && v != catalog.SASLMechanism("")
 		}
 		return set[path]
 	}
