@@ -256,7 +256,14 @@ func dial(ctx context.Context, url, via string, wrap func(net.Conn) net.Conn, se
 			return nil, r
 		}
 		if handshake == nil && tlsCfg != nil {
-			handshake = err // TLS 1.3: a client certificate the server refuses fails the first read
+			// TLS 1.3: a client certificate the server refuses fails the
+			// first read, which amqp091 may report as a closed connection.
+			handshake = err
+			if u, perr := amqp.ParseURI(target); perr == nil && brokers.TLSFailure(err) == "" {
+				if rerr := tlsprobe.Refusal(ctx, net.JoinHostPort(u.Host, strconv.Itoa(u.Port)), tlsCfg); rerr != nil {
+					handshake = rerr
+				}
+			}
 		}
 		if why := brokers.TLSFailure(handshake); handshake != nil && why != "" {
 			return nil, fmt.Errorf("RabbitMQ at %s: %w: %s", masked, errTLS, why)
