@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -49,6 +50,9 @@ type Broker struct {
 	// MaxLength: the kind's queues can be bounded (producer max_length and
 	// overflow).
 	MaxLength bool
+	// AuthKeys are the keys of auth (Auth) the kind's clients can use;
+	// none: the kind takes no tls or auth (its settings are not Secured).
+	AuthKeys []string
 	// NewSettings returns a pointer to a zero value of the kind's own
 	// settings (the broker keys besides kind, mode and addresses). A
 	// settings type may have a Defaults() method, called after decoding.
@@ -150,18 +154,14 @@ func HostPort(a string) error {
 	return nil
 }
 
-// AMQPURL checks an amqp:// URL with a host (RabbitMQ). amqps:// (TLS)
-// is refused here rather than when the run dials it: dqbench's clients do
-// not speak TLS yet.
+// AMQPURL checks an amqp:// URL (amqps:// for TLS) with a host
+// (RabbitMQ).
 func AMQPURL(a string) error {
 	u, err := ParseURL(a)
 	if errors.Is(err, errUserinfo) {
 		return fmt.Errorf("not an AMQP URL (amqp://USER:PASSWORD@HOST:PORT/VHOST): %w", err)
 	}
-	if err == nil && u.Scheme == "amqps" {
-		return errors.New("amqps:// (TLS), which dqbench does not support yet; use amqp:// to a listener without TLS")
-	}
-	if err != nil || u.Scheme != "amqp" {
+	if err != nil || (u.Scheme != "amqp" && u.Scheme != "amqps") {
 		return errors.New("not an AMQP URL (amqp://USER:PASSWORD@HOST:PORT/VHOST)")
 	}
 	if err := HostAndPort(u, false); err != nil {
@@ -170,17 +170,19 @@ func AMQPURL(a string) error {
 	return nil
 }
 
-// MQTTURL checks a tcp:// or mqtt:// URL with a host and a port (MQTT).
+// MQTTURL checks a tcp:// or mqtt:// URL (ssl:// or mqtts:// for TLS)
+// with a host and a port (MQTT).
 func MQTTURL(a string) error {
+	const want = "not an MQTT URL (tcp://HOST:PORT, or ssl://HOST:PORT for TLS)"
 	u, err := ParseURL(a)
 	if errors.Is(err, errUserinfo) {
-		return fmt.Errorf("not an MQTT URL (tcp://HOST:PORT): %w", err)
+		return fmt.Errorf("%s: %w", want, err)
 	}
-	if err != nil || (u.Scheme != "tcp" && u.Scheme != "mqtt") {
-		return errors.New("not an MQTT URL (tcp://HOST:PORT)")
+	if err != nil || (u.Scheme != "tcp" && u.Scheme != "mqtt" && u.Scheme != "ssl" && u.Scheme != "mqtts") {
+		return errors.New(want)
 	}
 	if err := HostAndPort(u, true); err != nil {
-		return fmt.Errorf("not an MQTT URL (tcp://HOST:PORT): %w", err)
+		return fmt.Errorf("%s: %w", want, err)
 	}
 	return nil
 }
@@ -236,6 +238,7 @@ var Brokers = []Broker{
 		Modes:          []Mode{Embedded, External, Managed},
 		ExampleAddress: "127.0.0.1:9092",
 		ValidAddress:   HostPort,
+		AuthKeys:       append(slices.Clone(PasswordKeys), "mechanism"),
 		NewSettings:    func() any { return new(KafkaSettings) },
 		StoredTwice:    "a producer's retry after a lost response without producer idempotence, or a restarted producer's resend, which a new producer id hides from the broker",
 		AckedAgain:     "the group had not stored the offset commit that covered it when the partition passed to another consumer (a crash, a rebalance, an expelled member): the new owner reads on from the last commit the group has",
@@ -249,6 +252,7 @@ var Brokers = []Broker{
 		DefaultAddress: "amqp://guest:guest@127.0.0.1:5672/",
 		ValidAddress:   AMQPURL,
 		AutoAck:        true,
+		AuthKeys:       PasswordKeys,
 		NewSettings:    func() any { return new(RabbitMQSettings) },
 		StoredTwice:    "a republish after a lost publisher confirm: the queue had the message, the producer was not told and published it again, and RabbitMQ keeps every copy it is given",
 		AckedAgain:     "the queue had not applied the ack when the consumer went away (a quorum queue holds a channel's acks back once 32 are pending, and a channel that dies drops them: rabbitmq-server #10327; a classic queue drops the acks still unread in a socket that is reset)",
@@ -267,6 +271,7 @@ var Brokers = []Broker{
 		Modes:          []Mode{Embedded, External, Managed},
 		ExampleAddress: "tcp://127.0.0.1:1883",
 		ValidAddress:   MQTTURL,
+		AuthKeys:       PasswordKeys,
 		NewSettings:    func() any { return new(MQTTSettings) },
 		StoredTwice:    "a QoS 1 resend: the publishing client sent the PUBLISH again after its PUBACK was lost or its connection broke, and at QoS 1 the broker takes and forwards every copy",
 		AckedAgain:     "its PUBACK never reached the broker (lost with the connection), and the broker sends a persistent session's unacknowledged messages again when the client reconnects",
@@ -283,6 +288,7 @@ var Brokers = []Broker{
 		DeliveryLimit: func(any) string {
 			return "NATS counts deliveries with the broker's max_deliver (the consumer's MaxDeliver); set max_deliver on the broker instead"
 		},
+		AuthKeys:    AuthKeys(),
 		NewSettings: func() any { return new(NATSSettings) },
 		StoredTwice: "a republish after a lost publish ack that the stream's duplicate window did not drop: the copy carried a Nats-Msg-Id new to the stream, none at all, or one the duplicate_window had already forgotten",
 		AckedAgain:  "the server never received the ack (a plain ack is not confirmed: it was lost on the way, or with the consumer's connection), so it delivered the message again once ack_wait had passed",

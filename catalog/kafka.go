@@ -16,6 +16,8 @@ type KafkaSettings struct {
 	// broker's settings).
 	KafkaProducer `yaml:"-" json:"-"`
 	KafkaConsumer `yaml:"-" json:"-"`
+	// TLS and a SASL login on an external cluster (tls:, auth:).
+	Security `yaml:",inline"`
 }
 
 // Defaults fills in what the scenario leaves out.

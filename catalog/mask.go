@@ -59,9 +59,24 @@ func maskUserinfo(head, userinfo string) string {
 func MaskURL(a string) string {
 	head, userinfo, rest, ok := splitUserinfo(a)
 	if !ok {
+		if strings.Contains(a, "://") {
+			return maskQuery(a)
+		}
 		return maskDSN(a)
 	}
-	return head + maskUserinfo(head, userinfo) + "@" + rest
+	return head + maskUserinfo(head, userinfo) + "@" + maskQuery(rest)
+}
+
+// queryPassword matches a password in a URL's query (PostgreSQL's
+// password and sslpassword parameters), up to the next parameter.
+var queryPassword = regexp.MustCompile(`(?i)([?&](?:ssl)?password=)([^&#\s]*)`)
+
+// maskQuery hides the passwords in a URL's query.
+func maskQuery(s string) string {
+	if !strings.Contains(strings.ToLower(s), "password=") {
+		return s
+	}
+	return queryPassword.ReplaceAllString(s, "${1}***")
 }
 
 // dsnPassword matches the password of a PostgreSQL key=value DSN (and

@@ -36,6 +36,9 @@ type MQTTSettings struct {
 	MaxQueuedMessages   *int  `yaml:"max_queued_messages" json:"max_queued_messages,omitempty" jsonschema:"minimum=0,maximum=10000000,description=Mode managed: Mosquitto's max_queued_messages\\, the QoS 1 and 2 messages it queues per client beyond those in flight; past it it drops them silently (default 1000\\, Mosquitto's; 0: no limit)."`
 	Persistence         *bool `yaml:"persistence" json:"persistence,omitempty" jsonschema:"description=Mode managed: Mosquitto's persistence\\, written to disk when it stops and read back when it starts again (default true)."`
 	MaxInflightMessages *int  `yaml:"max_inflight_messages" json:"max_inflight_messages,omitempty" jsonschema:"minimum=0,maximum=65535,description=Mode managed: Mosquitto's max_inflight_messages\\, the QoS 1 and 2 messages in flight to a client at once (default 20\\, Mosquitto's; 0: no limit)."`
+	// TLS and login on an external broker (tls:, auth:; the broker's
+	// only, not a variant's mqtt).
+	Security `yaml:",inline"`
 }
 
 // Retains says whether every publish carries the RETAIN flag (unset:

@@ -79,6 +79,8 @@ type NATSSettings struct {
 	MaxAckPending   int         `yaml:"max_ack_pending" json:"max_ack_pending,omitempty" jsonschema:"minimum=-1,maximum=1000000,description=Most deliveries the consumer may hold unacked at once (default: the server's\\, 1000; -1: no limit)."`
 	MsgID           NATSMsgID   `yaml:"msg_id" json:"msg_id,omitempty" jsonschema:"description=What the producer writes into each publish's Nats-Msg-Id header\\, the stream's dedup key: business (the intent's id\\, default: a retry within duplicate_window is dropped by the stream)\\, per-send-uuid (new on every application send: a retry is stored again) or none (no header)."`
 	Ack             NATSAck     `yaml:"ack" json:"ack,omitempty" jsonschema:"description=How a consumer with explicit acks (consumer ack: after-process or before-process) sends each ack: sync (default: the double ack\\, AckSync; the consumer waits for the server to confirm it and acks again when no confirmation comes in time) or plain (Ack: fire and forget; a lost ack goes unnoticed until the server redelivers after ack_wait)."`
+	// TLS and login on an external server (tls:, auth:).
+	Security `yaml:",inline"`
 }
 
 // NATSOverrides are the NATS settings one variant may change (nats: in a
@@ -160,14 +162,15 @@ func setIfZero[T comparable](p *T, v T) {
 	}
 }
 
-// NATSURL checks a nats:// URL with a host and a port (NATS).
+// NATSURL checks a nats:// URL (tls:// for TLS) with a host and a port
+// (NATS).
 func NATSURL(a string) error {
-	const want = "not a NATS URL (nats://HOST:PORT)"
+	const want = "not a NATS URL (nats://HOST:PORT, or tls://HOST:PORT for TLS)"
 	u, err := ParseURL(a)
 	if errors.Is(err, errUserinfo) {
 		return fmt.Errorf("%s: %w", want, err)
 	}
-	if err != nil || u.Scheme != "nats" {
+	if err != nil || (u.Scheme != "nats" && u.Scheme != "tls") {
 		return errors.New(want)
 	}
 	if err := HostAndPort(u, true); err != nil {

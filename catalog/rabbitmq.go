@@ -27,6 +27,8 @@ type RabbitMQSettings struct {
 	// broker's default, 30 minutes).
 	ConsumerTimeout Duration `yaml:"consumer_timeout" json:"consumer_timeout,omitempty" jsonschema:"description=Mode managed: RabbitMQ's consumer_timeout on the nodes dqbench starts (a broker-wide setting: the run starts its own nodes for it)\\, e.g. 2s: a channel holding a delivery unacked for longer is closed by the broker\\, which requeues what it had not acked; default: RabbitMQ's (30 minutes). slow-processing needs it."`
 	Nodes           int      `yaml:"nodes" json:"nodes,omitempty" jsonschema:"minimum=1,maximum=3,description=Mode managed: how many nodes the throwaway cluster has (default 3); with 1 (or any other setting than the default) the run starts its own node rather than using the cluster dqbench brokers up left running. broker-restart needs nodes: 1."`
+	// TLS and login on an external broker (tls:, auth:).
+	Security `yaml:",inline"`
 	// The variant's queue bounds and delivery limit (empty in the
 	// broker's settings).
 	RabbitMQProducer `yaml:"-" json:"-"`

@@ -3,9 +3,12 @@ package cmd
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/dqbench/dqbench/catalog"
 )
 
 // connectionEnv are the environment variables that stand in for run's
@@ -66,4 +69,73 @@ func applyEnv(f *pflag.FlagSet, lookup func(string) (string, bool)) (map[string]
 		from[c.flag] = c.env
 	}
 	return from, nil
+}
+
+// securityEnv are the environment variables that set the broker's tls
+// and auth keys (catalog.Security) of every scenario run, each replacing
+// the scenario's key. A secret itself is never a value here: the variables
+// catalog.PasswordEnv and catalog.TokenEnv hold one, and the scenario gets
+// only their names (Scenario.UseSecretEnv).
+var securityEnv = []struct {
+	env, key string
+	set      func(*catalog.TLS, *catalog.Auth, string)
+}{
+	{"DQBENCH_TLS_CA", "tls.ca", func(t *catalog.TLS, _ *catalog.Auth, v string) { t.CA = v }},
+	{"DQBENCH_TLS_CERT", "tls.cert", func(t *catalog.TLS, _ *catalog.Auth, v string) { t.Cert = v }},
+	{"DQBENCH_TLS_KEY", "tls.key", func(t *catalog.TLS, _ *catalog.Auth, v string) { t.Key = v }},
+	{"DQBENCH_TLS_SERVER_NAME", "tls.server_name", func(t *catalog.TLS, _ *catalog.Auth, v string) { t.ServerName = v }},
+	{"DQBENCH_USER", "auth.user", func(_ *catalog.TLS, a *catalog.Auth, v string) { a.User = v }},
+	{"DQBENCH_PASSWORD_FILE", "auth.password_file", func(_ *catalog.TLS, a *catalog.Auth, v string) { a.PasswordFile = v }},
+	{"DQBENCH_TOKEN_FILE", "auth.token_file", func(_ *catalog.TLS, a *catalog.Auth, v string) { a.TokenFile = v }},
+	{"DQBENCH_NKEY_SEED_FILE", "auth.nkey_seed_file", func(_ *catalog.TLS, a *catalog.Auth, v string) { a.NKeySeedFile = v }},
+	{"DQBENCH_CREDS_FILE", "auth.creds_file", func(_ *catalog.TLS, a *catalog.Auth, v string) { a.CredsFile = v }},
+	{"DQBENCH_SASL_MECHANISM", "auth.mechanism", func(_ *catalog.TLS, a *catalog.Auth, v string) { a.Mechanism = catalog.SASLMechanism(v) }},
+}
+
+// security is what the securityEnv variables set, and the variables that
+// did (for messages).
+type security struct {
+	tls  catalog.TLS
+	auth catalog.Auth
+	from []string
+	// password and token are catalog.PasswordEnv and catalog.TokenEnv
+	// when set.
+	password, token string
+}
+
+// readSecurityEnv reads securityEnv (an empty variable is unset).
+func readSecurityEnv(lookup func(string) (string, bool)) (security, error) {
+	var s security
+	for _, e := range securityEnv {
+		v, ok := lookup(e.env)
+		if !ok || strings.TrimSpace(v) == "" {
+			continue
+		}
+		e.set(&s.tls, &s.auth, v)
+		s.from = append(s.from, e.env)
+	}
+	if m := s.auth.Mechanism; m != "" && !slices.Contains(m.Allowed(), string(m)) {
+		return s, withCode(ExitUsage, fmt.Errorf("DQBENCH_SASL_MECHANISM %s: not a SASL mechanism (allowed: %s)", m, strings.Join(m.Allowed(), ", ")))
+	}
+	for _, e := range []struct {
+		env string
+		to  *string
+	}{{catalog.PasswordEnv, &s.password}, {catalog.TokenEnv, &s.token}} {
+		if v, ok := lookup(e.env); ok && v != "" {
+			*e.to = e.env
+		}
+	}
+	return s, nil
+}
+
+// securityHelp is the paragraph of run --help that lists securityEnv.
+func securityHelp() string {
+	var b strings.Builder
+	b.WriteString("TLS and login of an external broker (each replaces the scenario's broker key; see docs/scenario.md):\n")
+	for _, e := range securityEnv {
+		fmt.Fprintf(&b, "  %-24s %s\n", e.env, e.key)
+	}
+	fmt.Fprintf(&b, "  %-24s the password, for a user with no password_file or password_env\n", catalog.PasswordEnv)
+	fmt.Fprintf(&b, "  %-24s the token (nats), for a broker with no other login\n", catalog.TokenEnv)
+	return strings.TrimSuffix(b.String(), "\n")
 }

@@ -120,7 +120,8 @@ func kindScenario(kind, extra string, variantExtra ...string) string {
 // TestSecretsNeverPrinted: a password with /, a space, #, % or @, in every
 // kind of URL dqbench takes (AMQP, MQTT, NATS and its token, Redis,
 // PostgreSQL and its key=value DSN, toxiproxy), given in a flag, in a
-// DQBENCH_ variable or in the scenario file, appears in no output of any
+// DQBENCH_ variable or in the scenario file, and every secret of broker
+// auth (a password or token in a file or a variable), appears in no output of any
 // format, in no saved file and in no error message, malformed or valid;
 // a malformed one is exit 2 saying how to write it.
 func TestSecretsNeverPrinted(t *testing.T) {
@@ -156,6 +157,67 @@ func TestSecretsNeverPrinted(t *testing.T) {
 			cases = append(cases,
 				tc{name: k.name + " flag " + p.pw, args: []string{"run", base, k.flag, u}, malformed: malformed},
 				tc{name: k.name + " env " + p.pw, args: []string{"run", base}, env: map[string]string{k.env: u}, malformed: malformed})
+		}
+	}
+	// The secrets of broker auth (catalog.Auth): a password or token in a
+	// file or a variable the scenario names, or in DQBENCH_PASSWORD and
+	// DQBENCH_TOKEN; the scenario holds only the file's or variable's name.
+	for _, p := range passwords {
+		file := filepath.Join(t.TempDir(), "secret")
+		if err := os.WriteFile(file, []byte(p.pw+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		secretEnv := map[string]string{"MY_SECRET": p.pw, "DQBENCH_PASSWORD": p.pw, "DQBENCH_TOKEN": p.pw}
+		passwordAuth := []string{
+			"{user: u, password_file: " + strconv.Quote(file) + "}",
+			"{user: u, password_env: MY_SECRET}",
+		}
+		for _, k := range []struct {
+			kind, address string
+			auth          []string
+		}{
+			{"nats", "tls://127.0.0.1:4222", append(passwordAuth, "{token_file: "+strconv.Quote(file)+"}", "{token_env: MY_SECRET}")},
+			{"rabbitmq", "amqps://127.0.0.1:5671/", passwordAuth},
+			{"mqtt", "ssl://127.0.0.1:8883", passwordAuth},
+			{"kafka", "127.0.0.1:9093", passwordAuth},
+		} {
+			for _, a := range k.auth {
+				sc := filepath.Join(t.TempDir(), "auth.yaml")
+				if err := os.WriteFile(sc, []byte(kindScenario(k.kind, "mode: external, addresses: [\""+k.address+"\"], tls: {ca: ca.pem}, auth: "+a)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				cases = append(cases,
+					tc{name: k.kind + " auth " + a + " " + p.pw, args: []string{"run", sc}, env: secretEnv},
+					tc{name: k.kind + " auth " + a + " validate " + p.pw, args: []string{"validate", sc}, env: secretEnv})
+			}
+		}
+		base := filepath.Join(t.TempDir(), "nats-base.yaml")
+		if err := os.WriteFile(base, []byte(kindScenario("nats", "mode: external")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cases = append(cases,
+			tc{name: "DQBENCH_PASSWORD " + p.pw, args: []string{"run", base}, env: map[string]string{"DQBENCH_USER": "u", "DQBENCH_PASSWORD": p.pw, "DQBENCH_TLS_CA": "ca.pem"}},
+			tc{name: "DQBENCH_TOKEN " + p.pw, args: []string{"run", base}, env: map[string]string{"DQBENCH_TOKEN": p.pw}},
+			tc{name: "DQBENCH_PASSWORD_FILE " + p.pw, args: []string{"run", base}, env: map[string]string{"DQBENCH_USER": "u", "DQBENCH_PASSWORD_FILE": file}})
+	}
+	// A password in a store URL's query (PostgreSQL's password and
+	// sslpassword, the key's passphrase), in the file, a flag or a variable.
+	for _, pw := range []string{"PW1x%2FPW2y", "PW1x/PW2y"} {
+		for _, param := range []string{"sslpassword", "password"} {
+			u := "postgres://u@127.0.0.1:5432/test?sslmode=verify-full&" + param + "=" + pw + "&sslrootcert=ca.pem"
+			file := filepath.Join(t.TempDir(), "store.yaml")
+			if err := os.WriteFile(file, []byte(kindScenario("kafka", "")+"store: "+strconv.Quote(u)+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			base := filepath.Join(t.TempDir(), "base.yaml")
+			if err := os.WriteFile(base, []byte(kindScenario("kafka", "")), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cases = append(cases,
+				tc{name: "store " + param + " file " + pw, args: []string{"run", file}},
+				tc{name: "store " + param + " validate " + pw, args: []string{"validate", file}},
+				tc{name: "store " + param + " flag " + pw, args: []string{"run", base, "--store", u}},
+				tc{name: "store " + param + " env " + pw, args: []string{"run", base}, env: map[string]string{"DQBENCH_STORE": u}})
 		}
 	}
 	for _, c := range cases {

@@ -54,6 +54,8 @@ type runOptions struct {
 	// fromEnv names, per connection flag set from the environment, its
 	// variable (for messages).
 	fromEnv map[string]string
+	// security is the broker's tls and auth from the environment.
+	security security
 
 	run runFunc
 }
@@ -96,6 +98,8 @@ and why.
 
 ` + envHelp() + `
 
+` + securityHelp() + `
+
 ` + exitCodesHelp,
 		Example: `  dqbench run quickstart
   dqbench run quickstart --variant none,dedup-table
@@ -118,6 +122,9 @@ and why.
 				return err
 			}
 			o.fromEnv = from
+			if o.security, err = readSecurityEnv(s.lookupEnv); err != nil {
+				return err
+			}
 			o.seedSet = c.Flags().Changed("seed")
 			o.messagesSet = c.Flags().Changed("messages")
 			o.timeoutSet = c.Flags().Changed("timeout")
@@ -277,6 +284,12 @@ func (o runOptions) resolve(ctx context.Context, arg string) (*scenario.Scenario
 			return nil, fmt.Errorf("%s: %s: %v", sc.File, o.flagName("toxiproxy"), err)
 		}
 	}
+	if len(o.security.from) > 0 {
+		if err := sc.UseSecurity(o.security.tls, o.security.auth); err != nil {
+			return nil, fmt.Errorf("%s: %s: %v", sc.File, strings.Join(o.security.from, ", "), err)
+		}
+	}
+	sc.UseSecretEnv(o.security.password, o.security.token)
 	if o.timeout > 0 {
 		sc.Deadline = scenario.Duration(o.timeout)
 	}

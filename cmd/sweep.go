@@ -73,6 +73,8 @@ Progress goes to stderr: a line redrawn on a terminal, else a line every
 
 ` + envHelp() + `
 
+` + securityHelp() + `
+
 Exit codes (as run's, over every run):
   0  every run passed, and every sweep expectation held
   1  an expectation failed in some run, or a sweep expectation failed
@@ -96,6 +98,9 @@ Exit codes (as run's, over every run):
 				return err
 			}
 			o.fromEnv = from
+			if o.security, err = readSecurityEnv(s.lookupEnv); err != nil {
+				return err
+			}
 			o.messagesSet = c.Flags().Changed("messages")
 			o.timeoutSet = c.Flags().Changed("timeout")
 			return runSweep(c.Context(), s, o, args[0], c.Flags())

@@ -41,6 +41,8 @@ var fixtures = []fixture{
 	{file: "valid/process.yaml"},
 	{file: "valid/process-nats.yaml"},
 	{file: "valid/sweep-expect.yaml"},
+	{file: "valid/nats-tls.yaml"},
+	{file: "valid/rabbitmq-tls.yaml"},
 
 	{"invalid/unquoted-comparison.yaml", []string{
 		`8:13: YAML syntax error: invalid header option: "0"; a value that starts with > or | must be quoted: write a comparison as lost: ">0"`,
@@ -154,8 +156,9 @@ var fixtures = []fixture{
 		`3:66: broker.addresses[1]: "127.0.0.1:65536" is not host:port: port 65536 is not from 1 to 65535`,
 		`3:85: broker.addresses[2]: "bad host:9092" is not host:port: the host "bad host" has a space in it`,
 	}},
-	{"invalid/amqps.yaml", []string{
-		`3:38: broker.addresses[0]: "amqps://guest:***@127.0.0.1:5671/" is amqps:// (TLS), which dqbench does not support yet`,
+	{"invalid/rabbitmq-tls-plain.yaml", []string{
+		`3:70: broker.tls: TLS to rabbitmq is an address with amqps://, and broker.addresses[0] is amqp:// (plain); write amqps://`,
+		`3:112: broker.auth.token_env: rabbitmq's clients cannot log in with token_env; it takes user, password_file, password_env`,
 	}},
 	{"invalid/leader-move-one-node.yaml", []string{
 		`5:11: faults[0]: leader-move cannot act here: it hands each partition's leadership to another replica, and a one-node cluster has none; add brokers: 3 to the broker`,
@@ -250,8 +253,34 @@ var fixtures = []fixture{
 		`5:12: faults[0]: slow-processing cannot act here: it needs a broker that delivers a message again when its consumer holds it too long while still connected (NATS JetStream's ack_wait, RabbitMQ's consumer_timeout); use broker kind: nats, or kind: rabbitmq, mode: managed with consumer_timeout`,
 	}},
 	{"invalid/nats-address.yaml", []string{
-		`6:15: broker.addresses[0]: "tcp://127.0.0.1:4222" is not a NATS URL (nats://HOST:PORT) (e.g. "nats://127.0.0.1:4222")`,
-		`6:39: broker.addresses[1]: "nats://127.0.0.1" is not a NATS URL (nats://HOST:PORT): no port`,
+		`6:15: broker.addresses[0]: "tcp://127.0.0.1:4222" is not a NATS URL (nats://HOST:PORT, or tls://HOST:PORT for TLS) (e.g. "nats://127.0.0.1:4222")`,
+		`6:39: broker.addresses[1]: "nats://127.0.0.1" is not a NATS URL (nats://HOST:PORT, or tls://HOST:PORT for TLS): no port`,
+	}},
+	{"invalid/tls-settings.yaml", []string{
+		`5:8: broker.tls: only with mode: external; the nats broker dqbench runs itself (mode: embedded) speaks plain TCP`,
+		`5:15: broker.tls.cert: a client certificate needs both cert and key (PEM files); add key`,
+		`6:9: broker.auth: only with mode: external`,
+		`6:9: broker.auth: log in one way, not user and token`,
+		`6:58: broker.auth.password_env: give the password one way: password_file or password_env, not both`,
+	}},
+	{"invalid/mqtt-tls.yaml", []string{
+		`7:8: broker.tls: TLS to mqtt is an address with ssl:// (or mqtts://), and broker.addresses[0] is tcp:// (plain)`,
+		`9:12: faults[0].type: ack-lost cannot act over TLS`,
+		`11:55: variants[0].mqtt.auth: TLS and the login are the broker's, for every variant; write auth in broker`,
+	}},
+	{"invalid/tls-on-kafka.yaml", []string{
+		`6:8: broker.tls: only with mode: external; the kafka broker dqbench runs itself (mode: managed) speaks plain TCP`,
+		`7:9: broker.auth: only with mode: external`,
+		`7:21: broker.auth.mechanism: a SASL mechanism logs a user in; add user`,
+	}},
+	{"invalid/kafka-secured.yaml", []string{
+		`9:12: faults[0].type: connection-reset cannot act on a Kafka reached with TLS or a SASL login`,
+		`12:5: variants[0]: client kafka-go has no TLS or SASL in dqbench yet`,
+	}},
+	{"invalid/tls-protocol-faults.yaml", []string{
+		`8:12: faults[0].type: confirm-lost cannot act over TLS: dqbench's in-process proxy reads the broker's protocol`,
+		`9:12: faults[1].type: ack-lost cannot act over TLS`,
+		`13:14: variants[1].process: a process variant cannot run over TLS`,
 	}},
 	{"invalid/nats-ack-wait.yaml", []string{
 		`5:11: faults[0]: consumer-crash: a consumer killed with unacked messages gets them back from NATS only after ack_wait (30s), and the drain gives up after 10s without progress; set broker ack_wait below drain`,

@@ -42,6 +42,7 @@ func (c *checker) check() {
 	c.nats()
 	c.natsCluster()
 	c.natsDuplicateWindows()
+	c.security()
 	c.producerPatterns()
 }
 

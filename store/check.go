@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -108,6 +110,9 @@ func postgresUnusable(cfg *pgx.ConnConfig, err error) error {
 	addr := pgAddr(cfg)
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
+		if why := tlsFailure(err, "the store URL's sslrootcert=FILE (with sslmode=verify-full)"); why != "" {
+			return &unusableError{msg: fmt.Sprintf("PostgreSQL at %s: %s", addr, why)}
+		}
 		return Unreachable("PostgreSQL", addr, err, postgresHint)
 	}
 	var fix string
@@ -160,6 +165,9 @@ const redisHint = `start one with "docker compose up -d redis" (or "service redi
 func redisUnusable(addr string, err error) error {
 	var re redis.Error
 	if !errors.As(err, &re) {
+		if why := tlsFailure(err, "the Redis URL's tls_ca=FILE (with rediss://)"); why != "" {
+			return &unusableError{msg: fmt.Sprintf("Redis at %s: %s", addr, why)}
+		}
 		return Unreachable("Redis", addr, err, redisHint)
 	}
 	msg := re.Error()
@@ -177,4 +185,21 @@ func redisUnusable(addr string, err error) error {
 		}
 	}
 	return &unusableError{msg: fmt.Sprintf("Redis at %s: %s; %s", addr, catalog.MaskURLs(msg), fix)}
+}
+
+// tlsFailure says why a TLS handshake with a store failed, naming where
+// to give the CA (ca), or "" when err is no TLS failure.
+func tlsFailure(err error, ca string) string {
+	var unknown x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var header tls.RecordHeaderError
+	switch {
+	case errors.As(err, &unknown):
+		return "the server's certificate is signed by a CA dqbench does not trust (" + unknown.Error() + "); give the CA that signed it in " + ca
+	case errors.As(err, &hostname):
+		return "the server's certificate is not for this name (" + hostname.Error() + "); connect by a name the certificate carries"
+	case errors.As(err, &header):
+		return "the server did not answer the TLS handshake with TLS (is the port a plain one?)"
+	}
+	return ""
 }

@@ -2,9 +2,13 @@ package store
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
+	neturl "net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -12,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dqbench/dqbench/catalog"
+	"github.com/dqbench/dqbench/internal/tlsprobe"
 	"github.com/dqbench/dqbench/leftover"
 )
 
@@ -25,6 +30,9 @@ const redisIOTimeout = 5 * time.Second
 type liveConns struct {
 	mu sync.Mutex
 	m  map[*liveConn]bool
+	// tls, when set, is spoken on every connection (rediss://): go-redis
+	// leaves TLS to a dialer of the caller's.
+	tls *tls.Config
 }
 
 type liveConn struct {
@@ -36,6 +44,16 @@ func (l *liveConns) dial(ctx context.Context, network, addr string) (net.Conn, e
 	c, err := (&net.Dialer{Timeout: pingTimeout}).DialContext(ctx, network, addr)
 	if err != nil {
 		return nil, err
+	}
+	if l.tls != nil {
+		hctx, cancel := context.WithTimeout(ctx, pingTimeout)
+		defer cancel()
+		tc := tls.Client(c, l.tls)
+		if err := tc.HandshakeContext(hctx); err != nil {
+			c.Close()
+			return nil, err
+		}
+		c = tc
 	}
 	lc := &liveConn{Conn: c, of: l}
 	l.mu.Lock()
@@ -102,10 +120,17 @@ func OpenRedis(ctx context.Context, url, prefix string) (*Redis, error) {
 	if err := catalog.ParseRedis(url); err != nil {
 		return nil, fmt.Errorf("redis URL %s: %w", catalog.MaskURL(url), err)
 	}
-	opt, err := redis.ParseURL(url)
+	clean, files, err := redisTLSFiles(url)
+	if err != nil {
+		return nil, fmt.Errorf("redis URL %s: %v", catalog.MaskURL(url), err)
+	}
+	opt, err := redis.ParseURL(clean)
 	if err != nil {
 		// Its error may quote the URL, password and all.
 		return nil, fmt.Errorf("redis URL %s: %s", catalog.MaskURL(url), catalog.MaskURLs(err.Error()))
+	}
+	if err := files.apply(opt.TLSConfig); err != nil {
+		return nil, fmt.Errorf("redis URL %s: %v", catalog.MaskURL(url), err)
 	}
 	opt.DialTimeout = pingTimeout
 	// No retry: a SET NX that timed out may have been applied, and its
@@ -118,7 +143,7 @@ func OpenRedis(ctx context.Context, url, prefix string) (*Redis, error) {
 	// redisIOTimeout, far longer than any of dqbench's calls takes.
 	opt.ContextTimeoutEnabled = true
 	opt.ReadTimeout, opt.WriteTimeout = redisIOTimeout, redisIOTimeout
-	conns := &liveConns{m: map[*liveConn]bool{}}
+	conns := &liveConns{m: map[*liveConn]bool{}, tls: opt.TLSConfig}
 	opt.Dialer = conns.dial
 	// go-redis does not watch a cancellation during a read: when the run
 	// ends (Ctrl-C, its deadline, another variant failed), every read in
@@ -132,6 +157,9 @@ func OpenRedis(ctx context.Context, url, prefix string) (*Redis, error) {
 		c.Close()
 		if ctx.Err() != nil {
 			return nil, ctx.Err() // the run ended (another variant failed): not this server's fault
+		}
+		if opt.TLSConfig == nil && tlsprobe.SpeaksTLS(ctx, opt.Addr) {
+			return nil, &unusableError{msg: fmt.Sprintf("Redis at %s: the port speaks TLS only, and dqbench connected without (a redis:// URL); use rediss:// with the server's CA in the URL's tls_ca=FILE", opt.Addr)}
 		}
 		return nil, redisUnusable(opt.Addr, err)
 	}
@@ -237,4 +265,63 @@ func (r *Redis) CloseBy(ctx context.Context) error {
 		leftover.Forget(r.keys())
 	}
 	return errors.Join(derr, r.Client.Close())
+}
+
+// tlsFiles are the PEM files a rediss:// URL names in its query (tls_ca,
+// tls_cert, tls_key), which go-redis does not take.
+type tlsFiles struct{ ca, cert, key string }
+
+// redisTLSFiles takes dqbench's TLS parameters out of a Redis URL: the URL
+// for go-redis, and the files. They need rediss://.
+func redisTLSFiles(url string) (string, tlsFiles, error) {
+	var f tlsFiles
+	if !strings.Contains(url, "tls_") {
+		return url, f, nil
+	}
+	u, err := neturl.Parse(url)
+	if err != nil {
+		return url, f, nil // go-redis says what is wrong with it
+	}
+	q := u.Query()
+	f = tlsFiles{q.Get("tls_ca"), q.Get("tls_cert"), q.Get("tls_key")}
+	if f == (tlsFiles{}) {
+		return url, f, nil
+	}
+	if u.Scheme != "rediss" {
+		return "", f, errors.New("tls_ca, tls_cert and tls_key are for TLS: write rediss://")
+	}
+	if (f.cert == "") != (f.key == "") {
+		return "", f, errors.New("a client certificate needs both tls_cert and tls_key")
+	}
+	for _, k := range []string{"tls_ca", "tls_cert", "tls_key"} {
+		q.Del(k)
+	}
+	u.RawQuery = q.Encode()
+	return u.String(), f, nil
+}
+
+// apply puts the files into cfg (nil: not TLS).
+func (f tlsFiles) apply(cfg *tls.Config) error {
+	if cfg == nil {
+		return nil
+	}
+	if f.ca != "" {
+		pem, err := os.ReadFile(f.ca)
+		if err != nil {
+			return fmt.Errorf("tls_ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("tls_ca %s: no PEM certificate in it", f.ca)
+		}
+		cfg.RootCAs = pool
+	}
+	if f.cert != "" {
+		cert, err := tls.LoadX509KeyPair(f.cert, f.key)
+		if err != nil {
+			return fmt.Errorf("tls_cert %s and tls_key %s: %w", f.cert, f.key, err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return nil
 }

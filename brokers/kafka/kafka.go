@@ -70,6 +70,10 @@ type Kafka struct {
 
 	managed *managedCluster // mode: managed (managed.go); nil otherwise
 
+	// sec are the options of the broker's tls and auth (external only,
+	// reached without relays: security.go), which every client gets.
+	sec []kgo.Opt
+
 	// closing are the abandoned consumers' clients still closing (see
 	// consumer.Abandon); Close waits for them.
 	closing sync.WaitGroup
@@ -88,6 +92,10 @@ func Open(ctx context.Context, cfg brokers.Config) (brokers.Broker, error) {
 	var err error
 	switch cfg.Mode {
 	case catalog.External:
+		if secured(settings) {
+			k, err = connectSecured(ctx, cfg.Addresses, settings)
+			break
+		}
 		k, err = Connect(ctx, cfg.Addresses)
 	case catalog.Managed:
 		k, err = openManaged(ctx, settings)
@@ -183,8 +191,8 @@ func connect(ctx context.Context, seeds []string) (*Kafka, error) {
 
 // connectTo starts the admin client on seeds; shown are the addresses a
 // message names.
-func connectTo(ctx context.Context, seeds, shown []string) (*Kafka, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DialTimeout(3*time.Second), kgo.DisableClientMetrics())
+func connectTo(ctx context.Context, seeds, shown []string, sec ...kgo.Opt) (*Kafka, error) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.DialTimeout(3 * time.Second), kgo.DisableClientMetrics()}, sec...)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka client for %s: %w", strings.Join(shown, ","), err)
 	}
@@ -196,7 +204,7 @@ func connectTo(ctx context.Context, seeds, shown []string) (*Kafka, error) {
 		if errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("no answer within %s", limit)
 		}
-		return nil, fmt.Errorf("%w: cannot reach Kafka at %s: %v; start one with \"docker compose up -d kafka\" or use mode: embedded or managed",
+		return nil, fmt.Errorf("%w: cannot reach Kafka at %s: %w; start one with \"docker compose up -d kafka\" or use mode: embedded or managed",
 			brokers.ErrUnreachable, strings.Join(shown, ","), err)
 	}
 	return &Kafka{seeds: seeds, admin: cl, adm: kadm.NewClient(cl), partitions: 1}, nil
@@ -424,6 +432,7 @@ func (c *topicDest) Consumer(ctx context.Context, gen int) (brokers.Consumer, er
 	if c.k.consumerVersions != nil {
 		opts = append(opts, kgo.MaxVersions(c.k.consumerVersions))
 	}
+	opts = append(opts, c.k.sec...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		k.closeRoute()

@@ -52,6 +52,7 @@ func (c *topicDest) producerOpts() []kgo.Opt {
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
 		kgo.DisableClientMetrics(), // as the consumer's
 	}
+	opts = append(opts, c.k.sec...)
 	if c.k.route != nil {
 		opts = append(opts, kgo.MetadataMinAge(retryMetadataAge))
 	}

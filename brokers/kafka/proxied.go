@@ -28,6 +28,14 @@ var (
 // responses and producer crashes, and a managed three-node cluster's
 // leader failover (failover.go).
 func (c proxiedDest) Apply(ctx context.Context, p brokers.Power) error {
+	if c.k.route == nil {
+		// A cluster with TLS or a SASL login is reached without relays
+		// (security.go): nothing sees its produce requests.
+		switch p.(type) {
+		case brokers.LoseProduceResponses, brokers.CrashProducer, brokers.CutProducer, brokers.SlowProducer:
+			return brokers.NoPower(p)
+		}
+	}
 	switch p := p.(type) {
 	case brokers.LoseProduceResponses:
 		// The response of a chosen produce request is dropped and the

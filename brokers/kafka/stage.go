@@ -98,7 +98,7 @@ func (c *topicDest) Stage(ctx context.Context, slot, gen int) (brokers.Stage, er
 		s.sess, s.cl = sess, sess.Client()
 		return s, nil
 	}
-	cl, err := kgo.NewClient(append(opts, kgo.DisableAutoCommit())...)
+	cl, err := kgo.NewClient(append(append(opts, c.k.sec...), kgo.DisableAutoCommit())...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka stage: %w", err)
 	}

@@ -4,16 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
+	pahov5 "github.com/eclipse/paho.golang/paho"
 	pahomqtt "github.com/eclipse/paho.mqtt.golang"
+	"github.com/eclipse/paho.mqtt.golang/packets"
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
+	"github.com/dqbench/dqbench/internal/tlsprobe"
 )
 
 // connectTimeout bounds one MQTT connect (the TCP dial and the CONNECT,
@@ -27,18 +33,20 @@ const connectTimeout = 5 * time.Second
 // CONNACK stops waiting with the run.
 type handshake struct {
 	url string // the broker's URL as configured (masked in messages)
+	sec secure // TLS and login
 
 	mu       sync.Mutex
 	conn     net.Conn // the connection while the handshake is on
 	aborted  bool
 	accepted bool
 	answered atomic.Bool
+	tlsErr   error // the TLS handshake's failure
 }
 
-func newHandshake(u string) *handshake { return &handshake{url: u} }
+func newHandshake(u string, sec secure) *handshake { return &handshake{url: u, sec: sec} }
 
 // dial opens the TCP connection to hostPort under ctx (bounded by
-// connectTimeout).
+// connectTimeout), and speaks TLS on it when h.sec says so.
 func (h *handshake) dial(ctx context.Context, hostPort string) (net.Conn, error) {
 	dctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
@@ -54,7 +62,14 @@ func (h *handshake) dial(ctx context.Context, hostPort string) (net.Conn, error)
 		return nil, ctx.Err()
 	}
 	h.conn, h.accepted = c, true
-	return &answerConn{Conn: c, answered: &h.answered}, nil
+	h.mu.Unlock()
+	tc, err := h.sec.handshake(dctx, &answerConn{Conn: c, answered: &h.answered})
+	h.mu.Lock()
+	if err != nil {
+		h.tlsErr = err
+		return nil, err
+	}
+	return tc, nil
 }
 
 // abort ends the handshake: the connection is closed, so that a client
@@ -90,6 +105,9 @@ func (h *handshake) silent() bool {
 func (h *handshake) fail(ctx context.Context, err error) error {
 	where := catalog.MaskURL(h.url)
 	cerr := ctx.Err()
+	if e := h.tlsFail(ctx, err); e != nil && cerr == nil {
+		return e
+	}
 	switch {
 	case h.silent() && cerr != nil:
 		// The run's deadline or Ctrl-C came first.
@@ -99,7 +117,87 @@ func (h *handshake) fail(ctx context.Context, err error) error {
 	case cerr != nil:
 		return &connectError{fmt.Sprintf("connect to %s: %v", where, cerr), []error{cerr}}
 	}
-	return &connectError{fmt.Sprintf("connect to %s: %v", where, err), []error{err}}
+	if refused(err) {
+		return &connectError{fmt.Sprintf("the MQTT broker at %s %v the login (%v): a wrong user name or password, or a user it does not let in; fix broker auth (or the URL's user and password)", where, errRefusedLogin, err), []error{errRefusedLogin, errAnswered}}
+	}
+	msg := err.Error()
+	if h.sec.pass != "" {
+		msg = strings.ReplaceAll(msg, h.sec.pass, "***")
+	}
+	return &connectError{fmt.Sprintf("connect to %s: %s", where, msg), []error{err}}
+}
+
+// tlsFail explains a connect that failed in TLS, or returns nil: a
+// certificate not trusted, a server that wants a client certificate, TLS
+// on one side only.
+func (h *handshake) tlsFail(ctx context.Context, err error) error {
+	where := catalog.MaskURL(h.url)
+	fail := func(why string) error {
+		return &connectError{fmt.Sprintf("the MQTT broker at %s: %v: %s", where, errTLS, why), []error{errTLS, errAnswered}}
+	}
+	h.mu.Lock()
+	tlsErr, accepted := h.tlsErr, h.accepted
+	h.mu.Unlock()
+	switch {
+	case !accepted:
+		return nil // nothing listens: no TLS to speak of
+	case h.sec.tls == nil:
+		if tlsprobe.SpeaksTLS(ctx, hostPort(h.url)) {
+			return fail("the port speaks TLS only, and dqbench connected without (a tcp:// URL); use ssl:// (or mqtts://) with the broker's CA in broker tls.ca")
+		}
+		return nil
+	case tlsErr != nil && (isTimeout(tlsErr) || h.silent()):
+		return fail("the server did not answer the TLS handshake (is the port a plain listener? use tcp:// and leave out broker tls, or the broker's TLS port)")
+	case tlsErr != nil:
+		if why := brokers.TLSFailure(tlsErr); why != "" {
+			return fail(why)
+		}
+		return nil
+	}
+	// The handshake went through. TLS 1.3: a client certificate the
+	// server refuses fails the first read, with an alert or a reset.
+	if why := brokers.TLSFailure(err); why != "" {
+		return fail(why)
+	}
+	if len(h.sec.tls.Certificates) == 0 && (errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || strings.Contains(err.Error(), "connection reset")) {
+		return fail("the server closed the TLS connection before it answered CONNECT: it wants a client certificate, most likely; give one in broker tls.cert and tls.key (or DQBENCH_TLS_CERT, DQBENCH_TLS_KEY)")
+	}
+	return nil
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}
+
+// errTLS marks a broker whose TLS did not match dqbench's, errRefusedLogin
+// one that refused the login; errAnswered either (it answered: no "start
+// one").
+var (
+	errTLS          = errors.New("TLS failed")
+	errRefusedLogin = errors.New("refused")
+	errAnswered     = errors.New("the broker answered")
+)
+
+// refused says whether err is a CONNACK refusing the login: MQTT 3.1.1's
+// return codes 4 and 5 (paho.mqtt.golang), MQTT 5's reason codes 0x86 and
+// 0x87 (paho.golang).
+func refused(err error) bool {
+	return errors.Is(err, packets.ErrorRefusedBadUsernameOrPassword) || errors.Is(err, packets.ErrorRefusedNotAuthorised) ||
+		errors.Is(err, errV5Login)
+}
+
+// errV5Login marks an MQTT 5 CONNACK whose reason code refuses the login
+// (paho.golang returns it beside a plain error).
+var errV5Login = errors.New("the CONNACK refused the login")
+
+// v5Refusal is err, marked errV5Login when ca's reason code is 0x86 (bad
+// user name or password) or 0x87 (not authorized).
+func v5Refusal(ca *pahov5.Connack, err error) error {
+	if ca != nil && (ca.ReasonCode == 0x86 || ca.ReasonCode == 0x87) {
+		return fmt.Errorf("%w (reason code 0x%x): %v", errV5Login, ca.ReasonCode, err)
+	}
+	return err
 }
 
 // connectError is a failed MQTT connect: brokers.ErrUnreachable, and why.
@@ -142,10 +240,13 @@ func (c *answerConn) Read(p []byte) (int, error) {
 // and the wait for CONNACK both end when ctx does (or after
 // connectTimeout), and a broker that accepts and never answers is named as
 // such. It returns the client and whether the broker had the session.
-func pahoConnect(ctx context.Context, u string, opts *pahomqtt.ClientOptions) (pahomqtt.Client, bool, error) {
+func pahoConnect(ctx context.Context, u string, sec secure, opts *pahomqtt.ClientOptions) (pahomqtt.Client, bool, error) {
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	h := newHandshake(u)
+	h := newHandshake(u, sec)
+	if sec.user != "" {
+		opts.SetUsername(sec.user).SetPassword(sec.pass)
+	}
 	var first atomic.Bool
 	first.Store(true)
 	opts.SetConnectTimeout(connectTimeout).
@@ -160,7 +261,7 @@ func pahoConnect(ctx context.Context, u string, opts *pahomqtt.ClientOptions) (p
 			// A reconnect after this connect returned, bounded by
 			// connectTimeout (the producer stops reconnecting once
 			// it is closed).
-			return newHandshake(u).dial(context.Background(), b.Host)
+			return newHandshake(u, sec).dial(context.Background(), b.Host)
 		})
 	cl := pahomqtt.NewClient(opts)
 	t := cl.Connect()
@@ -186,9 +287,9 @@ func pahoConnect(ctx context.Context, u string, opts *pahomqtt.ClientOptions) (p
 
 // probe checks that an MQTT broker answers CONNECT at u, with a clean
 // session under a client id of its own, and disconnects.
-func probe(ctx context.Context, u string) error {
+func probe(ctx context.Context, u string, sec secure) error {
 	id := fmt.Sprintf("dqb-probe-%d", time.Now().UnixNano()%1e9)
-	cl, _, err := pahoConnect(ctx, u, pahomqtt.NewClientOptions().AddBroker(u).SetClientID(id).
+	cl, _, err := pahoConnect(ctx, u, sec, pahomqtt.NewClientOptions().AddBroker(u).SetClientID(id).
 		SetCleanSession(true).SetAutoReconnect(false))
 	if err != nil {
 		return err

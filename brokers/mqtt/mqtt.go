@@ -41,6 +41,9 @@ type Broker struct {
 	embedded *embedded // nil when managed
 	managed  bool
 	layer    *netfault.Layer // external: the in-process toxiproxy
+	// sec is how an external broker's clients speak TLS and log in (the
+	// zero value elsewhere).
+	sec secure
 
 	mu    sync.Mutex
 	procs map[*mosquitto]bool // managed brokers still running
@@ -109,13 +112,20 @@ func connectExternal(ctx context.Context, addrs []string, settings catalog.MQTTS
 	var reasons []string
 	hint := "start one with \"docker compose up -d mosquitto\" or \"apt-get install mosquitto\", or use mode: embedded"
 	for _, a := range addrs {
-		err := probe(ctx, a)
+		sec, err := newSecure(a, settings.Security)
+		if err != nil {
+			return nil, err
+		}
+		err = probe(ctx, a, sec)
 		if err == nil {
 			layer, err := netfault.Start()
 			if err != nil {
 				return nil, err
 			}
-			return &Broker{url: a, settings: settings, layer: layer}, nil
+			return &Broker{url: a, settings: settings, layer: layer, sec: sec}, nil
+		}
+		if errors.Is(err, errAnswered) {
+			return nil, err // it answered: no "start one"
 		}
 		errs = append(errs, err)
 		reasons = append(reasons, err.Error())
@@ -172,6 +182,11 @@ func (b *Broker) Open(ctx context.Context, spec brokers.DestinationSpec) (broker
 	case b.embedded != nil:
 		d.url = b.url
 		d.state = b.embedded.hook.add(d)
+	case !b.managed && b.sec.tls != nil:
+		// dqbench's MQTT filters cannot read TLS: its clients connect
+		// straight to the broker (validation refuses the faults that
+		// would need the filters).
+		d.url = b.url
 	case !b.managed:
 		d.url = b.url
 		if err := d.proxy(b.layer); err != nil {
@@ -520,7 +535,7 @@ func (d *dest) Close(ctx context.Context) error {
 	case d.state == nil && d.mosq == nil:
 		// An external broker keeps persistent sessions: end both.
 		for _, id := range []string{d.subID, d.pubID} {
-			if cerr := endSession(ctx, d.url, id); cerr != nil {
+			if cerr := endSession(ctx, d.url, d.b.sec, id); cerr != nil {
 				err = errors.Join(err, fmt.Errorf("%w on %s: end session %s: %v", brokers.ErrCleanup, catalog.MaskURL(d.url), id, cerr))
 			}
 		}
@@ -595,8 +610,8 @@ func hostPort(u string) string {
 
 // endSession connects as id with a clean session, which ends the session
 // the broker kept for id.
-func endSession(ctx context.Context, url, id string) error {
-	cl, _, err := pahoConnect(ctx, url, pahomqtt.NewClientOptions().AddBroker(url).SetClientID(id).
+func endSession(ctx context.Context, url string, sec secure, id string) error {
+	cl, _, err := pahoConnect(ctx, url, sec, pahomqtt.NewClientOptions().AddBroker(url).SetClientID(id).
 		SetCleanSession(true).SetAutoReconnect(false))
 	if err != nil {
 		return err

@@ -50,7 +50,7 @@ func (p paho) connect(ctx context.Context, d *dest, opts *pahomqtt.ClientOptions
 // connectSession is connect, also saying whether the broker had the
 // session. The connect ends with ctx (see pahoConnect).
 func (p paho) connectSession(ctx context.Context, d *dest, opts *pahomqtt.ClientOptions) (pahomqtt.Client, bool, error) {
-	cl, present, err := pahoConnect(ctx, d.url, opts)
+	cl, present, err := pahoConnect(ctx, d.url, d.b.sec, opts)
 	if err != nil {
 		d.noteSilent(err)
 	}

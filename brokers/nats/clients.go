@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -112,7 +113,7 @@ func (d *dest) Producer(ctx context.Context) (brokers.Producer, error) {
 		}
 		opts = proxiedOpts
 	}
-	nc, js, err := connect(ctx, url, name, true, opts...)
+	nc, js, err := connect(ctx, url, name, true, slices.Concat(opts, d.b.sec)...)
 	if err != nil {
 		if px != nil {
 			_ = px.Close(context.WithoutCancel(ctx))
@@ -230,7 +231,7 @@ func (d *dest) Consumer(ctx context.Context, gen int) (brokers.Consumer, error) 
 		}
 		c.px, url, opts = px, purl, proxiedOpts
 	}
-	nc, js, err := connect(ctx, url, name, false, opts...)
+	nc, js, err := connect(ctx, url, name, false, slices.Concat(opts, d.b.sec)...)
 	if err != nil {
 		c.closeProxy()
 		return nil, unreachable(err)

@@ -53,7 +53,10 @@ type Broker struct {
 	// streams with it when it stops: none is noted in the leftover ledger.
 	throwaway bool
 	nc        *nats.Conn // admin: streams, consumers, backlog
-	js        jetstream.JetStream
+	// sec are the options of the broker's tls and auth (external only),
+	// which every client connection gets.
+	sec []nats.Option
+	js  jetstream.JetStream
 
 	// net is the in-process toxiproxy producers connect through when a
 	// fault needs it (confirm-lost), started on first use.
@@ -126,14 +129,22 @@ func connectExternal(ctx context.Context, addrs []string, settings catalog.NATSS
 		k, _ := catalog.LookupBroker(catalog.NATS)
 		addrs = []string{k.DefaultAddress}
 	}
+	sec, err := secureOptions(settings.Security)
+	if err != nil {
+		return nil, err
+	}
 	var errs []string
 	hint := startHint
 	for _, a := range addrs {
-		nc, js, err := connect(ctx, a, "dqbench-admin", true)
+		nc, js, err := connect(ctx, a, "dqbench-admin", true, sec...)
 		if err == nil {
-			return &Broker{url: a, settings: settings, nc: nc, js: js}, nil
+			return &Broker{url: a, settings: settings, nc: nc, js: js, sec: sec}, nil
 		}
-		if errors.Is(err, errNoJetStream) || errors.Is(err, errRefusedLogin) {
+		if errors.Is(err, errTLS) && settings.TLS == nil && !catalog.UsesTLS(nil, []string{a}) {
+			// nats.go turns to TLS by itself when the server requires it.
+			return nil, fmt.Errorf("%w (the server requires TLS, which a nats:// address without broker tls gets with the system's CAs; add broker tls with the server's CA in tls.ca)", err)
+		}
+		if errors.Is(err, errNoJetStream) || errors.Is(err, errRefusedLogin) || errors.Is(err, errTLS) {
 			return nil, err // it answered: no "start one"
 		}
 		errs = append(errs, err.Error())
@@ -144,11 +155,13 @@ func connectExternal(ctx context.Context, addrs []string, settings catalog.NATSS
 	return nil, fmt.Errorf("%w: %s; %s", brokers.ErrUnreachable, strings.Join(errs, "; "), hint)
 }
 
-// errNoJetStream marks a NATS server that answers without JetStream, and
-// errRefusedLogin one that refused the URL's credentials.
+// errNoJetStream marks a NATS server that answers without JetStream,
+// errRefusedLogin one that refused the login, and errTLS one whose TLS
+// did not match dqbench's (not trusted, or TLS on one side only).
 var (
 	errNoJetStream  = errors.New("JetStream is not enabled")
 	errRefusedLogin = errors.New("refused")
+	errTLS          = errors.New("TLS failed")
 )
 
 // connect opens a connection named name to url and checks that JetStream
@@ -179,7 +192,10 @@ func connect(ctx context.Context, url, name string, reconnect bool, extra ...nat
 	}
 	nc, err := nats.Connect(url, opts...)
 	if errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) || errors.Is(err, nats.ErrAuthRevoked) {
-		return nil, nil, fmt.Errorf("NATS at %s %w the login (%v); fix the user and password (or token) in the URL", masked, errRefusedLogin, err)
+		return nil, nil, fmt.Errorf("%w: NATS at %s %w the login (%v): wrong user, password, token or nkey; fix broker auth (or the URL's user and password)", brokers.ErrUnreachable, masked, errRefusedLogin, err)
+	}
+	if why := tlsWhy(err); why != "" {
+		return nil, nil, fmt.Errorf("%w: NATS at %s: %w: %s", brokers.ErrUnreachable, masked, errTLS, why)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot reach NATS at %s: %s", masked, why(url, err))
@@ -199,6 +215,18 @@ func connect(ctx context.Context, url, name string, reconnect bool, extra ...nat
 		return nil, nil, fmt.Errorf("NATS at %s: JetStream did not answer: %w", masked, err)
 	}
 	return nc, js, nil
+}
+
+// tlsWhy says why a connect failed in TLS, or "": TLS on one side only
+// (nats.go asks for it, or the server does), a certificate not trusted.
+func tlsWhy(err error) string {
+	switch {
+	case errors.Is(err, nats.ErrSecureConnRequired):
+		return "the server requires TLS and dqbench connected without it; use a tls:// address or add broker tls (with the CA in tls.ca)"
+	case errors.Is(err, nats.ErrSecureConnWanted):
+		return "dqbench asked for TLS (a tls:// address or broker tls) and the server does not offer it on this port; use a nats:// address and leave out broker tls, or give the server's TLS port"
+	}
+	return brokers.TLSFailure(err)
 }
 
 // why says why a connect to url failed: nats.go reports only "no servers

@@ -10,6 +10,7 @@ package rabbitmq
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/dqbench/dqbench/brokers"
 	"github.com/dqbench/dqbench/catalog"
+	"github.com/dqbench/dqbench/internal/tlsprobe"
 	"github.com/dqbench/dqbench/leftover"
 	"github.com/dqbench/dqbench/netfault"
 )
@@ -48,6 +50,9 @@ type RabbitMQ struct {
 	connMu sync.Mutex
 	conn   *amqp.Connection // admin: declares, backlog, deletes
 	net    *netfault.Layer  // the toxiproxy every client connects through
+	// sec is how every connection speaks TLS and logs in (broker tls
+	// and auth, external only).
+	sec secure
 
 	seq atomic.Int64 // numbers producers, for the copy header
 	// down is closed while a broker-restart has the node down: clients
@@ -120,16 +125,20 @@ func Open(ctx context.Context, cfg brokers.Config) (brokers.Broker, error) {
 		b, _ := catalog.LookupBroker(catalog.RabbitMQ)
 		addrs = []string{b.DefaultAddress}
 	}
+	sec, err := newSecure(settings.Security)
+	if err != nil {
+		return nil, err
+	}
 	var errs []string
-	answered := false // a broker answered and refused the login or vhost
+	answered := false // a broker answered and refused the login or vhost, or its TLS
 	for _, a := range addrs {
-		conn, err := dial(ctx, a, "", nil)
+		conn, err := dial(ctx, a, "", nil, sec)
 		if err != nil {
 			errs = append(errs, err.Error())
-			answered = answered || errors.Is(err, errRefused)
+			answered = answered || errors.Is(err, errRefused) || errors.Is(err, errTLS)
 			continue
 		}
-		r := &RabbitMQ{url: a, masked: catalog.MaskURL(a), queueType: settings.QueueType, addrs: addrs, conn: conn}
+		r := &RabbitMQ{url: a, masked: catalog.MaskURL(a), queueType: settings.QueueType, addrs: addrs, conn: conn, sec: sec}
 		if settings.Toxiproxy != "" {
 			r.net, err = netfault.Connect(settings.Toxiproxy)
 		} else {
@@ -154,15 +163,18 @@ var errRefused = errors.New("refused")
 
 // refusal says what a broker that answered but refused the connection
 // means, and what to do; ok is false for any other error.
-func refusal(err error, masked, url string) (error, bool) {
+func refusal(err error, masked, url string, sec secure) (error, bool) {
 	var ae *amqp.Error
 	if !errors.As(err, &ae) {
 		return nil, false
 	}
 	u, _ := amqp.ParseURI(url)
+	if sec.user != "" {
+		u.Username = sec.user
+	}
 	switch ae.Code {
 	case amqp.AccessRefused:
-		return fmt.Errorf("RabbitMQ at %s %w the login of user %q (403 ACCESS_REFUSED: a wrong user name or password, or a user that may not connect from here); fix the user name and password in the URL",
+		return fmt.Errorf("RabbitMQ at %s %w the login of user %q (403 ACCESS_REFUSED: a wrong user name or password, or a user that may not connect from here); fix the user name and password in broker auth or the URL",
 			masked, errRefused, u.Username), true
 	case amqp.NotAllowed:
 		return fmt.Errorf("RabbitMQ at %s %w virtual host %q to user %q (%s); fix the URL's path, or create it: rabbitmqctl add_vhost %s && rabbitmqctl set_permissions -p %s %s '.*' '.*' '.*'",
@@ -172,32 +184,40 @@ func refusal(err error, masked, url string) (error, bool) {
 }
 
 // dial opens a connection to url, through the proxy at via when given;
-// wrap, when given, wraps the TCP connection (the consumers count the
-// frames they read through it).
-func dial(ctx context.Context, url, via string, wrap func(net.Conn) net.Conn) (*amqp.Connection, error) {
+// wrap, when given, wraps the connection (the consumers count the frames
+// they read through it); sec says how it speaks TLS and logs in.
+func dial(ctx context.Context, url, via string, wrap func(net.Conn) net.Conn, sec secure) (*amqp.Connection, error) {
 	masked := catalog.MaskURL(url)
-	fail := func(err error) error {
-		msg := err.Error()
+	hide := func(msg string) string {
 		if u, perr := amqp.ParseURI(url); perr == nil && u.Password != "" {
 			msg = strings.ReplaceAll(msg, u.Password, "***")
 		}
-		return fmt.Errorf("cannot reach RabbitMQ at %s: %s", masked, msg)
+		if sec.pass != "" {
+			msg = strings.ReplaceAll(msg, sec.pass, "***")
+		}
+		return msg
 	}
-	if strings.HasPrefix(url, "amqps:") {
-		return nil, fmt.Errorf("RabbitMQ at %s: amqps (TLS) is not supported yet; use an amqp:// URL", masked)
+	fail := func(err error) error {
+		return fmt.Errorf("cannot reach RabbitMQ at %s: %s", masked, hide(err.Error()))
 	}
 	// Parsed with the password masked first: amqp091's error would quote
 	// the URL, or a piece of the password as a port.
 	if _, err := catalog.ParseURL(url); err != nil {
 		return nil, fmt.Errorf("RabbitMQ URL %s: %v", masked, err)
 	}
+	target, tlsCfg, err := sec.target(url)
+	if err != nil {
+		return nil, fmt.Errorf("RabbitMQ URL %s: does not parse", masked)
+	}
 	deadline := time.Now().Add(dialTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
+	var handshake error // the TLS handshake's failure
 	cfg := amqp.Config{
 		Heartbeat: 10 * time.Second,
 		Locale:    "en_US",
+		SASL:      sec.sasl(),
 		Dial: func(network, addr string) (net.Conn, error) {
 			var d net.Dialer
 			dctx, cancel := context.WithDeadline(ctx, deadline)
@@ -215,16 +235,43 @@ func dial(ctx context.Context, url, via string, wrap func(net.Conn) net.Conn) (*
 				c.Close()
 				return nil, err
 			}
+			if tlsCfg != nil {
+				tc := tls.Client(c, tlsCfg)
+				if err := tc.HandshakeContext(dctx); err != nil {
+					c.Close()
+					handshake = err
+					return nil, err
+				}
+				c = tc
+			}
 			if wrap != nil {
 				c = wrap(c)
 			}
 			return c, nil
 		},
 	}
-	conn, err := amqp.DialConfig(url, cfg)
+	conn, err := amqp.DialConfig(target, cfg)
 	if err != nil {
-		if r, ok := refusal(err, masked, url); ok {
+		if r, ok := refusal(err, masked, url, sec); ok {
 			return nil, r
+		}
+		if handshake == nil && tlsCfg != nil {
+			// TLS 1.3: a client certificate the server refuses fails the
+			// first read, which amqp091 may report as a closed connection.
+			handshake = err
+			if u, perr := amqp.ParseURI(target); perr == nil && brokers.TLSFailure(err) == "" {
+				if rerr := tlsprobe.Refusal(ctx, net.JoinHostPort(u.Host, strconv.Itoa(u.Port)), tlsCfg); rerr != nil {
+					handshake = rerr
+				}
+			}
+		}
+		if why := brokers.TLSFailure(handshake); handshake != nil && why != "" {
+			return nil, fmt.Errorf("RabbitMQ at %s: %w: %s", masked, errTLS, why)
+		}
+		if tlsCfg == nil && !errors.Is(err, context.DeadlineExceeded) && !isTimeout(err) && !isDialError(err) {
+			if u, perr := amqp.ParseURI(target); perr == nil && tlsprobe.SpeaksTLS(ctx, net.JoinHostPort(u.Host, strconv.Itoa(u.Port))) {
+				return nil, fmt.Errorf("RabbitMQ at %s: %w: the port speaks TLS only, and dqbench connected without (an amqp:// URL); use amqps:// with the server's CA in broker tls.ca", masked, errTLS)
+			}
 		}
 		if errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {
 			err = fmt.Errorf("no answer in time (%v)", err)
@@ -232,6 +279,13 @@ func dial(ctx context.Context, url, via string, wrap func(net.Conn) net.Conn) (*
 		return nil, fail(err)
 	}
 	return conn, nil
+}
+
+// isDialError says whether err is the TCP connect's own failure (refused,
+// no route): nothing answered, so nothing to ask about TLS.
+func isDialError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 func isTimeout(err error) bool {
@@ -435,7 +489,7 @@ func DeleteQueue(ctx context.Context, url, queue string) error {
 	if !strings.HasPrefix(queue, queuePrefix) {
 		return fmt.Errorf("queue %q: not one dqbench makes (%s*), so it is left alone", queue, queuePrefix)
 	}
-	conn, err := dial(ctx, url, "", nil)
+	conn, err := dial(ctx, url, "", nil, secure{})
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,7 @@ import (
 func (r *RabbitMQ) dialAny(ctx context.Context, wrap func(net.Conn) net.Conn) (*amqp.Connection, error) {
 	var errs []string
 	for _, a := range r.order() {
-		conn, err := dial(ctx, a, "", wrap)
+		conn, err := dial(ctx, a, "", wrap, r.sec)
 		if err == nil {
 			return conn, nil
 		}
@@ -63,7 +63,7 @@ func (r *RabbitMQ) dialProxied(ctx context.Context, name string, setup func(*net
 				return nil, nil, err
 			}
 		}
-		conn, err := dial(ctx, a, px.Addr, wrap)
+		conn, err := dial(ctx, a, px.Addr, wrap, r.sec)
 		if err == nil {
 			return conn, px, nil
 		}

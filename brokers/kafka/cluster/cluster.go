@@ -60,6 +60,9 @@ type Cluster struct {
 
 	mu     sync.Mutex // guards Nodes[i].PID, exited and the state file
 	exited map[int]<-chan struct{}
+	// secure is Options.Secure, for writeConf and format (tests only: not
+	// in the state file).
+	secure *SecureListener
 }
 
 // Node is one Kafka process of a cluster: broker and controller.
@@ -68,8 +71,31 @@ type Node struct {
 	Name           string `json:"name"`
 	Port           int    `json:"port"`            // the PLAINTEXT listener clients use
 	ControllerPort int    `json:"controller_port"` // the KRaft quorum's
+	// SecurePort is the SASL_SSL listener's (Options.Secure), 0 without.
+	SecurePort int `json:"secure_port,omitempty"`
 	// PID leads the node's process group; 0 while stopped.
 	PID int `json:"pid"`
+}
+
+// SecureAddr is the node's SASL_SSL address (host:port), "" without one.
+func (n Node) SecureAddr() string {
+	if n.SecurePort == 0 {
+		return ""
+	}
+	return fmt.Sprintf("127.0.0.1:%d", n.SecurePort)
+}
+
+// SecureListener is a SASL_SSL listener each node gets besides its
+// PLAINTEXT one (which the nodes speak among themselves): TLS with the
+// node's certificate, client certificates checked against CA (required
+// when RequireClientCert), and logins by SCRAM-SHA-256, SCRAM-SHA-512
+// (credentials written when the storage is formatted) and PLAIN, for each
+// of Users (name → password). A testbench's: the passwords are in the
+// nodes' files.
+type SecureListener struct {
+	CA, Cert, Key     string // PEM files; Key unencrypted PKCS#8
+	RequireClientCert bool
+	Users             map[string]string
 }
 
 // Addr is the node's client address (host:port).
@@ -99,6 +125,8 @@ type Options struct {
 	// process (Pdeathsig) and a later Sweep stops what is left of it.
 	// Otherwise they get their own session and outlive it (brokers up).
 	Owned bool
+	// Secure, when set, adds a SASL_SSL listener to each node.
+	Secure *SecureListener
 }
 
 // Start formats and starts a cluster, its nodes in parallel, and waits
@@ -130,12 +158,17 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
 		return c, fmt.Errorf("cluster directory: %w", err)
 	}
-	ports, err := localcluster.FreePorts(2 * opts.Nodes)
+	ports, err := localcluster.FreePorts(3 * opts.Nodes)
 	if err != nil {
 		return c, err
 	}
+	c.secure = opts.Secure
 	for i := range opts.Nodes {
-		c.Nodes = append(c.Nodes, Node{ID: int32(i + 1), Name: fmt.Sprintf("kafka-%d", i+1), Port: ports[2*i], ControllerPort: ports[2*i+1]})
+		n := Node{ID: int32(i + 1), Name: fmt.Sprintf("kafka-%d", i+1), Port: ports[3*i], ControllerPort: ports[3*i+1]}
+		if opts.Secure != nil {
+			n.SecurePort = ports[3*i+2]
+		}
+		c.Nodes = append(c.Nodes, n)
 	}
 	if err := c.save(); err != nil {
 		return c, err
@@ -242,6 +275,16 @@ func (c *Cluster) writeConf(i int) error {
 	if c.ReplicaLag > 0 {
 		conf += fmt.Sprintf("# followers wait (replica_lag) before they fetch\nreplica.fetch.wait.max.ms=%d\nreplica.fetch.min.bytes=1048576\n", c.ReplicaLag.Milliseconds())
 	}
+	if c.secure != nil {
+		extra, err := c.secureConf(i)
+		if err != nil {
+			return err
+		}
+		conf = strings.Replace(conf, fmt.Sprintf("CONTROLLER://127.0.0.1:%d\n", n.ControllerPort), fmt.Sprintf("CONTROLLER://127.0.0.1:%d,SASL_SSL://127.0.0.1:%d\n", n.ControllerPort, n.SecurePort), 1)
+		conf = strings.Replace(conf, fmt.Sprintf("advertised.listeners=PLAINTEXT://127.0.0.1:%d\n", n.Port), fmt.Sprintf("advertised.listeners=PLAINTEXT://127.0.0.1:%d,SASL_SSL://127.0.0.1:%d\n", n.Port, n.SecurePort), 1)
+		conf = strings.Replace(conf, "CONTROLLER:PLAINTEXT\n", "CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL\n", 1)
+		conf += extra
+	}
 	if err := os.WriteFile(c.confPath(i), []byte(conf), 0o600); err != nil {
 		return err
 	}
@@ -256,6 +299,44 @@ logger.kafka-request.name=kafka.request.logger
 logger.kafka-request.level=WARN
 `, c.logPath(i))
 	return os.WriteFile(filepath.Join(dir, "log4j2.properties"), []byte(log), 0o600)
+}
+
+// secureConf is the SASL_SSL listener's part of node i's
+// server.properties; the node's key and certificate go into one PEM file,
+// as Kafka's PEM keystore takes them.
+func (c *Cluster) secureConf(i int) (string, error) {
+	s := c.secure
+	key, err := os.ReadFile(s.Key)
+	if err != nil {
+		return "", err
+	}
+	cert, err := os.ReadFile(s.Cert)
+	if err != nil {
+		return "", err
+	}
+	bundle := filepath.Join(c.nodeDir(i), "sasl-ssl-keystore.pem")
+	if err := os.WriteFile(bundle, append(key, cert...), 0o600); err != nil {
+		return "", err
+	}
+	var plain strings.Builder
+	for u, pw := range s.Users {
+		fmt.Fprintf(&plain, " user_%s=%q", u, pw)
+	}
+	auth := "requested"
+	if s.RequireClientCert {
+		auth = "required"
+	}
+	return fmt.Sprintf(`# a SASL_SSL listener for clients (TLS, SCRAM and PLAIN logins)
+sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512,PLAIN
+listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required%s;
+listener.name.sasl_ssl.ssl.keystore.type=PEM
+listener.name.sasl_ssl.ssl.keystore.location=%s
+listener.name.sasl_ssl.ssl.truststore.type=PEM
+listener.name.sasl_ssl.ssl.truststore.location=%s
+listener.name.sasl_ssl.ssl.client.auth=%s
+`, plain.String(), bundle, s.CA, auth), nil
 }
 
 // java is the command line of a JVM of node i running class with args.
@@ -276,9 +357,17 @@ func (c *Cluster) java(ctx context.Context, i int, heap string, class string, ar
 // format writes node i's storage: the cluster id and the features, with
 // transaction.version as asked.
 func (c *Cluster) format(ctx context.Context, i int) error {
-	cmd := c.java(ctx, i, "128m", "kafka.tools.StorageTool", "format",
+	args := []string{"format",
 		"-t", c.ClusterID, "-c", c.confPath(i), "--ignore-formatted",
-		"--feature", fmt.Sprintf("transaction.version=%d", c.TransactionVersion))
+		"--feature", fmt.Sprintf("transaction.version=%d", c.TransactionVersion)}
+	if c.secure != nil {
+		for u, pw := range c.secure.Users {
+			for _, m := range []string{"SCRAM-SHA-256", "SCRAM-SHA-512"} {
+				args = append(args, "--add-scram", fmt.Sprintf("%s=[name=%s,password=%s]", m, u, pw))
+			}
+		}
+	}
+	cmd := c.java(ctx, i, "128m", "kafka.tools.StorageTool", args...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("format the storage of Kafka node %s: %w: %s", c.Nodes[i].Name, err, strings.TrimSpace(string(out)))
