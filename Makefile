@@ -53,7 +53,7 @@ kafka-jars: ## copy Apache Kafka's broker jar and runtime dependencies from Mave
 	$(GO) run . brokers fetch kafka
 
 kafka-diff: kafka-jars ## every Kafka built-in on the embedded broker and on a managed real Apache Kafka, same seed: a Markdown table of the counts that differ (fails on one the scenario does not say varies)
-	@$(GO) test -count=1 -run '^TestKafkaEmbeddedVersusManaged$$' -v -timeout 30m ./runner/realkafka/ -args -kafkadiff.table 2>&1 \
+	@$(GO) test -count=1 -run '^TestKafkaEmbeddedVersusManaged$$' -v -timeout 30m ./runner/kafkadiff/ -args -kafkadiff.table 2>&1 \
 		| grep -E '^(\||--- FAIL|FAIL|ok|PASS|\s+kafkadiff_test)'
 
 install: ## go install dqbench into $(go env GOPATH)/bin (or $GOBIN), stamped with the commit it is built from

@@ -1,4 +1,4 @@
-package realkafka_test
+package kafkadiff_test
 
 import (
 	"context"
