@@ -41,10 +41,14 @@ func New(t testing.TB, name string) *Set {
 	return s
 }
 
-// Write makes a fresh CA (CN name) and its certificates in dir. The
-// files are readable by everyone (0644), keys too: a server that drops to
-// its own user (rabbitmq-server) must read them. Test keys only.
-func Write(dir, name string) (*Set, error) {
+// Write makes a fresh CA (CN name) and its certificates in dir, valid for
+// a day. The files are readable by everyone (0644), keys too: a server
+// that drops to its own user (rabbitmq-server) must read them. Test keys
+// only.
+func Write(dir, name string) (*Set, error) { return WriteFor(dir, name, 24*time.Hour) }
+
+// WriteFor is Write with certificates valid for validity.
+func WriteFor(dir, name string, validity time.Duration) (*Set, error) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -56,7 +60,7 @@ func Write(dir, name string) (*Set, error) {
 		SerialNumber:          big.NewInt(1),
 		Subject:               pkix.Name{CommonName: name},
 		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
+		NotAfter:              time.Now().Add(validity),
 		IsCA:                  true,
 		BasicConstraintsValid: true,
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
@@ -83,7 +87,7 @@ func Write(dir, name string) (*Set, error) {
 			SerialNumber: big.NewInt(serial),
 			Subject:      pkix.Name{CommonName: cn},
 			NotBefore:    time.Now().Add(-time.Hour),
-			NotAfter:     time.Now().Add(24 * time.Hour),
+			NotAfter:     time.Now().Add(validity),
 			KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 			ExtKeyUsage:  []x509.ExtKeyUsage{usage},
 		}
