@@ -209,6 +209,18 @@ type Nacker interface {
 	Nack(ctx context.Context, d Delivery, requeue bool) error
 }
 
+// AutoCommitter is a consumer whose client may commit by itself (Kafka's
+// auto-commit, consumer commit: auto): then its Ack commits nothing (it
+// only notes that the application is done with the delivery), and the
+// client reports each commit the broker took, with the deliveries it
+// covered, so that the history has an ack for each when it happened.
+type AutoCommitter interface {
+	// AutoCommits says whether the client commits by itself; when it
+	// does, it calls committed (from any goroutine) after each commit
+	// the broker took, with the deliveries it covered.
+	AutoCommits(committed func(ds []Delivery)) bool
+}
+
 // BatchAcker is a consumer whose ack of a delivery also acks the
 // deliveries before it on the same partition (a Kafka offset commit): one
 // request can ack many.

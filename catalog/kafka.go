@@ -1,5 +1,7 @@
 package catalog
 
+import "time"
+
 // KafkaSettings are the settings of kind kafka: the broker keys written
 // beside kind (Partitions, Brokers, TransactionVersion), and the Kafka-only producer and
 // consumer keys of one variant (ForVariant).
@@ -63,10 +65,76 @@ func (p KafkaProducer) With(o KafkaProducer) KafkaProducer {
 // KafkaConsumer are the consumer keys only kind kafka takes.
 type KafkaConsumer struct {
 	Isolation Isolation `yaml:"isolation" json:"isolation,omitempty" jsonschema:"description=Which records a Kafka consumer reads: read_uncommitted (Kafka's default: also records of aborted transactions) or read_committed (only committed ones); kafka only."`
+	// Commit, AutoCommitInterval and Processing: who commits the
+	// consumer's offsets, and whether it processes a poll's records
+	// before it polls again.
+	Commit             Commit     `yaml:"commit" json:"commit,omitempty" jsonschema:"description=Who commits a Kafka consumer's offsets: manual (default: dqbench commits each record as consumer ack says) or auto (the client's auto-commit\\, kgo's default: every auto_commit_interval it commits the offsets of the records returned by the polls before the latest one\\, whatever the application did with them; consumer ack is then not used); kafka only."`
+	AutoCommitInterval Duration   `yaml:"auto_commit_interval" json:"auto_commit_interval,omitempty" jsonschema:"description=With commit: auto\\, how often the client commits (kgo's AutoCommitInterval; default 5s\\, Kafka's auto.commit.interval.ms); from 100ms (kgo's least) to 1m."`
+	Processing         Processing `yaml:"processing" json:"processing,omitempty" jsonschema:"description=With commit: auto\\, how the application processes what it polls: sync (default: every record of a poll before it polls again\\, so auto-commit commits only processed records) or async (a poller hands each poll to a worker goroutine through a queue and polls again at once: auto-commit commits records the worker has not processed yet\\, and a crash loses them)."`
+	ProcessingTime     Duration   `yaml:"processing_time" json:"processing_time,omitempty" jsonschema:"description=How long the consumer application works on each record before its strategy applies the effect (a sleep; default 0): a worker slower than the poller\\, the reason an application hands its polls to a worker; at most 1s."`
 }
+
+// MaxProcessingTime bounds processing_time.
+const MaxProcessingTime = Duration(time.Second)
 
 // With returns c overridden by what o sets (a variant's consumer).
 func (c KafkaConsumer) With(o KafkaConsumer) KafkaConsumer {
+	setIfNonZero(&c.ProcessingTime, o.ProcessingTime)
 	setIfNonZero(&c.Isolation, o.Isolation)
+	setIfNonZero(&c.Commit, o.Commit)
+	setIfNonZero(&c.AutoCommitInterval, o.AutoCommitInterval)
+	setIfNonZero(&c.Processing, o.Processing)
 	return c
 }
+
+// AutoCommits reports whether the client commits by itself (commit: auto).
+func (c KafkaConsumer) AutoCommits() bool { return c.Commit == CommitAuto }
+
+// Commit is who commits a Kafka consumer's offsets.
+type Commit string
+
+// Kafka commit modes.
+const (
+	// CommitManual: dqbench commits each record, before or after
+	// processing it (consumer ack).
+	CommitManual Commit = "manual"
+	// CommitAuto: the client's auto-commit (kgo's default): on an
+	// interval, the offsets of the records returned by the polls before
+	// the latest one; nothing on a crash.
+	CommitAuto Commit = "auto"
+)
+
+// Commits lists the commit modes.
+var Commits = []Commit{CommitManual, CommitAuto}
+
+// Allowed lists the valid values, for strict decoding and the schema.
+func (Commit) Allowed() []string { return Strings(Commits) }
+
+// DefaultAutoCommitInterval is kgo's (and Kafka's
+// auto.commit.interval.ms).
+const DefaultAutoCommitInterval = Duration(5 * time.Second)
+
+// MinAutoCommitInterval is the least auto_commit_interval kgo takes.
+const MinAutoCommitInterval = Duration(100 * time.Millisecond)
+
+// MaxAutoCommitInterval bounds auto_commit_interval: a commit must come
+// within a run's drain.
+const MaxAutoCommitInterval = Duration(time.Minute)
+
+// Processing is how a consumer application processes what it polls.
+type Processing string
+
+// Processing modes.
+const (
+	// ProcessSync: every record of a poll, then the next poll.
+	ProcessSync Processing = "sync"
+	// ProcessAsync: a poller queues each poll's records for a worker
+	// goroutine and polls again at once.
+	ProcessAsync Processing = "async"
+)
+
+// Processings lists the processing modes.
+var Processings = []Processing{ProcessSync, ProcessAsync}
+
+// Allowed lists the valid values, for strict decoding and the schema.
+func (Processing) Allowed() []string { return Strings(Processings) }

@@ -110,12 +110,38 @@ type Consumer struct {
 	rec  *history.VariantRecorder
 	gen  int
 	seen *Deliveries
+	// auto: the client commits by itself (brokers.AutoCommitter); its
+	// commits are recorded as they happen (autoCommitted), not at Ack.
+	auto bool
+	// attempts are the attempt numbers of the deliveries not yet
+	// auto-committed, by position.
+	mu       sync.Mutex
+	attempts map[string]int
 }
 
 // NewConsumer wraps consumer instance gen and records its start.
 func NewConsumer(c brokers.Consumer, gen int, seen *Deliveries, rec *history.VariantRecorder) *Consumer {
 	rec.Record(history.Event{Type: history.Start, Consumer: gen})
-	return &Consumer{c: c, rec: rec, gen: gen, seen: seen}
+	rc := &Consumer{c: c, rec: rec, gen: gen, seen: seen}
+	if ac, ok := c.(brokers.AutoCommitter); ok {
+		rc.attempts = map[string]int{}
+		rc.auto = ac.AutoCommits(rc.autoCommitted)
+	}
+	return rc
+}
+
+// AutoCommitReason is the reason of an ack the client's auto-commit made.
+const AutoCommitReason = "auto-commit"
+
+// autoCommitted records an ack for each delivery an auto-commit covered.
+func (c *Consumer) autoCommitted(ds []brokers.Delivery) {
+	for _, d := range ds {
+		c.mu.Lock()
+		attempt := c.attempts[d.Position]
+		delete(c.attempts, d.Position)
+		c.mu.Unlock()
+		c.rec.Record(history.Event{Type: history.Ack, Intent: d.Intent, Attempt: max(attempt, 1), Consumer: c.gen, Position: d.Position, Reason: AutoCommitReason})
+	}
 }
 
 // Gen is the consumer instance's generation.
@@ -128,6 +154,11 @@ func (c *Consumer) Next(ctx context.Context) (brokers.Delivery, error) {
 		return d, err
 	}
 	d.Attempt = c.seen.next(d.Intent)
+	if c.auto {
+		c.mu.Lock()
+		c.attempts[d.Position] = d.Attempt
+		c.mu.Unlock()
+	}
 	c.rec.Record(history.Event{
 		Type: history.Deliver, Intent: d.Intent, Attempt: d.Attempt, Consumer: c.gen,
 		Position: d.Position, Redelivered: d.Redelivered, QoS: d.QoS, Retained: d.Retained, Deaths: d.Deaths,
@@ -139,6 +170,9 @@ func (c *Consumer) Next(ctx context.Context) (brokers.Delivery, error) {
 // confirm an ack the consumer asked it to confirm
 // (brokers.ErrAckUnconfirmed), that it did not.
 func (c *Consumer) Ack(ctx context.Context, d brokers.Delivery) error {
+	if c.auto {
+		return c.c.Ack(ctx, d) // commits nothing: autoCommitted records the commits
+	}
 	if err := c.c.Ack(ctx, d); err != nil {
 		if errors.Is(err, brokers.ErrAckUnconfirmed) {
 			c.rec.Record(history.Event{Type: history.AckUnconfirmed, Intent: d.Intent, Attempt: d.Attempt, Consumer: c.gen, Position: d.Position, Reason: err.Error()})
@@ -159,7 +193,7 @@ func (c *Consumer) BatchAcks() bool {
 // AckBatch acks ds in one request (the consumer must BatchAcks) and
 // records an ack for each once the broker has them.
 func (c *Consumer) AckBatch(ctx context.Context, ds []brokers.Delivery) error {
-	if err := c.c.(brokers.BatchAcker).AckBatch(ctx, ds); err != nil {
+	if err := c.c.(brokers.BatchAcker).AckBatch(ctx, ds); err != nil || c.auto {
 		return err
 	}
 	for _, d := range ds {

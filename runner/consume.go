@@ -146,6 +146,8 @@ func (r *variantRun) handle(ctx context.Context, c *recording.Consumer, ackFirst
 			err = werr
 		}
 	}()
+	src := r.source(ctx, c)
+	defer src.stop() // after the slot counts as down, as the delivery in hand
 	holding := false // a delivery is in flight
 	defer func() {
 		r.flow.down.Add(1)
@@ -154,13 +156,15 @@ func (r *variantRun) handle(ctx context.Context, c *recording.Consumer, ackFirst
 		}
 	}()
 	for {
-		d, err := c.Next(ctx)
+		d, err := src.next(ctx)
 		if err != nil {
 			return err
 		}
 		r.progress.heardFrom(r.start)
 		r.handBack.delivered(d.Intent)
-		r.flow.inflight.Add(1)
+		if !src.counted {
+			r.flow.inflight.Add(1)
+		}
 		holding = true
 		err = r.deliver(ctx, c, d, ackFirst, pending)
 		if errors.Is(err, errOverran) {
@@ -247,6 +251,9 @@ func (r *variantRun) process(ctx context.Context, h *delivery) error {
 	b, err := unmarshalBody(h.d.Body)
 	if err != nil {
 		return errFatal{fmt.Errorf("intent %d: undecodable body: %w", h.d.Intent, err)}
+	}
+	if err := r.work(ctx); err != nil {
+		return err
 	}
 	id := deliveryID(r.v.ID, h.d, b.ID)
 	m := strategy.Message{

@@ -235,6 +235,21 @@ var fixtures = []fixture{
 		`5:8: consumer.ack: auto (the broker acks on delivery) is only for rabbitmq, nats, not kafka; use before-process`,
 		`9:21: variants[0].consumer.ack: auto (the broker acks on delivery) is only for rabbitmq, nats, not kafka`,
 	}},
+	{"invalid/auto-commit.yaml", []string{
+		`5:25: consumer.auto_commit_interval: at least 100ms (the least kgo takes), got 10ms`,
+		`9:28: variants[0].consumer.processing: only with commit: auto (the client's auto-commit), and no variant it applies to has it; add commit: auto to the consumer, or remove processing`,
+		`12:24: variants[1].consumer.commit: faults[0] (ack-lost) drops dqbench's own offset commits, and with commit: auto the client commits by itself, so it would never fire in variant "ack-first"; remove commit: auto from it, or the fault`,
+		`12:35: variants[1].consumer.ack: with commit: auto the client commits by itself (the records of the polls before the latest), whatever ack says; remove ack`,
+		`15:24: variants[2].consumer.commit: faults[0] (ack-lost) drops dqbench's own offset commits, and with commit: auto the client commits by itself, so it would never fire in variant "slow-interval"; remove commit: auto from it, or the fault`,
+		`15:52: variants[2].consumer.auto_commit_interval: at most 1m0s (a commit must come within the drain), got 2m0s`,
+		`15:68: variants[2].consumer.processing: "asynch" is not allowed (allowed: sync, async); did you mean "async"?`,
+		`15:93: variants[2].consumer.processing_time: from more than 0s to 1s, got 2s`,
+		`17:11: faults[0]: ack-lost cannot act here: on Kafka it drops the consumer's offset commit on its way to the broker, through the relays in front of a real Kafka; the embedded Kafka's clients reach kfake directly: use mode: managed or external`,
+	}},
+	{"invalid/auto-commit-on-rabbitmq.yaml", []string{
+		`5:11: consumer.commit: only for broker kind kafka, not rabbitmq`,
+		`9:28: variants[0].consumer.processing: only for broker kind kafka, not rabbitmq`,
+	}},
 	{"invalid/nats-settings.yaml", []string{
 		`5:12: broker.storage: "disk" is not allowed (allowed: file, memory)`,
 		`6:13: broker.replicas: must be from 1 to 5, got 0`,
@@ -421,7 +436,7 @@ var fixtures = []fixture{
 		`6:15: broker.partitions: must be an integer, got number 1.5`,
 		`9:18: faults[0].probability: must be a finite number, got number .nan`,
 		`14:19: variants[0].producer.idempotent: must be true or false, got string "yes"`,
-		`15:15: variants[0].consumer: must be a mapping (keys: instances, ack, prefetch, isolation, on_failure, delivery_limit, dead_letter_queue, retry_delay, dead_letter_max_length, dead_letter_overflow), got a list`,
+		`15:15: variants[0].consumer: must be a mapping (keys: instances, ack, prefetch, isolation, commit, auto_commit_interval, processing, processing_time, on_failure, delivery_limit, dead_letter_queue, retry_delay, dead_letter_max_length, dead_letter_overflow), got a list`,
 		`17:7: variants[0].expect.lost: needs a value; write a count like 0`,
 	}},
 	{"invalid/response-lost-with-acks-none.yaml", []string{

@@ -35,6 +35,7 @@ func (c *checker) check() {
 	c.faultPoints()
 	c.faultsAvailable()
 	c.stages()
+	c.autoCommit()
 	c.clients()
 	c.leaders()
 	c.processVariants()

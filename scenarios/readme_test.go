@@ -50,6 +50,7 @@ var lessons = []lesson{
 	}},
 	{"Kafka: producer retries, offsets, transactions, rebalances", []timed{
 		{"kafka-commit-timing", 1.6},
+		{"kafka-auto-commit", 2.0},
 		{"kafka-idempotent-producer", 1.8},
 		{"kafka-client-retries", 1.1},
 		{"kafka-producer-restart", 1.4},

@@ -83,6 +83,9 @@ func (s *Story) Steps() []Step {
 			}
 		case history.Ack:
 			text = "acked"
+			if e.Reason != "" {
+				text += " (" + e.Reason + ")" // by the client's auto-commit
+			}
 			acked = true
 		case history.Fault:
 			faulted = e.Fault

@@ -378,7 +378,6 @@ func (c *topicDest) Consumer(ctx context.Context, gen int) (brokers.Consumer, er
 		kgo.ConsumerGroup(c.group),
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.DisableAutoCommit(),
 		// Partitions that move to another member are handed over
 		// committed: see consumer.revoked.
 		kgo.OnPartitionsRevoked(func(ctx context.Context, _ *kgo.Client, lost map[string][]int32) {
@@ -420,6 +419,7 @@ func (c *topicDest) Consumer(ctx context.Context, gen int) (brokers.Consumer, er
 		// in 253 with 16 KiB on a real Kafka: kfake's, not yet found.
 		kgo.FetchMaxBytes(fetchMaxBytes), kgo.FetchMaxPartitionBytes(fetchMaxBytes),
 	}
+	opts = append(opts, k.commitOpts()...)
 	if c.settings.Isolation == catalog.ReadCommitted {
 		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	}
@@ -471,6 +471,8 @@ type consumer struct {
 	revokes map[int32]int
 	// gone: abandoned or closed; nothing it holds will be acked.
 	gone bool
+	// auto: the client auto-commits (autocommit.go).
+	auto autoCommit
 }
 
 func (k *consumer) Next(ctx context.Context) (brokers.Delivery, error) {
@@ -478,7 +480,9 @@ func (k *consumer) Next(ctx context.Context) (brokers.Delivery, error) {
 	for len(k.buf) == 0 {
 		before := maps.Clone(k.revokes)
 		k.mu.Unlock()
+		k.auto.polling()
 		fs := k.cl.PollRecords(ctx, k.max)
+		k.auto.polled(fs)
 		if err := ctx.Err(); err != nil {
 			return brokers.Delivery{}, err
 		}
@@ -512,15 +516,20 @@ func (k *consumer) Next(ctx context.Context) (brokers.Delivery, error) {
 	if err != nil {
 		return brokers.Delivery{}, fmt.Errorf("record %s[%d]@%d: %w", r.Topic, r.Partition, r.Offset, err)
 	}
-	return brokers.Delivery{
+	d := brokers.Delivery{
 		Intent: intent, Body: r.Value, Position: fmt.Sprintf("%d@%d", r.Partition, r.Offset),
 		Redelivered: redelivered, Handle: r,
-	}, nil
+	}
+	k.auto.handed(d, r)
+	return d, nil
 }
 
 func (k *consumer) Ack(ctx context.Context, d brokers.Delivery) error {
 	r := d.Handle.(*kgo.Record)
 	defer k.settled(r)
+	if k.auto.on {
+		return nil // the client commits by itself
+	}
 	k.loseCommit(d)
 	return k.cl.CommitRecords(ctx, r)
 }
@@ -533,6 +542,9 @@ func (k *consumer) AckBatch(ctx context.Context, ds []brokers.Delivery) error {
 		rs[i] = d.Handle.(*kgo.Record)
 	}
 	defer k.settled(rs...)
+	if k.auto.on {
+		return nil // the client commits by itself
+	}
 	k.loseCommit(ds...)
 	return k.cl.CommitRecords(ctx, rs...)
 }
@@ -581,6 +593,13 @@ func (k *consumer) revoked(ctx context.Context, lost map[string][]int32, wait bo
 	if !wait {
 		return
 	}
+	k.awaitHandover(ctx, moving)
+	k.commitHead(ctx, moving)
+}
+
+// awaitHandover waits (at most handoverWait) until every record of the
+// moving partitions handed over is acked, or the consumer is gone.
+func (k *consumer) awaitHandover(ctx context.Context, moving map[int32]bool) {
 	limit := time.NewTimer(handoverWait)
 	defer limit.Stop()
 	for {
