@@ -289,3 +289,68 @@ func (k *Kafka) createTopic(ctx context.Context, partitions int32, topic string)
 	}
 	return nil
 }
+
+// waitHosted waits until every partition of topic has a leader that hosts
+// it: a real Kafka answers CreateTopics before the leaders have loaded
+// their partitions, and a produce in between is refused with
+// UNKNOWN_TOPIC_OR_PARTITION, which dqbench's producer (kgo's retries
+// off) would give up on. It asks each leader for the partitions' end
+// offsets, the same leader a produce goes to; at most 30 s.
+func (k *Kafka) waitHosted(ctx context.Context, topic string, partitions int32) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		err := k.hosted(ctx, topic, partitions)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("topic %s was created, but its partitions are not all led yet: %w", topic, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// hosted says why not every partition of topic is led by a node that
+// answers for it, nil when each is.
+func (k *Kafka) hosted(ctx context.Context, topic string, partitions int32) error {
+	ps, err := k.freshPartitions(ctx, topic)
+	if err != nil {
+		return err
+	}
+	if int32(len(ps)) < partitions {
+		return fmt.Errorf("%d of %d partitions in the metadata", len(ps), partitions)
+	}
+	byLeader := map[int32][]int32{}
+	for _, p := range ps {
+		if err := kerr.ErrorForCode(p.ErrorCode); err != nil || p.Leader < 0 {
+			return fmt.Errorf("partition %d: leader %d: %v", p.Partition, p.Leader, err)
+		}
+		byLeader[p.Leader] = append(byLeader[p.Leader], p.Partition)
+	}
+	for leader, parts := range byLeader {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.ReplicaID = -1
+		t := kmsg.NewListOffsetsRequestTopic()
+		t.Topic = topic
+		for _, p := range parts {
+			rp := kmsg.NewListOffsetsRequestTopicPartition()
+			rp.Partition, rp.Timestamp = p, -1 // the end offset
+			t.Partitions = append(t.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, t)
+		resp, err := req.RequestWith(ctx, k.admin.Broker(int(leader)))
+		if err != nil {
+			return fmt.Errorf("node %d: %w", leader, err)
+		}
+		for _, rt := range resp.Topics {
+			for _, rp := range rt.Partitions {
+				if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+					return fmt.Errorf("partition %d on node %d: %w", rp.Partition, leader, err)
+				}
+			}
+		}
+	}
+	return nil
+}

@@ -270,6 +270,15 @@ func (k *Kafka) Open(ctx context.Context, spec brokers.DestinationSpec) (brokers
 	if k.cluster != nil {
 		return embeddedDest{d}, nil
 	}
+	topics := []string{topic}
+	if d.stage != nil {
+		topics = append(topics, d.stage.out)
+	}
+	for _, t := range topics {
+		if err := k.waitHosted(ctx, t, d.partitions); err != nil {
+			return nil, err
+		}
+	}
 	if k.managed != nil {
 		k.managed.failovers.opened.Add(1)
 	}
