@@ -93,7 +93,7 @@ var lessons = []lesson{
 	}},
 	{"NATS JetStream: ack policies, ack_wait, max_deliver, the stream's dedup window, a cluster", []timed{
 		{"nats-ack-none", 4.6},
-		{"nats-msg-id-dedup", 3.2},
+		{"nats-msg-id-dedup", 6.6},
 		{"nats-retry-backoff", 9.3},
 		{"nats-ack-lost", 3.2},
 		{"nats-ack-wait", 2.7},
