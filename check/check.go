@@ -75,6 +75,7 @@ const (
 	dlxPending     // the consumer rejected it to the dead-letter exchange, and no delivery or dead-letter event of it came since
 	looping        // handed back to the broker unsettled (tally.handedBack), and not acked, dead-lettered or rejected to the dead-letter exchange since
 	lastQoS0       // its last delivery arrived at QoS 0: the broker keeps nothing of it to give out again
+	droppedUnread  // a consumer instance died with it received by its client and never handed out, the broker having forgotten it (a crash event's Intents: RabbitMQ autoAck)
 	lateRetried    // published again although no fault was aimed at its publish, or after the broker had confirmed an earlier send: the producer gave up a send the schedule did not touch (a confirm slower than producer.confirm_timeout)
 	inFlight       // in a consumer's hands (delivered, not yet processed, its instance alive), or written and not yet published, when the run was interrupted
 )
@@ -542,6 +543,9 @@ func (t *tally) faultOnIntent(e *history.Event) {
 // held; a lost lease is counted apart from a crash.
 func (t *tally) onCrash(e *history.Event) {
 	t.crashed(e.Consumer)
+	for _, id := range e.Intents {
+		t.get(id).flags |= droppedUnread
+	}
 	if e.LeaseLost {
 		t.leases++
 	} else {

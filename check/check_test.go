@@ -151,6 +151,18 @@ func TestTally(t *testing.T) {
 			notes:  []string{"1 unconfirmed intents had not been delivered when the drain gave up: not counted as lost"},
 		},
 		{
+			// autoAck: the broker forgot 2 and 3 as it sent them; the
+			// consumer died with them in its client's buffer (the crash
+			// event lists them), never handed out: lost in the consumer,
+			// not in the broker. 4 was never sent to it: undelivered.
+			name: "received by the client, dropped with it at a crash: lost in the consumer",
+			events: join(published(1), published(2), published(3), published(4),
+				one(delivered(1, 1), history.Event{Variant: "v", Type: history.Crash, Consumer: 1, Intents: []int{2, 3}}, drainEnd)),
+			audit: applied(map[int]int{}),
+			want:  map[string]int{"delivered": 1, "lost": 4, "duplicates": 0},
+			notes: []string{"1 consumer crashes", "1 intents lost in the broker (undelivered)", "3 intents lost in the consumer (unprocessed)"},
+		},
+		{
 			// The confirm of attempt 1 came, after the producer had given
 			// the send up: it sent attempt 2, stored as a second copy.
 			// Intent 3's confirm never came and no fault named it: the

@@ -819,6 +819,52 @@ func (c *consumer) Abandon() {
 	})
 }
 
+var _ brokers.Dropper = (*consumer)(nil)
+
+// AbandonDropping is Abandon. With autoAck it first takes what amqp091
+// had received and not handed out (the broker forgot each message as it
+// sent it, and amqp091 drops its buffer with the connection) and returns
+// those intents: lost in the consumer. Messages still on the wire, not
+// yet read off the socket, are not among them (the checker keeps calling
+// those undelivered); nor is anything with manual acks, which the broker
+// keeps until an ack and delivers again.
+func (c *consumer) AbandonDropping() []int {
+	var dropped []int
+	if c.autoAck {
+		dropped = c.unread()
+	}
+	c.Abandon()
+	return dropped
+}
+
+// unread takes the deliveries amqp091 holds for this consumer now, without
+// waiting for more than a moment between two (its buffer goroutine hands
+// them over one at a time).
+func (c *consumer) unread() []int {
+	var out []int
+	for {
+		var m amqp.Delivery
+		var ok bool
+		select {
+		case m, ok = <-c.deliveries:
+		default:
+			t := time.NewTimer(time.Millisecond)
+			select {
+			case m, ok = <-c.deliveries:
+			case <-t.C:
+				return out
+			}
+			t.Stop()
+		}
+		if !ok {
+			return out
+		}
+		if id, err := brokers.ParseKey(m.MessageId); err == nil {
+			out = append(out, id)
+		}
+	}
+}
+
 // Close stops the consumer cleanly (connection.close); the broker requeues
 // what it had not acked.
 func (c *consumer) Close(ctx context.Context) {
