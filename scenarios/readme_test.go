@@ -63,6 +63,7 @@ var lessons = []lesson{
 	}},
 	{"RabbitMQ: acks, confirms, the network, queue limits, a cluster", []timed{
 		{"rabbitmq-consumer-crash", 2.8},
+		{"rabbitmq-weak-keys", 0.9},
 		{"rabbitmq-quorum-acked-redelivery", 5.5},
 		{"rabbitmq-autoack-crash", 0.4},
 		{"rabbitmq-ack-lost", 1.6},
