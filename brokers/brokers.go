@@ -177,8 +177,8 @@ type Producer interface {
 }
 
 // Dropper is a consumer whose death can say which messages died unseen
-// with it: received by its client library and not yet handed out by Next,
-// when the broker forgot them as it sent them (RabbitMQ autoAck). The
+// with it: sent to it by the broker and not yet handed out by Next, when
+// the broker forgot them as it sent them (RabbitMQ autoAck). The
 // checker counts such an intent, never applied, as lost in the consumer,
 // not in the broker.
 type Dropper interface {
