@@ -177,6 +177,9 @@ type tally struct {
 	// leases counts the instances that stalled past their lease
 	// (consumer-zombie) and were replaced while still holding deliveries.
 	leases int
+	// droppedAtCrash: messages the crashed instances had been sent and
+	// died with, the broker having forgotten them (crash events' Intents).
+	droppedAtCrash int
 	// ackUnconfirmed: acks the broker did not confirm in time (a double
 	// ack), each sent again by the consumer.
 	ackUnconfirmed int
@@ -546,6 +549,7 @@ func (t *tally) onCrash(e *history.Event) {
 	for _, id := range e.Intents {
 		t.get(id).flags |= droppedUnread
 	}
+	t.droppedAtCrash += len(e.Intents)
 	if e.LeaseLost {
 		t.leases++
 	} else {
@@ -779,7 +783,9 @@ func (t *tally) copyNotes(s intentSums) []string {
 // refused; and the intents the broker refused.
 func (t *tally) consumerNotes(c Counts, s intentSums) []string {
 	var notes []string
-	if t.crashes > 0 {
+	if t.crashes > 0 && t.droppedAtCrash > 0 {
+		notes = append(notes, fmt.Sprintf("%d consumer crashes, each followed by a replacement; the broker had forgotten what it sent them (acked as sent: autoAck), so %d messages they had been sent and not yet handed out died with them and came to nobody again", t.crashes, t.droppedAtCrash))
+	} else if t.crashes > 0 {
 		notes = append(notes, fmt.Sprintf("%d consumer crashes, each followed by a replacement; the broker redelivers whatever a crashed consumer had not acked", t.crashes))
 	}
 	if t.leases > 0 {

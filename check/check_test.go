@@ -160,7 +160,7 @@ func TestTally(t *testing.T) {
 				one(delivered(1, 1), history.Event{Variant: "v", Type: history.Crash, Consumer: 1, Intents: []int{2, 3}}, drainEnd)),
 			audit: applied(map[int]int{}),
 			want:  map[string]int{"delivered": 1, "lost": 4, "duplicates": 0},
-			notes: []string{"1 consumer crashes", "1 intents lost in the broker (undelivered)", "3 intents lost in the consumer (unprocessed)"},
+			notes: []string{"1 consumer crashes, each followed by a replacement; the broker had forgotten what it sent them (acked as sent: autoAck), so 2 messages", "1 intents lost in the broker (undelivered)", "3 intents lost in the consumer (unprocessed)"},
 		},
 		{
 			// The confirm of attempt 1 came, after the producer had given
