@@ -303,10 +303,10 @@ type delivery struct {
 // redeliveries out of order, later than the intents published after them.
 // With FetchMaxWait the batch ends on the server's own end-of-request
 // status, after every message it sent (or after 1s more of silence). That
-// narrows the gap without closing it: with three runs at once under the
-// same load, a batch was still dropped once in 20 runs (nats.go's idle
-// timer, the process starved for seconds); ack_wait brings such a batch
-// back, so a scenario keeps ack_wait below its drain.
+// narrows the gap without closing it: with three runs at once at a load
+// average of about 20, a batch was still dropped once in 20 runs
+// (nats.go's idle timer, the process starved for seconds); ack_wait
+// brings such a batch back, so a scenario keeps ack_wait below its drain.
 func (c *consumer) Next(ctx context.Context) (brokers.Delivery, error) {
 	for len(c.buf) == 0 {
 		if err := ctx.Err(); err != nil {
