@@ -176,6 +176,17 @@ type Producer interface {
 	Close(ctx context.Context)
 }
 
+// Dropper is a consumer whose death can say which messages died unseen
+// with it: sent to it by the broker and not yet handed out by Next, when
+// the broker forgot them as it sent them (RabbitMQ autoAck). The
+// checker counts such an intent, never applied, as lost in the consumer,
+// not in the broker.
+type Dropper interface {
+	// AbandonDropping is Abandon, returning the intents the client held
+	// unread (nil when the broker keeps what it sent until an ack).
+	AbandonDropping() []int
+}
+
 // Consumer receives deliveries one at a time.
 type Consumer interface {
 	// Next blocks for the next delivery.

@@ -97,7 +97,8 @@ func TestTally(t *testing.T) {
 					delivered(1, 1), effect(1, true), drainEnd)),
 			audit: applied(map[int]int{1: 2, 2: 1, 17: 1}),
 			want:  map[string]int{"out_of_order": 1, "duplicates": 1, "lost": 0},
-			notes: []string{"1 intents had their effect applied more than once", "1 intents had their effect applied after the effect of a later-published intent of the same account"},
+			// Tally judges no plan: order is not its subject, one short line.
+			notes: []string{"1 intents had their effect applied more than once", "1 intents applied out of publication order (out_of_order); this variant expects nothing of order"},
 		},
 		{
 			// Publication order is the first publish's place in the
@@ -148,6 +149,40 @@ func TestTally(t *testing.T) {
 			audit:  applied(map[int]int{}),
 			want:   map[string]int{"attempted": 1, "indeterminate": 1, "duplicates": 0, "lost": 0},
 			notes:  []string{"1 unconfirmed intents had not been delivered when the drain gave up: not counted as lost"},
+		},
+		{
+			// autoAck: the broker forgot 2 and 3 as it sent them; the
+			// consumer died with them in its client's buffer (the crash
+			// event lists them), never handed out: lost in the consumer,
+			// not in the broker. 4 was never sent to it: undelivered.
+			name: "received by the client, dropped with it at a crash: lost in the consumer",
+			events: join(published(1), published(2), published(3), published(4),
+				one(delivered(1, 1), history.Event{Variant: "v", Type: history.Crash, Consumer: 1, Intents: []int{2, 3}}, drainEnd)),
+			audit: applied(map[int]int{}),
+			want:  map[string]int{"delivered": 1, "lost": 4, "duplicates": 0},
+			notes: []string{"1 consumer crashes, each followed by a replacement; the broker had forgotten what it sent them (acked as sent: autoAck), so 2 messages", "1 intents lost in the broker (undelivered)", "3 intents lost in the consumer (unprocessed)"},
+		},
+		{
+			// The confirm of attempt 1 came, after the producer had given
+			// the send up: it sent attempt 2, stored as a second copy.
+			// Intent 3's confirm never came and no fault named it: the
+			// same. Intent 2's retry followed a confirm a fault lost: no
+			// such note for it.
+			name: "sent again after a late confirm: the notes say so",
+			events: one(
+				history.Event{Variant: "v", Type: history.Publish, Intent: 1, Attempt: 1}, ev(history.Confirm, 1), ev(history.PubFailed, 1),
+				history.Event{Variant: "v", Type: history.Publish, Intent: 1, Attempt: 2}, ev(history.Confirm, 1),
+				history.Event{Variant: "v", Type: history.Publish, Intent: 2, Attempt: 1},
+				history.Event{Variant: "v", Type: history.Fault, Intent: 2, Attempt: 1, Fault: "confirm-lost"}, ev(history.PubFailed, 2),
+				history.Event{Variant: "v", Type: history.Publish, Intent: 3, Attempt: 1}, ev(history.PubFailed, 3),
+				history.Event{Variant: "v", Type: history.Publish, Intent: 3, Attempt: 2}, ev(history.Confirm, 3),
+				history.Event{Variant: "v", Type: history.Publish, Intent: 2, Attempt: 2}, ev(history.Confirm, 2),
+				delivered(1, 1), effect(1, true), delivered(1, 2), effect(1, true),
+				delivered(2, 3), effect(2, true), delivered(2, 4), effect(2, true),
+				delivered(3, 5), effect(3, true), delivered(3, 6), effect(3, true), drainEnd),
+			audit: applied(map[int]int{1: 2, 2: 2, 3: 2}),
+			want:  map[string]int{"duplicates": 3, "lost": 0},
+			notes: []string{"3 intents were stored more than once by the broker", "2 of them were sent again although no fault was aimed at their publish", "3 intents had their effect applied more than once"},
 		},
 		{
 			// The broker said no: the producer was told, so refused, not lost.
@@ -390,6 +425,37 @@ func TestCountsGet(t *testing.T) {
 	}
 	if _, ok := c.Get("bogus"); ok {
 		t.Error(`Get("bogus") ok, want not ok`)
+	}
+}
+
+// out_of_order is explained at length only where order is the variant's
+// subject (an expectation on it, or version-cas); elsewhere one short
+// line, so hundreds of intents out of order do not drown the lesson.
+func TestOutOfOrderNoteOnlyWhereOrderIsTheSubject(t *testing.T) {
+	events := join(published(1), published(17),
+		one(delivered(17, 1), effect(17, true), delivered(1, 2), effect(1, true), ev(history.Drain, 0)))
+	plan := check.Plan{Variants: []check.PlanVariant{
+		{Name: "about-duplicates", Strategy: "none", Expect: []check.Expect{expect("duplicates", "==", 0)}},
+		{Name: "about-order", Strategy: "none", Expect: []check.Expect{expect("out_of_order", ">", 0)}},
+		{Name: "version-cas", Strategy: "version-cas"},
+	}}
+	var all []history.Event
+	audits := map[string]history.Audit{}
+	for _, v := range plan.Variants {
+		all = append(all, forVariant(v.Name, events)...)
+		audits[v.Name] = applied(map[int]int{1: 1, 17: 1})
+	}
+	const long, short = "the consumers applied the account's updates out of publication order", "1 intents applied out of publication order (out_of_order); this variant expects nothing of order"
+	run := judge(t, plan, check.Meta{}, all, audits)
+	for _, v := range run.Variants {
+		if v.Counts.OutOfOrder != 1 {
+			t.Fatalf("%s: out_of_order = %d, want 1", v.Name, v.Counts.OutOfOrder)
+		}
+		notes := strings.Join(v.Notes, "\n")
+		wantLong := v.Name != "about-duplicates"
+		if strings.Contains(notes, long) != wantLong || strings.Contains(notes, short) == wantLong {
+			t.Errorf("%s: notes %q: want the long paragraph %v, the short line %v", v.Name, notes, wantLong, !wantLong)
+		}
 	}
 }
 

@@ -35,7 +35,7 @@ const (
 	DupAbortedRead   Cause = "aborted-read"        // read from an aborted transaction's record (read_uncommitted) and from the committed one
 	LostSkipped      Cause = "skipped"             // skipped as already processed, effect never applied
 	LostIDShared     Cause = "id-shared"           // skipped at its first delivery: another intent marked the same id
-	LostUnprocessed  Cause = "unprocessed"         // delivered, never processed, never redelivered
+	LostUnprocessed  Cause = "unprocessed"         // delivered (or sent to the consumer and never handed out), never processed, never redelivered
 	LostDeadLettered Cause = "dead-lettered"       // dead-lettered without the effect
 	LostDLXDropped   Cause = "dead-letter-dropped" // rejected to the dead-letter exchange and never seen again: its target queue was missing or full
 	LostUndelivered  Cause = "undelivered"         // confirmed, never delivered
@@ -93,7 +93,7 @@ func (c Cause) Doc(on catalog.BrokerKind) string {
 	case LostIDShared:
 		return "skipped on its first delivery as already processed: another intent had marked the same message id (ids that collide, such as a content hash of equal content)"
 	case LostUnprocessed:
-		return "delivered but never processed and not redelivered: acked before processing, then the consumer died"
+		return "delivered but never processed and not redelivered: acked before processing (with autoAck, by the broker as it sent it: what it had sent the consumer and the consumer had not yet handed out counts too), then the consumer died"
 	case LostDeadLettered:
 		return "sent to the dead-letter queue without its effect applying"
 	case LostDLXDropped:
@@ -137,6 +137,10 @@ func (f *facts) lossCause() Cause {
 		return LostDLXDropped
 	case f.has(deadLettered):
 		return LostDeadLettered
+	case f.deliveries == 0 && f.has(droppedUnread):
+		// The broker sent it and forgot it (autoAck); the client died
+		// holding it: lost in the consumer, not the broker.
+		return LostUnprocessed
 	case f.deliveries == 0 && !f.reachedBroker():
 		return LostUnconfirmed
 	case f.deliveries == 0:

@@ -100,6 +100,10 @@ type Event struct {
 	// messages, for a subscription the consumer made (MQTT: the RETAIN
 	// flag on a delivery), not as the message's routing.
 	Retained bool `json:"retained,omitempty"`
+	// Intents, with crash: the messages the broker had sent the instance
+	// and it had not yet handed to the consumer when it died, which the
+	// broker had already forgotten (RabbitMQ autoAck): they die with it.
+	//
 	// Held, with fault: the broker had received the Intents when the
 	// fault hit them (subscriber-offline), so they count as had, like
 	// confirmed ones, even where nobody confirmed them (QoS 0).

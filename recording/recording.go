@@ -205,8 +205,13 @@ func (c *Consumer) AckBatch(ctx context.Context, ds []brokers.Delivery) error {
 // Abandon kills the instance as a crash would and records its death; reason
 // is empty when a fault killed it.
 func (c *Consumer) Abandon(reason string) {
-	c.c.Abandon()
-	c.rec.Record(history.Event{Type: history.Crash, Consumer: c.gen, Reason: reason})
+	var dropped []int
+	if d, ok := c.c.(brokers.Dropper); ok {
+		dropped = d.AbandonDropping()
+	} else {
+		c.c.Abandon()
+	}
+	c.rec.Record(history.Event{Type: history.Crash, Consumer: c.gen, Reason: reason, Intents: dropped})
 }
 
 // LoseLease kills the instance's connection as Abandon does, for an

@@ -64,6 +64,7 @@ var lessons = []lesson{
 	}},
 	{"RabbitMQ: acks, confirms, the network, queue limits, a cluster", []timed{
 		{"rabbitmq-consumer-crash", 2.8},
+		{"rabbitmq-weak-keys", 0.9},
 		{"rabbitmq-quorum-acked-redelivery", 5.5},
 		{"rabbitmq-autoack-crash", 0.4},
 		{"rabbitmq-ack-lost", 1.6},
@@ -94,7 +95,7 @@ var lessons = []lesson{
 	}},
 	{"NATS JetStream: ack policies, ack_wait, max_deliver, the stream's dedup window, a cluster", []timed{
 		{"nats-ack-none", 4.6},
-		{"nats-msg-id-dedup", 3.2},
+		{"nats-msg-id-dedup", 6.6},
 		{"nats-retry-backoff", 9.3},
 		{"nats-ack-lost", 3.2},
 		{"nats-ack-wait", 2.7},

@@ -436,9 +436,9 @@ func (d *queueDest) Consumer(ctx context.Context, gen int) (brokers.Consumer, er
 	// consume-ok reaches us, and Backlog must see those deliveries.
 	// One call at a time on a channel: Backlog's flush may come meanwhile.
 	d.join(c)
-	tag := fmt.Sprintf("%s-consumer-%d", d.queue, gen)
+	c.tag = fmt.Sprintf("%s-consumer-%d", d.queue, gen)
 	c.rpcMu.Lock()
-	c.deliveries, err = c.ch.ConsumeWithContext(ctx, d.queue, tag, c.autoAck, false, false, false, nil)
+	c.deliveries, err = c.ch.ConsumeWithContext(ctx, d.queue, c.tag, c.autoAck, false, false, false, nil)
 	c.rpcMu.Unlock()
 	if err != nil {
 		d.leave(c)
@@ -460,6 +460,7 @@ type consumer struct {
 	conn       *amqp.Connection
 	ch         *amqp.Channel
 	deliveries <-chan amqp.Delivery
+	tag        string // the consumer tag of basic.consume
 	closed     chan *amqp.Error
 
 	consuming bool // consume-ok received (guarded by d.mu)
@@ -817,6 +818,57 @@ func (c *consumer) Abandon() {
 		c.stopTimers()
 		_ = c.px.Close(context.Background())
 	})
+}
+
+var _ brokers.Dropper = (*consumer)(nil)
+
+// AbandonDropping is Abandon. With autoAck it first takes every message
+// the broker had sent this consumer and amqp091 had not handed out (the
+// broker forgot each as it sent it; amqp091 drops its buffer with the
+// connection) and returns those intents: lost in the consumer. It cancels
+// the consumer (basic.cancel) and reads the deliveries until amqp091 ends
+// them after cancel-ok, which the broker sends after every delivery it
+// made to this consumer: what was on the wire is read too. The broker
+// stops sending at the cancel, as it would at the crash's closed
+// connection. With manual acks there is nothing to take: the broker keeps
+// what it sent until an ack and delivers it again.
+func (c *consumer) AbandonDropping() []int {
+	var dropped []int
+	if c.autoAck {
+		dropped = c.unread()
+	}
+	c.Abandon()
+	return dropped
+}
+
+// unreadWait bounds unread: a connection already broken gets no
+// cancel-ok, and what it held is gone anyway.
+const unreadWait = 2 * time.Second
+
+// unread cancels the consumer and takes its deliveries until amqp091 ends
+// them (or unreadWait passes).
+func (c *consumer) unread() []int {
+	go func() {
+		c.rpcMu.Lock()
+		defer c.rpcMu.Unlock()
+		_ = c.ch.Cancel(c.tag, false) // an error: the connection is gone, its buffer with it
+	}()
+	limit := time.NewTimer(unreadWait)
+	defer limit.Stop()
+	var out []int
+	for {
+		select {
+		case m, ok := <-c.deliveries:
+			if !ok {
+				return out
+			}
+			if id, err := brokers.ParseKey(m.MessageId); err == nil {
+				out = append(out, id)
+			}
+		case <-limit.C:
+			return out
+		}
+	}
 }
 
 // Close stops the consumer cleanly (connection.close); the broker requeues
