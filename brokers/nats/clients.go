@@ -267,10 +267,11 @@ type consumer struct {
 	cons  jetstream.Consumer
 	batch int
 	buf   []jetstream.Msg
-	// mb is the pull request in progress (nil: none).
-	mb   jetstream.MessageBatch
-	held atomic.Int64 // AckNone: received and not yet settled
-	gone atomic.Bool
+	// mb is the pull request in progress (nil: none), cancel ends it.
+	mb     jetstream.MessageBatch
+	cancel context.CancelFunc
+	held   atomic.Int64 // AckNone: received and not yet settled
+	gone   atomic.Bool
 	// px and acks: ack-lost's proxy, and the ack subjects it may lose
 	// (nil when ack-lost is not armed).
 	px   *netfault.Proxy
@@ -293,21 +294,6 @@ type delivery struct {
 // Next returns the next message of the stream for this consumer: each
 // pull request asks for up to batch messages and lasts fetchWait; the
 // messages are handed on as they arrive.
-//
-// The request's expiry is FetchMaxWait, not a context: nats.go ends a
-// fetch whose context is done at once and drops what the server had sent
-// to it and the client had not yet handed on (still in the subscription's
-// channel, or on its way), which the server counts as delivered and sends
-// again only after ack_wait. Under load (two busy loops on 2 cores) a
-// FetchContext of 1s (server expiry 900ms, 100ms of margin) lost a whole
-// batch of 100 that way in 1 run of 10 of nats-msg-id-dedup: 100
-// redeliveries out of order, later than the intents published after them.
-// With FetchMaxWait the batch ends on the server's own end-of-request
-// status, after every message it sent (or after 1s more of silence). That
-// narrows the gap without closing it: with three runs at once at a load
-// average of about 20, a batch was still dropped once in 20 runs
-// (nats.go's idle timer, the process starved for seconds); ack_wait
-// brings such a batch back, so a scenario keeps ack_wait below its drain.
 func (c *consumer) Next(ctx context.Context) (brokers.Delivery, error) {
 	for len(c.buf) == 0 {
 		if err := ctx.Err(); err != nil {
@@ -317,14 +303,16 @@ func (c *consumer) Next(ctx context.Context) (brokers.Delivery, error) {
 			return brokers.Delivery{}, fmt.Errorf("connection to %s closed", c.d.b.Name())
 		}
 		if c.mb == nil {
-			mb, err := c.cons.Fetch(c.batch, jetstream.FetchMaxWait(fetchWait))
+			fctx, cancel := context.WithTimeout(ctx, fetchWait)
+			mb, err := c.cons.Fetch(c.batch, jetstream.FetchContext(fctx))
 			if err != nil {
+				cancel()
 				if ctx.Err() != nil {
 					return brokers.Delivery{}, ctx.Err()
 				}
 				return brokers.Delivery{}, fmt.Errorf("fetch from stream %s: %w", c.d.stream, err)
 			}
-			c.mb = mb
+			c.mb, c.cancel = mb, cancel
 		}
 		select {
 		case m, ok := <-c.mb.Messages():
@@ -336,6 +324,7 @@ func (c *consumer) Next(ctx context.Context) (brokers.Delivery, error) {
 				continue
 			}
 			err := c.mb.Error()
+			c.cancel()
 			c.mb = nil
 			if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && !errors.Is(err, nats.ErrTimeout) && ctx.Err() == nil {
 				return brokers.Delivery{}, fmt.Errorf("fetch from stream %s: %w", c.d.stream, err)
@@ -472,6 +461,9 @@ func (c *consumer) leave() {
 		return
 	}
 	c.nc.Close()
+	if c.cancel != nil {
+		c.cancel()
+	}
 	c.closeProxy()
 	c.d.mu.Lock()
 	delete(c.d.live, c)
