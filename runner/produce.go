@@ -149,15 +149,29 @@ func (r *variantRun) send(ctx context.Context, p *recording.Producer, intent int
 				}()
 			})
 		}
-		if policy.timeout > 0 {
-			timer = time.AfterFunc(policy.timeout, func() { decide(errConfirmTimeout, true) })
-		}
+		// The confirm timeout starts once the publish is recorded (in
+		// Publish): started before, under load it fired first and the
+		// history had the attempt given up before it was sent. An outcome
+		// that comes before the timer is set (a client that answers at
+		// once) leaves none set; decide acts once either way.
+		var mu sync.Mutex
+		answered := false
 		r.publish(ctx, p, intent, attempt, func(err error) {
-			if timer != nil { // set before the publish, so before its outcome
+			mu.Lock()
+			answered = true
+			if timer != nil {
 				timer.Stop()
 			}
+			mu.Unlock()
 			decide(err, false)
 		})
+		if policy.timeout > 0 {
+			mu.Lock()
+			if !answered {
+				timer = time.AfterFunc(policy.timeout, func() { decide(errConfirmTimeout, true) })
+			}
+			mu.Unlock()
+		}
 	}
 	try(1)
 }
