@@ -109,7 +109,6 @@ func (r *variantRun) send(ctx context.Context, p *recording.Producer, intent int
 	var try func(attempt int)
 	try = func(attempt int) {
 		var once sync.Once
-		var timer *time.Timer
 		decide := func(err error, timedOut bool) {
 			once.Do(func() {
 				if timedOut {
@@ -149,29 +148,12 @@ func (r *variantRun) send(ctx context.Context, p *recording.Producer, intent int
 				}()
 			})
 		}
-		// The confirm timeout starts once the publish is recorded (in
-		// Publish): started before, under load it fired first and the
-		// history had the attempt given up before it was sent. An outcome
-		// that comes before the timer is set (a client that answers at
-		// once) leaves none set; decide acts once either way.
-		var mu sync.Mutex
-		answered := false
+		var t confirmTimer
 		r.publish(ctx, p, intent, attempt, func(err error) {
-			mu.Lock()
-			answered = true
-			if timer != nil {
-				timer.Stop()
-			}
-			mu.Unlock()
+			t.answered()
 			decide(err, false)
 		})
-		if policy.timeout > 0 {
-			mu.Lock()
-			if !answered {
-				timer = time.AfterFunc(policy.timeout, func() { decide(errConfirmTimeout, true) })
-			}
-			mu.Unlock()
-		}
+		t.start(policy.timeout, func() { decide(errConfirmTimeout, true) })
 	}
 	try(1)
 }
@@ -277,5 +259,35 @@ func (l *lagLimit) wait(ctx context.Context, intent int) bool {
 		case <-ctx.Done():
 			return false
 		}
+	}
+}
+
+// confirmTimer gives one publish up after the confirm timeout. It starts
+// once the publish is recorded (in Publish): started before, under load
+// it fired first and the history had the attempt given up before it was
+// sent. An outcome that comes before it starts (a client that answers at
+// once) leaves it unstarted.
+type confirmTimer struct {
+	mu    sync.Mutex
+	done  bool
+	timer *time.Timer
+}
+
+// answered stops the timer, or keeps it from starting.
+func (c *confirmTimer) answered() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.done = true
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+}
+
+// start runs giveUp after timeout (none: never) unless answered first.
+func (c *confirmTimer) start(timeout time.Duration, giveUp func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if timeout > 0 && !c.done {
+		c.timer = time.AfterFunc(timeout, giveUp)
 	}
 }
