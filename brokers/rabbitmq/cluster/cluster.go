@@ -434,8 +434,36 @@ func (c *Cluster) startEPMD(as runAs) error {
 	return waitPort(context.Background(), c.EPMDPort, 10*time.Second, c.EPMDPID)
 }
 
-// startNode starts node i and waits until it accepts AMQP connections.
+// startNode starts node i and waits until it accepts AMQP connections. A
+// port chosen free can be taken by another process before the node binds
+// it (tests that start brokers side by side did, in CI): the node then
+// exits at once saying so, and is started again on fresh ports, at most
+// three times.
 func (c *Cluster) startNode(ctx context.Context, in install, as runAs, i int) error {
+	for try := 1; ; try++ {
+		err := c.startNodeOnce(ctx, in, as, i)
+		if err == nil || try == 3 || !portTaken(err) {
+			return err
+		}
+		ports, perr := freePorts(2)
+		if perr != nil {
+			return err
+		}
+		c.mu.Lock()
+		c.Nodes[i].AMQPPort, c.Nodes[i].DistPort = ports[0], ports[1]
+		c.mu.Unlock()
+	}
+}
+
+// portTaken says whether a node failed to start because one of its ports
+// was in use.
+func portTaken(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "dist_port_already_used") || strings.Contains(s, "eaddrinuse")
+}
+
+// startNodeOnce starts node i on its ports.
+func (c *Cluster) startNodeOnce(ctx context.Context, in install, as runAs, i int) error {
 	dir := c.nodeDir(i)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
