@@ -57,49 +57,14 @@ func TestHTMLReportInBrowser(t *testing.T) {
 		t.Fatalf("dqbench run quickstart --html: exit %d\n%s%s", code, out.String(), errOut.String())
 	}
 
-	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]),
-		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 1750))
-	actx, cancel := chromedp.NewExecAllocator(t.Context(), opts...)
-	defer cancel()
-	var mu sync.Mutex
-	var problems []string
-	listen := func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch e := ev.(type) {
-		case *runtime.EventExceptionThrown:
-			problems = append(problems, "script exception: "+e.ExceptionDetails.Text)
-		case *runtime.EventConsoleAPICalled:
-			if e.Type == runtime.ConsoleAPICalledTypeError {
-				problems = append(problems, "console error")
-			}
-		case *log.EventEntryAdded:
-			if e.Entry.Level == log.EntryLevelError {
-				problems = append(problems, "browser error: "+e.Entry.Text)
-			}
-		case *network.EventRequestWillBeSent:
-			if !strings.HasPrefix(e.Request.URL, "file://") && !strings.HasPrefix(e.Request.URL, "data:") {
-				problems = append(problems, "fetched "+e.Request.URL)
-			}
-		}
-	}
-	ctx, cancel := chromedp.NewContext(actx, chromedp.WithListener(listen))
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
-
+	ctx, problems := headless(t, exe, 1280, 1750, 90*time.Second)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err := chromedp.Call(ctx, network.Enable, network.EnableParams{})
-	must(err)
-	_, err = chromedp.Call(ctx, log.Enable, cdp.Empty{})
-	must(err)
-	_, err = chromedp.Call(ctx, runtime.Enable, cdp.Empty{})
-	must(err)
+	var err error
 	must(chromedp.Do(ctx, chromedp.Navigate("file://"+page), chromedp.WaitVisible(chromedp.CSS("svg.timeline"))))
 	count := func(selector string) int {
 		t.Helper()
@@ -121,9 +86,7 @@ func TestHTMLReportInBrowser(t *testing.T) {
 	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	must(err)
 
-	mu.Lock()
-	defer mu.Unlock()
-	for _, p := range problems {
+	for _, p := range problems() {
 		t.Error(p)
 	}
 	if want := []string{"none", "dedup-table", "dedup-table-split"}; !slices.Equal(variants, want) {
@@ -169,44 +132,14 @@ func TestSweepHTMLInBrowser(t *testing.T) {
 		t.Fatalf("dqbench sweep quickstart --html: exit %d, want %d\n%s%s", code, cmd.ExitFail, out.String(), errOut.String())
 	}
 
-	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]),
-		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(390, 844))
-	actx, cancel := chromedp.NewExecAllocator(t.Context(), opts...)
-	defer cancel()
-	var mu sync.Mutex
-	var problems []string
-	listen := func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch e := ev.(type) {
-		case *runtime.EventExceptionThrown:
-			problems = append(problems, "script exception: "+e.ExceptionDetails.Text)
-		case *log.EventEntryAdded:
-			if e.Entry.Level == log.EntryLevelError {
-				problems = append(problems, "browser error: "+e.Entry.Text)
-			}
-		case *network.EventRequestWillBeSent:
-			if !strings.HasPrefix(e.Request.URL, "file://") && !strings.HasPrefix(e.Request.URL, "data:") {
-				problems = append(problems, "fetched "+e.Request.URL)
-			}
-		}
-	}
-	ctx, cancel := chromedp.NewContext(actx, chromedp.WithListener(listen))
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
+	ctx, problems := headless(t, exe, 390, 844, 90*time.Second)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err := chromedp.Call(ctx, network.Enable, network.EnableParams{})
-	must(err)
-	_, err = chromedp.Call(ctx, log.Enable, cdp.Empty{})
-	must(err)
-	_, err = chromedp.Call(ctx, runtime.Enable, cdp.Empty{})
-	must(err)
+	var err error
 	eval := func(js string) any {
 		t.Helper()
 		v, err := chromedp.Run(ctx, chromedp.Evaluate[any](js))
@@ -274,9 +207,7 @@ func TestSweepHTMLInBrowser(t *testing.T) {
 		t.Errorf("the first red bar of none's duplicates goes to %q, want #run-2", hash)
 	}
 
-	mu.Lock()
-	defer mu.Unlock()
-	for _, p := range problems {
+	for _, p := range problems() {
 		t.Error(p)
 	}
 }
@@ -326,44 +257,13 @@ func TestRunReportsInBrowser(t *testing.T) {
 		}
 	}
 
-	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]),
-		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(390, 844))
-	actx, cancel := chromedp.NewExecAllocator(t.Context(), opts...)
-	defer cancel()
-	var mu sync.Mutex
-	var problems []string
-	listen := func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch e := ev.(type) {
-		case *runtime.EventExceptionThrown:
-			problems = append(problems, "script exception: "+e.ExceptionDetails.Text)
-		case *log.EventEntryAdded:
-			if e.Entry.Level == log.EntryLevelError {
-				problems = append(problems, "browser error: "+e.Entry.Text)
-			}
-		case *network.EventRequestWillBeSent:
-			if !strings.HasPrefix(e.Request.URL, "file://") && !strings.HasPrefix(e.Request.URL, "data:") {
-				problems = append(problems, "fetched "+e.Request.URL)
-			}
-		}
-	}
-	ctx, cancel := chromedp.NewContext(actx, chromedp.WithListener(listen))
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
+	ctx, problems := headless(t, exe, 390, 844, 3*time.Minute)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err := chromedp.Call(ctx, network.Enable, network.EnableParams{})
-	must(err)
-	_, err = chromedp.Call(ctx, log.Enable, cdp.Empty{})
-	must(err)
-	_, err = chromedp.Call(ctx, runtime.Enable, cdp.Empty{})
-	must(err)
 
 	for _, file := range pages {
 		name := strings.TrimSuffix(filepath.Base(file), ".html")
@@ -425,10 +325,60 @@ func TestRunReportsInBrowser(t *testing.T) {
 			}
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	for _, p := range problems {
+	for _, p := range problems() {
 		t.Error(p)
+	}
+}
+
+// headless opens a page context in a headless Chromium (exe) of width ×
+// height, ending after timeout, and collects what a self-contained page
+// must not do: a script exception or console error, a browser error, a
+// fetch of anything but file:// and data:. problems returns them.
+func headless(t *testing.T, exe string, width, height int, timeout time.Duration) (ctx context.Context, problems func() []string) {
+	t.Helper()
+	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]),
+		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(width, height))
+	actx, cancelAlloc := chromedp.NewExecAllocator(t.Context(), opts...)
+	t.Cleanup(cancelAlloc)
+	var mu sync.Mutex
+	var seen []string
+	listen := func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch e := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			seen = append(seen, "script exception: "+e.ExceptionDetails.Text)
+		case *runtime.EventConsoleAPICalled:
+			if e.Type == runtime.ConsoleAPICalledTypeError {
+				seen = append(seen, "console error")
+			}
+		case *log.EventEntryAdded:
+			if e.Entry.Level == log.EntryLevelError {
+				seen = append(seen, "browser error: "+e.Entry.Text)
+			}
+		case *network.EventRequestWillBeSent:
+			if !strings.HasPrefix(e.Request.URL, "file://") && !strings.HasPrefix(e.Request.URL, "data:") {
+				seen = append(seen, "fetched "+e.Request.URL)
+			}
+		}
+	}
+	ctx, cancelCtx := chromedp.NewContext(actx, chromedp.WithListener(listen))
+	t.Cleanup(cancelCtx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, timeout)
+	t.Cleanup(cancelTimeout)
+	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Call(ctx, log.Enable, cdp.Empty{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Call(ctx, runtime.Enable, cdp.Empty{}); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seen)
 	}
 }
 
