@@ -16,9 +16,9 @@ MQTT_BENCH_INTENTS ?= 5000
 CRASH_BENCH_INTENTS ?= 5000
 # the real-Kafka rows (a one-node Apache Kafka from dqbench's jar cache, skipped without them): the raw loop commits each record synchronously, 0.3-0.6 ms each, so fewer intents; both rows take about a minute
 REAL_KAFKA_BENCH_INTENTS ?= 5000
-# the sweep row: dqbench sweep of this built-in over seeds 1..SWEEP_BENCH_SEEDS at --parallel 1 and 2 (SWEEP_BENCH_MESSAGES=0: the built-in's messages)
-SWEEP_BENCH_SCENARIO ?= quickstart
-SWEEP_BENCH_SEEDS ?= 12
+# the sweep rows: dqbench sweep of each of these built-ins over seeds 1..SWEEP_BENCH_SEEDS at --parallel 1 and 2 (SWEEP_BENCH_MESSAGES=0: the built-in's messages); quickstart keeps 1.4 CPUs busy at --parallel 1, mqtt-client-qos2 0.35
+SWEEP_BENCH_SCENARIOS ?= quickstart mqtt-client-qos2
+SWEEP_BENCH_SEEDS ?= 8
 SWEEP_BENCH_MESSAGES ?= 0
 # the PostgreSQL rows of make bench and make bench-strategies (skipped when unreachable)
 BENCH_POSTGRES ?= postgres://postgres@127.0.0.1:5432/test
@@ -75,7 +75,7 @@ lint: ## gofmt, go vet
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet $(PKGS)
 
-bench: ## pipeline vs raw kgo loop on SQLite, then on PostgreSQL: median ratio of interleaved pairs, tx and commit bounds; then the transactional stage vs a raw kgo GroupTransactSession loop; then RabbitMQ vs a raw amqp091-go loop when it answers; then MQTT QoS 1 on mochi-mqtt vs a raw paho loop; then NATS JetStream on the embedded nats-server vs a raw nats.go loop; then the cost of one consumer crash on embedded Kafka; then, on a one-node Apache Kafka (make kafka-jars), the pipeline vs a raw kgo loop and the cost of one consumer crash; then dqbench sweep at --parallel 2 vs --parallel 1 (runs/s ratio, CPUs busy). Each prints a Markdown table (median, min, max, date, load) for docs/performance.md
+bench: ## pipeline vs raw kgo loop on SQLite, then on PostgreSQL: median ratio of interleaved pairs, tx and commit bounds; then the transactional stage vs a raw kgo GroupTransactSession loop; then RabbitMQ vs a raw amqp091-go loop when it answers; then MQTT QoS 1 on mochi-mqtt vs a raw paho loop; then NATS JetStream on the embedded nats-server vs a raw nats.go loop; then the cost of one consumer crash on embedded Kafka; then, on a one-node Apache Kafka (make kafka-jars), the pipeline vs a raw kgo loop and the cost of one consumer crash; then dqbench sweep of a CPU-bound and a waiting built-in at --parallel 2 vs --parallel 1 (runs/s ratio, CPUs busy). Each prints a Markdown table (median, min, max, date, load) for docs/performance.md
 	$(GO) test -run '^$$' -bench PipelineVsRaw -benchtime 1x -timeout 60m ./bench/ \
 		-args -bench.intents=$(BENCH_INTENTS) -bench.pairs=$(BENCH_PAIRS) -bench.store=sqlite
 	$(GO) test -run '^$$' -bench PipelineVsRaw -benchtime 1x -timeout 60m ./bench/ \
@@ -92,9 +92,11 @@ bench: ## pipeline vs raw kgo loop on SQLite, then on PostgreSQL: median ratio o
 		-args -bench.intents=$(CRASH_BENCH_INTENTS) -bench.pairs=$(BENCH_PAIRS)
 	$(GO) test -run '^$$' -bench 'ManagedKafka(VsRaw|Crash)' -benchtime 1x -timeout 60m ./bench/ \
 		-args -bench.intents=$(REAL_KAFKA_BENCH_INTENTS) -bench.pairs=$(BENCH_PAIRS) -bench.store=sqlite
-	$(GO) test -run '^$$' -bench SweepParallel -benchtime 1x -timeout 60m ./bench/ \
-		-args -bench.pairs=$(BENCH_PAIRS) -bench.sweep-scenario=$(SWEEP_BENCH_SCENARIO) \
-		-bench.sweep-seeds=$(SWEEP_BENCH_SEEDS) -bench.sweep-messages=$(SWEEP_BENCH_MESSAGES)
+	for s in $(SWEEP_BENCH_SCENARIOS); do \
+		$(GO) test -run '^$$' -bench SweepParallel -benchtime 1x -timeout 60m ./bench/ \
+			-args -bench.pairs=$(BENCH_PAIRS) -bench.sweep-scenario=$$s \
+			-bench.sweep-seeds=$(SWEEP_BENCH_SEEDS) -bench.sweep-messages=$(SWEEP_BENCH_MESSAGES) || exit 1; \
+	done
 
 bench-strategies: ## each strategy's intents/s on SQLite and PostgreSQL, through the whole pipeline
 	$(GO) test -run '^$$' -bench Strategies -benchtime 1x -timeout 60m ./bench/ \
