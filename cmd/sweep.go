@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/dqbench/dqbench/catalog"
 	"github.com/dqbench/dqbench/check"
 	"github.com/dqbench/dqbench/scenario"
 	seedsweep "github.com/dqbench/dqbench/sweep" // cmd has a func sweep: clean's
@@ -64,7 +63,7 @@ the bars of failing runs marked and linked to their reproducers.
 
 --shard I/N runs the I-th of N disjoint slices of the seeds (consecutive
 seeds, every repeat of a seed in its slice): run each on its own machine with
--o json and "dqbench merge" the files into the report and exit code of the
+-o json (or --json FILE) and "dqbench merge" the files into the report and exit code of the
 whole sweep.
 
 Progress goes to stderr: a line redrawn on a terminal, else a line every
@@ -89,7 +88,7 @@ Exit codes (as run's, over every run):
   dqbench sweep quickstart --seeds 1..200 -o junit > dqbench-sweep-junit.xml
   dqbench sweep quickstart --seeds 1..200 -o markdown >> "$GITHUB_STEP_SUMMARY"
   dqbench sweep quickstart --seeds 1..200 -o json > sweep.json
-  dqbench sweep quickstart --seeds 1..1000 --shard 2/4 -o json > shard-2.json`,
+  dqbench sweep quickstart --seeds 1..1000 --shard 2/4 --json shard-2.json`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeScenarios,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -115,52 +114,57 @@ Exit codes (as run's, over every run):
 	f.StringArrayVar(&o.expect, "expect", nil, "an expectation over the sweep's runs, VARIANT: COUNT EXPECTATION (e.g. \"none: duplicates > 0 in at least 95% of runs\", \"none: lost == 0 in every run\"); repeat the flag for more; in place of the scenario's sweep_expect on that count")
 	f.BoolVar(&o.keepAll, "keep-all", false, "with --out: save every run, not only the failing ones")
 	f.BoolVar(&o.force, "force", false, "with --out: overwrite saved runs of the same names")
-	f.StringVarP(&o.output, "output", "o", "table", "output format: "+strings.Join(seedsweep.FormatNames(), ", "))
-	f.StringVar(&o.html, "html", "", htmlFlagDoc)
+	addSweepOutputFlags(f, &o.outputOptions)
 	addScenarioFlags(f, &o.runOptions)
 	_ = c.RegisterFlagCompletionFunc("variant", completeVariants)
 	return c
 }
 
-// htmlFlagDoc is the doc of sweep's and merge's --html.
-const htmlFlagDoc = "also write the sweep's self-contained HTML page (per variant and count a histogram of the runs, the failing runs marked and linked to their reproducers) to `FILE`"
+// addSweepOutputFlags registers sweep's and merge's -o, --html, --json,
+// --junit and --markdown: the same summary on stdout and in each file.
+func addSweepOutputFlags(f *pflag.FlagSet, o *outputOptions) {
+	f.StringVarP(&o.output, "output", "o", "table", "output format: "+strings.Join(seedsweep.FormatNames(), ", "))
+	f.StringVar(&o.html, "html", "", "also write the sweep's self-contained HTML page (per variant and count a histogram of the runs, the failing runs marked and linked to their reproducers) to `FILE`")
+	f.StringVar(&o.json, "json", "", "also write the sweep's JSON report (what \"dqbench merge\" reads) to `FILE`")
+	f.StringVar(&o.junit, "junit", "", "also write the sweep's JUnit XML report to `FILE`")
+	f.StringVar(&o.markdown, "markdown", "", "also write the sweep's Markdown report to `FILE` (e.g. \"$GITHUB_STEP_SUMMARY\")")
+}
 
-// checkSweepOutput rejects an unknown -o or an --html file whose
+// checkSweepOutput rejects an unknown -o or a report file whose
 // directory does not exist, before any run.
-func checkSweepOutput(output, htmlFile string) error {
-	if !slices.Contains(seedsweep.FormatNames(), output) {
-		return withCode(ExitUsage, fmt.Errorf("--output %q is not allowed (allowed: %s)", output, strings.Join(seedsweep.FormatNames(), ", ")))
+func checkSweepOutput(o outputOptions) error {
+	if !slices.Contains(seedsweep.FormatNames(), o.output) {
+		return withCode(ExitUsage, fmt.Errorf("--output %q is not allowed (allowed: %s)", o.output, strings.Join(seedsweep.FormatNames(), ", ")))
 	}
-	if htmlFile != "" {
-		if fi, err := os.Stat(filepath.Dir(htmlFile)); err != nil || !fi.IsDir() {
-			return withCode(ExitUsage, fmt.Errorf("--html %s: directory %s does not exist", htmlFile, filepath.Dir(htmlFile)))
+	for _, f := range o.files() {
+		if fi, err := os.Stat(filepath.Dir(f.path)); err != nil || !fi.IsDir() {
+			return withCode(ExitUsage, fmt.Errorf("--%s %s: directory %s does not exist", f.format, f.path, filepath.Dir(f.path)))
 		}
 	}
 	return nil
 }
 
-// writeSweep writes the summary to stdout in format output and, with
-// htmlFile, the HTML page there (passwords in URLs masked, as run's).
-func writeSweep(s Streams, output, htmlFile string, sum seedsweep.Summary) error {
-	if err := seedsweep.Write(s.Out, output, sum, seedsweep.Options{Width: s.Width}); err != nil {
+// writeSweep writes the summary to stdout in format -o and to each report
+// file in its format (passwords in URLs masked, as run's).
+func writeSweep(s Streams, o outputOptions, sum seedsweep.Summary) error {
+	if err := seedsweep.Write(s.Out, o.output, sum, seedsweep.Options{Width: s.Width}); err != nil {
 		return withCode(ExitIncomplete, err)
 	}
-	if htmlFile == "" {
-		return nil
+	for _, f := range o.files() {
+		var b strings.Builder
+		if err := seedsweep.Write(&b, f.format, sum, seedsweep.Options{Width: s.Width}); err != nil {
+			return withCode(ExitIncomplete, fmt.Errorf("--%s: %w", f.format, err))
+		}
+		if err := f.write([]byte(b.String())); err != nil {
+			return withCode(ExitIncomplete, err)
+		}
+		fmt.Fprintf(s.Err, "wrote the %s report to %s\n", formatTitle(f.format), f.path)
 	}
-	var page strings.Builder
-	if err := seedsweep.HTML(&page, sum); err != nil {
-		return withCode(ExitIncomplete, fmt.Errorf("HTML page: %w", err))
-	}
-	if err := os.WriteFile(htmlFile, []byte(catalog.MaskURLs(page.String())), 0o644); err != nil {
-		return withCode(ExitIncomplete, fmt.Errorf("--html: %w", err))
-	}
-	fmt.Fprintf(s.Err, "wrote the HTML page to %s\n", htmlFile)
 	return nil
 }
 
 func runSweep(ctx context.Context, s Streams, o sweepOptions, arg string, flags *pflag.FlagSet) error {
-	if err := checkSweepOutput(o.output, o.html); err != nil {
+	if err := checkSweepOutput(o.outputOptions); err != nil {
 		return err
 	}
 	seeds, err := seedsweep.ParseSeeds(o.seeds)
@@ -229,7 +233,7 @@ func runSweep(ctx context.Context, s Streams, o sweepOptions, arg string, flags 
 	if sum.SchemaVersion == 0 { // nothing ran
 		return withCode(exitCodeFor(runErr), runErr)
 	}
-	if err := writeSweep(s, o.output, o.html, sum); err != nil {
+	if err := writeSweep(s, o.outputOptions, sum); err != nil {
 		return err
 	}
 	if runErr != nil {
@@ -283,7 +287,7 @@ func shellQuote(s string) string {
 }
 
 func newMergeCmd(s Streams) *cobra.Command {
-	var output, htmlFile string
+	var o outputOptions
 	c := &cobra.Command{
 		Use:   "merge FILE|DIR...",
 		Short: "Add up the JSON of a sweep's shards into the whole sweep's report",
@@ -300,7 +304,7 @@ Exit codes: as sweep's.`,
   dqbench merge shards/ -o markdown >> "$GITHUB_STEP_SUMMARY"`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			if err := checkSweepOutput(output, htmlFile); err != nil {
+			if err := checkSweepOutput(o); err != nil {
 				return err
 			}
 			files, err := summaryFiles(args)
@@ -319,14 +323,13 @@ Exit codes: as sweep's.`,
 			if err != nil {
 				return withCode(ExitUsage, fmt.Errorf("%w (files, in order: %s)", err, strings.Join(files, ", ")))
 			}
-			if err := writeSweep(s, output, htmlFile, sum); err != nil {
+			if err := writeSweep(s, o, sum); err != nil {
 				return err
 			}
 			return sweepVerdict(sum)
 		},
 	}
-	c.Flags().StringVarP(&output, "output", "o", "table", "output format: "+strings.Join(seedsweep.FormatNames(), ", "))
-	c.Flags().StringVar(&htmlFile, "html", "", htmlFlagDoc)
+	addSweepOutputFlags(c.Flags(), &o)
 	c.ValidArgsFunction = func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		return []cobra.Completion{"json"}, cobra.ShellCompDirectiveFilterFileExt
 	}

@@ -131,6 +131,7 @@ func TestSweepFlags(t *testing.T) {
 		{[]string{"sweep", cli, cli}, "accepts 1 arg"},
 		{[]string{"sweep", cli, "-o", "pdf"}, `--output "pdf" is not allowed (allowed: table, json, markdown, junit, html)`},
 		{[]string{"sweep", cli, "--html", "/no/such/dir/sweep.html"}, `--html /no/such/dir/sweep.html: directory /no/such/dir does not exist`},
+		{[]string{"sweep", cli, "--junit", "/no/such/dir/sweep.xml"}, `--junit /no/such/dir/sweep.xml: directory /no/such/dir does not exist`},
 		{[]string{"sweep", cli, "--expect", "nne: lost 0"}, `--expect "nne: lost 0": scenario cli has no variant "nne"`},
 		{[]string{"sweep", cli, "--expect", "none: lots 0"}, `no count named "lots" (did you mean "lost"?)`},
 		{[]string{"sweep", cli, "--expect", "lost 0"}, `write VARIANT: COUNT EXPECTATION`},
@@ -183,23 +184,31 @@ func TestSweepShardsMerge(t *testing.T) {
 	}
 	var files []string
 	for _, shard := range []string{"1/3", "2/3", "3/3"} {
-		r := sweepCLI(t, append(args, "--shard", shard)...)
-		want := ExitFail // 1..2 fails on seed 2, 3..4 on 4, 5..7 on 5
-		if r.code != want {
-			t.Fatalf("shard %s: exit %d, want %d\n%s", shard, r.code, want, r.err)
-		}
+		// The table on stdout, the JSON for merge in a file (--json).
 		f := filepath.Join(dir, "shard-"+shard[:1]+".json")
-		if err := os.WriteFile(f, []byte(r.out), 0o644); err != nil {
-			t.Fatal(err)
+		r := sweepCLI(t, append(args, "--shard", shard, "-o", "table", "--json", f)...)
+		want := ExitFail // 1..2 fails on seed 2, 3..4 on 4, 5..7 on 5
+		if r.code != want || !strings.Contains(r.out, "FAIL duplicates <= 3") || !strings.Contains(r.err, "wrote the JSON report to "+f) {
+			t.Fatalf("shard %s: exit %d, want %d, a table on stdout and the JSON in %s\n%s%s", shard, r.code, want, f, r.out, r.err)
 		}
 		files = append(files, f)
 	}
-	merged := sweepCLI(t, append([]string{"merge", "-o", "json"}, files...)...)
+	reports := t.TempDir()
+	junitFile, mdFile := filepath.Join(reports, "sweep.xml"), filepath.Join(reports, "sweep.md")
+	merged := sweepCLI(t, append([]string{"merge", "-o", "json", "--junit", junitFile, "--markdown", mdFile}, files...)...)
 	if merged.code != whole.code {
 		t.Errorf("merge: exit %d, the unsharded sweep %d\n%s", merged.code, whole.code, merged.err)
 	}
 	if got, want := withoutTiming(t, merged.out), withoutTiming(t, whole.out); got != want {
 		t.Errorf("merged shards differ from the unsharded sweep:\n--- merged\n%s\n--- unsharded\n%s", got, want)
+	}
+	// --junit and --markdown FILE hold what -o junit and -o markdown print.
+	for file, format := range map[string]string{junitFile: "junit", mdFile: "markdown"} {
+		b, err := os.ReadFile(file)
+		want := sweepCLI(t, append([]string{"merge", "-o", format}, files...)...).out
+		if err != nil || string(b) != want {
+			t.Errorf("merge --%s: %v\n%s\nwant what -o %s prints:\n%s", format, err, b, format, want)
+		}
 	}
 	if !strings.Contains(whole.out, `"seed": 5`) || strings.Contains(whole.out, `"seed": 3,`) {
 		t.Errorf("the unsharded sweep does not fail seed 5 alone of 3..5:\n%s", whole.out)
