@@ -460,6 +460,14 @@ variants:
 // again and none applies them twice, each such duplicate explained as
 // acked-redelivered (the crash comes before processing, so no other
 // duplicate arises); prefetch 1 and every classic queue give none.
+//
+// Whether a kill finds acks the quorum queue has not applied depends on
+// the consumer acking faster than the queue's Raft log applies them; on
+// a machine whose CPUs are taken (two "yes" loops beside go test ./...)
+// one run of 20 kills found none. So when quorum-p100 alone failed, for
+// having no duplicate, that variant runs again, alone, at most twice:
+// the test fails when three runs of 20 kills all deliver no acked
+// message again.
 func TestQuorumAckedRedelivery(t *testing.T) {
 	if raceEnabled {
 		t.Skip("its count depends on how fast the consumer acks: not under -race")
@@ -475,9 +483,52 @@ func TestQuorumAckedRedelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkAckedRedelivered(t, s, res)
+	for attempt := 2; quorumP100FoundNone(t, res) && attempt <= 3; attempt++ {
+		t.Logf("quorum-p100 delivered no acked message again in 20 kills: running it alone, attempt %d of 3", attempt)
+		again, err := scenario.Resolve("rabbitmq-quorum-acked-redelivery")
+		if err == nil {
+			err = again.OnlyVariants([]string{"quorum-p100"})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, err = runJudged(t, context.Background(), again); err != nil {
+			t.Fatal(err)
+		}
+		checkAckedRedelivered(t, again, res)
+	}
 	if !res.Run.Passed || !res.Run.Valid() {
 		t.Errorf("run did not pass: %+v", res.Run)
 	}
+}
+
+// quorumP100FoundNone says whether quorum-p100 is the one variant of res
+// that failed, and only for having no duplicate (every other expectation
+// of the run held).
+func quorumP100FoundNone(t *testing.T, res *judged) bool {
+	t.Helper()
+	if res.Run.Passed || !res.Run.Valid() {
+		return false
+	}
+	for _, v := range res.Run.Variants {
+		if v.Name == "quorum-p100" {
+			if v.Duplicates != 0 {
+				return false
+			}
+			continue
+		}
+		if !v.Passed {
+			return false
+		}
+	}
+	return true
+}
+
+// checkAckedRedelivered: in every variant of res, 20 crashes, and every
+// duplicate an acked message delivered again.
+func checkAckedRedelivered(t *testing.T, s *scenario.Scenario, res *judged) {
+	t.Helper()
 	in, err := check.Inspect(s.Plan(), res.Meta, history.Scan(bytes.NewReader(res.History)), res.Audits)
 	if err != nil {
 		t.Fatal(err)
